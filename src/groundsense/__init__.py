@@ -1,0 +1,1 @@
+"""groundsense: sentence-level grounding check for RAG answers."""
