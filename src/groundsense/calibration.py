@@ -1,0 +1,116 @@
+"""Detector scores and their calibration: standardisation statistics and flag thresholds.
+
+Two detectors, both "higher = more suspicious":
+
+- ``gap``: ``-gap``. Training-free, needs only two passes; direction fixed in advance.
+- ``sensitivity``: ``-(z(gap) + z(jsd_noctx) + z(drop_max) + z(jsd_loo_max))`` with the
+  means and standard deviations of a calibration set, never of the answer being scored.
+
+A calibration file holds those statistics and one flag threshold per detector. It is
+fitted by ``groundsense calibrate`` on a set of answers: with sentence labels the
+threshold meets a target recall or precision (default: the best F1); without labels it
+flags a chosen share of sentences.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
+DETECTORS = ("sensitivity", "gap")
+
+
+def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
+    return -np.asarray(features["gap"], dtype=float)
+
+
+@dataclass
+class Calibration:
+    scorer: str
+    k: int
+    stats: dict[str, tuple[float, float]]  # feature -> (mean, standard deviation)
+    thresholds: dict[str, float]  # detector -> flag when score >= threshold
+    made_with: dict = field(default_factory=dict)  # provenance: data, sizes, rule, metrics
+
+    def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
+        if detector == "gap":
+            return gap_score(features)
+        total = sum((np.asarray(features[f], float) - m) / s for f, (m, s) in self.stats.items())
+        return -total
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        try:
+            data = json.loads(Path(path).read_text())
+            data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
+            return cls(**data)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise InputError(f"cannot read calibration file {path}: {exc}") from exc
+
+
+def shipped_calibration(scorer: str, k: int) -> Calibration | None:
+    """The calibration shipped with the package for this scorer and K, if any."""
+    resource = resources.files("groundsense") / "calibrations" / f"{scorer}-k{k}.json"
+    return Calibration.load(resource) if resource.is_file() else None
+
+
+def fit_calibration(
+    features: dict[str, np.ndarray],
+    scorer: str,
+    k: int,
+    labels: np.ndarray | None = None,
+    target_recall: float | None = None,
+    target_precision: float | None = None,
+    flag_rate: float = 0.1,
+    made_with: dict | None = None,
+) -> Calibration:
+    """Fit statistics and thresholds on sentence features (arrays over sentences)."""
+    rows = np.all([np.isfinite(np.asarray(features[f], float)) for f in STANDARDISED], axis=0)
+    if rows.sum() < 2:
+        raise InputError("calibration needs at least two scored sentences with all four features")
+    stats = {}
+    for name in STANDARDISED:
+        values = np.asarray(features[name], float)[rows]
+        stats[name] = (float(values.mean()), float(values.std() or 1.0))
+    calibration = Calibration(scorer, k, stats, {}, dict(made_with or {}))
+    rule = {}
+    for detector in DETECTORS:
+        scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
+        if labels is None:
+            threshold, rule[detector] = float(np.quantile(scores, 1 - flag_rate)), f"flag rate {flag_rate}"
+        else:
+            threshold, rule[detector] = _labelled_threshold(scores, np.asarray(labels)[rows], target_recall, target_precision)
+        calibration.thresholds[detector] = threshold
+    calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule)
+    return calibration
+
+
+def _labelled_threshold(
+    scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None
+) -> tuple[float, str]:
+    from sklearn.metrics import precision_recall_curve
+
+    if labels.min() == labels.max():
+        raise InputError("labelled calibration needs both supported and unsupported sentences")
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
+    if target_recall is not None:
+        i = np.flatnonzero(recall >= target_recall)[-1]
+        return float(thresholds[i]), f"recall >= {target_recall}"
+    if target_precision is not None:
+        ok = np.flatnonzero(precision >= target_precision)
+        if not len(ok):
+            raise InputError(f"no threshold reaches precision {target_precision} on this calibration set")
+        return float(thresholds[ok[0]]), f"precision >= {target_precision}"
+    f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
+    return float(thresholds[f1.argmax()]), "best F1"

@@ -1,0 +1,212 @@
+"""The facade: ``Detector(...).detect(answer=..., context=... | passages=[...], question=...)``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .calibration import Calibration, gap_score, shipped_calibration
+from .errors import GroundsenseError, InputError
+from .evidence import Evidence, build_evidence
+from .features import FEATURES, SentenceFeatures, assign_tokens, sentence_features
+from .result import AnswerSummary, DetectionResult, SentenceResult, Support, Truncation
+from .scorer import EncodedAnswer, Scorer
+from .text import Span, segment_sentences
+
+log = logging.getLogger(__name__)
+
+MODES = ("full", "two_pass")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One row of :meth:`Detector.iter_detect`: a result, or the error that row raised."""
+
+    index: int
+    row: Mapping
+    result: DetectionResult | None = None
+    error: Exception | None = None
+
+
+class Detector:
+    """Sentence-level grounding detector.
+
+    ``scorer``: a :class:`Scorer`, a scorer name (built-in, directory or Hugging Face id)
+    or ``None`` for the embedded default. ``mode="full"`` scores K+2 conditions and the
+    ``sensitivity`` detector; ``"two_pass"`` scores only full and no context, with the
+    ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
+    one shipped for the scorer and K is used, and without one nothing is flagged.
+    """
+
+    def __init__(
+        self,
+        scorer: Scorer | str | None = None,
+        k: int = 5,
+        mode: str = "full",
+        calibration: Calibration | str | Path | None = None,
+        max_context_tokens: int = 1800,
+        max_answer_tokens: int = 256,
+        device: str | None = None,
+    ):
+        if mode not in MODES:
+            raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if k < 1:
+            raise InputError("k (the number of context chunks) must be at least 1")
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        self.k, self.mode = k, mode
+        self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
+        self.detector = "sensitivity" if mode == "full" else "gap"
+        if isinstance(calibration, (str, Path)):
+            calibration = Calibration.load(calibration)
+        self.calibration = calibration or shipped_calibration(self.scorer.name, k)
+        if self.calibration is None:
+            log.warning(
+                "no calibration for scorer %s at K=%d: scores are -gap and nothing is flagged; "
+                "run `groundsense calibrate` to make one", self.scorer.name, k,
+            )
+            self.detector = "gap"
+
+    def detect(
+        self,
+        answer: str,
+        context: str | None = None,
+        passages: list[str] | None = None,
+        question: str = "",
+        sentences: list[tuple[int, int]] | None = None,
+    ) -> DetectionResult:
+        """Score every sentence of ``answer`` against the evidence.
+
+        ``sentences`` optionally gives the sentence spans (character offsets into
+        ``answer``) instead of the built-in segmenter.
+        """
+        spans = _sentence_spans(answer, sentences)
+        evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
+        chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
+        prompt = self.scorer.encode(question or "", chunk_texts, answer, self.max_answer_tokens)
+        scores = self.scorer.score(prompt, leave_one_out=self.mode == "full")
+        owner = assign_tokens(prompt.answer.offsets, spans)
+        features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
+        return self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
+
+    def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
+        """Detect on each row (keys as in :func:`row_arguments`), keeping going past bad
+        rows: each yields an :class:`Outcome` with its result or its error."""
+        from .progress import track
+
+        for index, row in enumerate(track(rows, "Scoring answers", enabled=progress)):
+            try:
+                yield Outcome(index, row, result=self.detect(**row_arguments(row)))
+            except (GroundsenseError, ValueError, RuntimeError) as exc:
+                yield Outcome(index, row, error=exc)
+
+    def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
+        """Detect on every row with a progress bar; the first bad row raises."""
+        results = []
+        for outcome in self.iter_detect(rows, progress):
+            if outcome.error is not None:
+                raise outcome.error
+            results.append(outcome.result)
+        return results
+
+    def _result(
+        self, answer: str, spans: list[Span], evidence: Evidence, encoded: EncodedAnswer,
+        features: SentenceFeatures, tokens_processed: int,
+    ) -> DetectionResult:
+        values = features.values
+        scored_until = len(answer) if not encoded.tokens_cut else int(encoded.offsets[-1, 1])
+        unscored = [
+            "past the answer token cap" if span.end > scored_until else "no answer token" if values["n_tokens"][i] == 0 else None
+            for i, span in enumerate(spans)
+        ]
+        calibration = self.calibration
+        score = calibration.score(self.detector, values) if calibration else gap_score(values)
+        threshold = calibration.thresholds.get(self.detector) if calibration else None
+        sentences = []
+        for i, span in enumerate(spans):
+            scored = unscored[i] is None
+            sentences.append(
+                SentenceResult(
+                    index=i, start=span.start, end=span.end, text=span.of(answer),
+                    score=float(score[i]) if scored else None,
+                    flagged=bool(score[i] >= threshold) if scored and threshold is not None else None,
+                    features={name: float(values[name][i]) for name in FEATURES},
+                    drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
+                    support=_support(evidence, features.drops[i]) if scored else None,
+                    status="scored" if scored else "unscored", reason=unscored[i],
+                )
+            )
+        return DetectionResult(
+            scorer=self.scorer.name, mode=self.mode, detector=self.detector, threshold=threshold,
+            sentences=sentences, answer=_summary(sentences),
+            truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
+            chunks=[
+                {"index": c.index, "start": c.content.start, "end": c.content.end, "passage": c.passage}
+                for c in evidence.chunks
+            ],
+            tokens_processed=tokens_processed,
+        )
+
+
+def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:
+    if not isinstance(answer, str) or not answer.strip():
+        raise InputError("the answer is empty: give the answer text to check")
+    if sentences is None:
+        spans = segment_sentences(answer)
+    else:
+        spans = [Span(int(s), int(e)) for s, e in sentences]
+        bad = [s for s in spans if not 0 <= s.start < s.end <= len(answer)]
+        if bad:
+            raise InputError(f"sentence spans must lie inside the answer (0..{len(answer)}): {bad[:3]}")
+    if not spans:
+        raise InputError("the answer has no sentence to score")
+    return spans
+
+
+def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
+    if not len(drops) or not np.isfinite(drops).any():
+        return None
+    k = int(np.nanargmax(drops))
+    chunk = evidence.chunks[k]
+    return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]), chunk.passage)
+
+
+def _summary(sentences: list[SentenceResult]) -> AnswerSummary:
+    scored = [s for s in sentences if s.status == "scored"]
+    n = np.array([s.features["n_tokens"] for s in scored])
+    gaps = np.array([s.features["gap"] for s in scored])
+    n_flagged = sum(bool(s.flagged) for s in sentences)
+    undecided = any(s.flagged is None for s in sentences)
+    return AnswerSummary(
+        gap=float((gaps * n).sum() / n.sum()) if scored else None,
+        min_sentence_gap=float(gaps.min()) if scored else None,
+        n_sentences=len(sentences),
+        n_flagged=n_flagged,
+        n_unscored=len(sentences) - len(scored),
+        flagged=True if n_flagged else (None if undecided else False),
+    )
+
+
+def row_arguments(row: Mapping) -> dict:
+    """``detect`` keyword arguments from an input row: ``question``, ``context`` or
+    ``passages``, ``answer`` and optional ``sentences``; other keys (``id``) are ignored."""
+    if not isinstance(row, Mapping):
+        raise InputError(f"each input must be a JSON object, not {type(row).__name__}")
+    if "answer" not in row:
+        raise InputError("the input has no 'answer' field")
+    for key in ("answer", "question", "context"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise InputError(f"'{key}' must be a string")
+    passages = row.get("passages")
+    if passages is not None and (not isinstance(passages, list) or not all(isinstance(p, str) for p in passages)):
+        raise InputError("'passages' must be a list of strings")
+    return {
+        "answer": row["answer"],
+        "context": row.get("context"),
+        "passages": passages,
+        "question": row.get("question") or "",
+        "sentences": row.get("sentences"),
+    }

@@ -1,0 +1,13 @@
+"""Errors a caller can act on. The CLI turns each into a message and exit code 2."""
+
+
+class GroundsenseError(Exception):
+    """Base class: the message says what went wrong and what to do."""
+
+
+class InputError(GroundsenseError, ValueError):
+    """The question, evidence or answer cannot be scored as given."""
+
+
+class ScorerUnavailable(GroundsenseError):
+    """The scorer is unknown or its weights are not installed."""

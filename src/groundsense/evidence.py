@@ -1,0 +1,80 @@
+"""The evidence as scored: one context string, its removable chunks, and what was cut to
+fit the scorer's context budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .errors import InputError
+from .scorer import Scorer
+from .text import Chunk, Span, chunk_context, join_passages
+
+EMPTY_EVIDENCE = (
+    "the evidence is empty: with no context the full- and no-context conditions are the same "
+    "prompt, so every sentence would score 0 and nothing could be judged. Pass the retrieved "
+    "evidence as a context string or a list of passages."
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    context: str  # the string every chunk span indexes (passages joined by a blank line)
+    chunks: list[Chunk]
+    tokens_removed: int  # context tokens cut from the end to fit the budget
+    from_passages: bool
+
+    def chunk_text(self, chunk: Chunk) -> str:
+        """The exact characters that leaving ``chunk`` out removes."""
+        return chunk.removal.of(self.context)
+
+
+def build_evidence(
+    scorer: Scorer, context: str | None, passages: list[str] | None, k: int, max_tokens: int
+) -> Evidence:
+    """Chunk the evidence and cut it at ``max_tokens`` scorer tokens, keeping the start.
+
+    A context string is cut first and then split into ``k`` chunks; passages keep their
+    own chunks, and the ones past the cut are dropped (the one straddling it is clipped).
+    """
+    if context is not None and passages is not None:
+        raise InputError("give the evidence either as one context string or as a list of passages, not both")
+    if context is None and passages is None:
+        raise InputError(EMPTY_EVIDENCE)
+    if passages is not None:
+        text, chunks = join_passages(passages)
+    else:
+        text, chunks = context, []
+    if not text.strip():
+        raise InputError(EMPTY_EVIDENCE)
+    budget = max_tokens
+    while True:
+        cut, removed = _cut(scorer, text, budget)
+        kept = _clip(chunks, cut) if passages is not None else chunk_context(text[:cut], k)
+        evidence = Evidence(text, kept, removed, passages is not None)
+        excess = sum(len(scorer.tokenize(evidence.chunk_text(c))) for c in kept) - max_tokens
+        if excess <= 0 or budget <= 0:
+            return evidence
+        budget -= excess  # pieces tokenised apart can take a few more tokens than the whole
+
+
+def _cut(scorer: Scorer, text: str, budget: int) -> tuple[int, int]:
+    """Character position where ``budget`` tokens end, and how many tokens lie past it."""
+    offsets = scorer.token_offsets(text)
+    if len(offsets) <= budget:
+        return len(text), 0
+    return int(offsets[max(budget, 0)][0]), len(offsets) - max(budget, 0)
+
+
+def _clip(chunks: list[Chunk], cut: int) -> list[Chunk]:
+    kept = []
+    for chunk in chunks:
+        if chunk.content.start >= cut:
+            break
+        kept.append(
+            replace(
+                chunk,
+                removal=Span(chunk.removal.start, min(chunk.removal.end, cut)),
+                content=Span(chunk.content.start, min(chunk.content.end, cut)),
+            )
+        )
+    return kept

@@ -1,0 +1,118 @@
+"""The result of one detection: per-sentence scores, flags, features and support.
+
+``to_dict()`` is the stable JSON contract of ``groundsense detect --json`` and of the
+service; fields may be added, none renamed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+@dataclass
+class Support:
+    """The chunk whose removal lowers the sentence's likelihood most."""
+
+    chunk: int
+    start: int  # character span of the chunk's text in the scored context string
+    end: int
+    text: str
+    drop: float
+    passage: int | None = None  # index in the caller's passage list, when passages were given
+
+
+@dataclass
+class SentenceResult:
+    index: int
+    start: int  # answer[start:end] == text
+    end: int
+    text: str
+    score: float | None  # higher = more suspicious; None when unscored
+    flagged: bool | None  # None when unscored or when no calibration gives a threshold
+    features: dict[str, float | None]
+    drops: list[float]  # one per chunk; empty in two-pass mode
+    jsds: list[float]
+    support: Support | None
+    status: str = "scored"  # or "unscored"
+    reason: str | None = None  # why a sentence is unscored
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["score"] = _finite(self.score)
+        data["features"] = {k: _finite(v) for k, v in self.features.items()}
+        data["drops"] = [_finite(v) for v in self.drops]
+        data["jsds"] = [_finite(v) for v in self.jsds]
+        return data
+
+
+@dataclass
+class AnswerSummary:
+    gap: float | None  # token-weighted mean gap over scored sentences
+    min_sentence_gap: float | None
+    n_sentences: int
+    n_flagged: int
+    n_unscored: int
+    flagged: bool | None  # any sentence flagged; None when none is but some could not be judged
+
+
+@dataclass
+class Truncation:
+    context_tokens_removed: int = 0
+    answer_tokens_unscored: int = 0
+
+    @property
+    def context(self) -> bool:
+        return self.context_tokens_removed > 0
+
+    @property
+    def answer(self) -> bool:
+        return self.answer_tokens_unscored > 0
+
+    def to_dict(self) -> dict:
+        return {"context": self.context, "answer": self.answer, **asdict(self)}
+
+
+@dataclass
+class DetectionResult:
+    scorer: str
+    mode: str  # "full" (K+2 conditions) or "two_pass"
+    detector: str  # "sensitivity" or "gap"
+    threshold: float | None  # None: uncalibrated, nothing is flagged
+    sentences: list[SentenceResult]
+    answer: AnswerSummary
+    truncated: Truncation
+    chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
+    tokens_processed: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "scorer": self.scorer,
+            "mode": self.mode,
+            "detector": self.detector,
+            "threshold": _finite(self.threshold),
+            "sentences": [s.to_dict() for s in self.sentences],
+            "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},
+            "truncated": self.truncated.to_dict(),
+            "chunks": self.chunks,
+            "tokens_processed": self.tokens_processed,
+        }
+
+    def to_df(self):
+        """One row per sentence with its features, score, flag and support chunk."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "index": s.index, "start": s.start, "end": s.end, "text": s.text,
+                    "score": s.score, "flagged": s.flagged, "status": s.status,
+                    **s.features, "support_chunk": s.support.chunk if s.support else None,
+                }
+                for s in self.sentences
+            ]
+        )
