@@ -11,7 +11,7 @@ import numpy as np
 
 from .calibration import Calibration, gap_score, shipped_calibration
 from .errors import GroundsenseError, InputError
-from .evidence import Evidence, build_evidence
+from .evidence import EMPTY_EVIDENCE, Evidence, build_evidence
 from .features import FEATURES, SentenceFeatures, assign_tokens, sentence_features
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, Truncation
 from .scorer import EncodedAnswer, Scorer
@@ -83,6 +83,7 @@ class Detector:
         ``sentences`` optionally gives the sentence spans (character offsets into
         ``answer``) instead of the built-in segmenter.
         """
+        check_inputs(answer, context, passages)
         spans = _sentence_spans(answer, sentences)
         evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
         chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
@@ -151,9 +152,18 @@ class Detector:
         )
 
 
-def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:
+def check_inputs(answer: str, context: str | None, passages: list[str] | None) -> None:
+    """Reject inputs that cannot be scored, before any model work."""
     if not isinstance(answer, str) or not answer.strip():
         raise InputError("the answer is empty: give the answer text to check")
+    if context is not None and passages is not None:
+        raise InputError("give the evidence either as one context string or as a list of passages, not both")
+    evidence = context if context is not None else "".join(passages or [])
+    if not evidence.strip():
+        raise InputError(EMPTY_EVIDENCE)
+
+
+def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:
     if sentences is None:
         spans = segment_sentences(answer)
     else:
@@ -167,8 +177,8 @@ def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> lis
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
-    if not len(drops) or not np.isfinite(drops).any():
-        return None
+    if not len(drops) or not (np.nan_to_num(drops, nan=-np.inf) > 0).any():
+        return None  # no chunk's removal lowers the sentence: nothing supports it
     k = int(np.nanargmax(drops))
     chunk = evidence.chunks[k]
     return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]), chunk.passage)
@@ -203,6 +213,7 @@ def row_arguments(row: Mapping) -> dict:
     passages = row.get("passages")
     if passages is not None and (not isinstance(passages, list) or not all(isinstance(p, str) for p in passages)):
         raise InputError("'passages' must be a list of strings")
+    check_inputs(row["answer"], row.get("context"), passages)
     return {
         "answer": row["answer"],
         "context": row.get("context"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .errors import InputError
 from .scorer import Scorer
 from .text import Chunk, Span, chunk_context, join_passages
 
@@ -36,16 +35,10 @@ def build_evidence(
     A context string is cut first and then split into ``k`` chunks; passages keep their
     own chunks, and the ones past the cut are dropped (the one straddling it is clipped).
     """
-    if context is not None and passages is not None:
-        raise InputError("give the evidence either as one context string or as a list of passages, not both")
-    if context is None and passages is None:
-        raise InputError(EMPTY_EVIDENCE)
     if passages is not None:
         text, chunks = join_passages(passages)
     else:
         text, chunks = context, []
-    if not text.strip():
-        raise InputError(EMPTY_EVIDENCE)
     budget = max_tokens
     while True:
         cut, removed = _cut(scorer, text, budget)

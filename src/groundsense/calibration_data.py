@@ -1,0 +1,50 @@
+"""Turn a batch run over calibration answers into a :class:`Calibration`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .batch import read_rows
+from .calibration import Calibration, fit_calibration
+from .errors import InputError
+from .features import FEATURES
+
+
+def _overlaps(start: int, end: int, spans: list[dict]) -> bool:
+    return any(start < int(s["end"]) and int(s["start"]) < end for s in spans)
+
+
+def fit_from_batch(
+    source: Path, features_path: Path, scorer: str, k: int, target_recall: float | None = None,
+    target_precision: float | None = None, flag_rate: float = 0.1,
+) -> Calibration:
+    rows = {number: row for number, row in read_rows(source) if isinstance(row, dict)}
+    has_labels = {number: "labels" in row for number, row in rows.items()}
+    if any(has_labels.values()) and not all(has_labels.values()):
+        raise InputError("some calibration rows have 'labels' and some do not: label all rows or none")
+    labelled = bool(has_labels) and all(has_labels.values())
+    values: dict[str, list[float]] = {name: [] for name in FEATURES}
+    labels: list[int] = []
+    answers = 0
+    for line in features_path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if "error" in record:
+            continue
+        answers += 1
+        for sentence in record["sentences"]:
+            if sentence["status"] != "scored":
+                continue
+            for name in FEATURES:
+                value = sentence["features"][name]
+                values[name].append(np.nan if value is None else value)
+            if labelled:
+                labels.append(int(_overlaps(sentence["start"], sentence["end"], rows[record["line"]]["labels"])))
+    return fit_calibration(
+        {name: np.array(v, dtype=float) for name, v in values.items()}, scorer, k,
+        labels=np.array(labels) if labelled else None, target_recall=target_recall,
+        target_precision=target_precision, flag_rate=flag_rate,
+        made_with={"source": source.name, "answers": answers, "labelled": labelled},
+    )

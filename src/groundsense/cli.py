@@ -1,0 +1,193 @@
+"""``groundsense``: detect, batch and calibrate from the shell.
+
+Bad input exits with code 2 and a message that says what to do; nothing is written then.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .errors import GroundsenseError, InputError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Failure(click.ClickException):
+    exit_code = 2
+
+
+def _detector_options(func):
+    options = [
+        click.option("--scorer", "-m", default=None, metavar="NAME",
+                     help="Built-in scorer, local model directory or Hugging Face id [default: smollm2-135m-instruct]."),
+        click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True,
+                     help="Chunks a single context string is split into (passages are chunks as given)."),
+        click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
+                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper."),
+        click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer]."),
+        click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True),
+        click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True),
+        click.option("--device", default=None, help="torch device [default: cuda if available, else cpu]."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _make_detector(scorer, k, mode, calibration, max_context_tokens, max_answer_tokens, device):
+    from .detector import Detector
+
+    return Detector(scorer, k=k, mode=mode, calibration=calibration, max_context_tokens=max_context_tokens,
+                    max_answer_tokens=max_answer_tokens, device=device)
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
+@click.version_option(package_name="groundsense")
+def cli(verbose: bool) -> None:
+    """Flag the sentences of a RAG answer that the retrieved evidence does not support,
+    and show the passage each supported sentence relied on."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    if not verbose:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+
+
+def _gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file) -> dict:
+    from .inputs import load_example, read_json_stream, read_text
+
+    if example:
+        return load_example(example)
+    row: dict = {}
+    if answer is None and answer_file is None:
+        if sys.stdin.isatty():
+            raise InputError("no answer given: use --answer/--answer-file, --example NAME, or pipe a JSON object on stdin")
+        row = read_json_stream(sys.stdin.buffer)
+        if not isinstance(row, dict):
+            raise InputError("standard input must hold one JSON object with 'answer' and 'context' or 'passages'")
+    picks = {
+        "question": question if question is not None else (read_text(question_file) if question_file else None),
+        "context": context if context is not None else (read_text(context_file) if context_file else None),
+        "passages": [read_text(p) for p in passage_files] or None,
+        "answer": answer if answer is not None else (read_text(answer_file) if answer_file else None),
+    }
+    row.update({key: value for key, value in picks.items() if value is not None})
+    return row
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--question", "-q", default=None, help="The question or instruction.")
+@click.option("--question-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks).")
+@click.option("--context-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
+              help="One retrieved passage per file; repeat for each passage (each is a chunk).")
+@click.option("--answer", "-a", default=None, help="The answer to check.")
+@click.option("--answer-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`).")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
+@click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@_detector_options
+def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
+           as_json, fail_on_flag, **detector_options):
+    """Check one answer against its evidence.
+
+    Inputs come from options and files, from --example, or as one JSON object on stdin
+    with keys question, context or passages, and answer:
+
+      echo '{"context": "...", "answer": "..."}' | groundsense detect --json
+    """
+    from .detector import row_arguments
+    from .render import render
+
+    try:
+        row = _gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
+        arguments = row_arguments(row)  # validated before the scorer loads
+        result = _make_detector(**detector_options).detect(**arguments)
+    except GroundsenseError as exc:
+        raise Failure(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        render(result, Console())
+    if fail_on_flag and result.answer.n_flagged:
+        sys.exit(1)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="JSONL output; an existing file is resumed, skipping the lines already written.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@_detector_options
+def batch(source, output, no_progress, **detector_options):
+    """Score every row of a JSONL file (id, question, context or passages, answer).
+
+    A bad row gets an error record and the run goes on; rerun the same command to resume.
+    """
+    from .batch import run_batch
+
+    try:
+        summary = run_batch(_make_detector(**detector_options), source, output, progress=not no_progress)
+    except GroundsenseError as exc:
+        raise Failure(str(exc)) from exc
+    click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors", err=True)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the calibration JSON.")
+@click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
+@click.option("--target-recall", type=click.FloatRange(0, 1), default=None, help="Labelled: lowest recall to reach.")
+@click.option("--target-precision", type=click.FloatRange(0, 1), default=None, help="Labelled: lowest precision to reach.")
+@click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
+              help="Unlabelled: share of sentences to flag.")
+@click.option("--no-progress", is_flag=True)
+@_detector_options
+def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
+    """Fit standardisation statistics and flag thresholds on a set of answers.
+
+    SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
+    character spans of unsupported text in the answer; a sentence overlapping one is
+    unsupported. With labels on every row the threshold meets --target-recall or
+    --target-precision (default: best F1); without, it flags --flag-rate of sentences.
+    Never calibrate on the answers you will score.
+    """
+    from .batch import run_batch
+    from .calibration_data import fit_from_batch
+
+    features = features or source.with_suffix(".features.jsonl")
+    try:
+        detector_options["calibration"] = None
+        detector = _make_detector(**{**detector_options, "mode": "full"})
+        run_batch(detector, source, features, progress=not no_progress)
+        calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
+                                     target_recall=target_recall, target_precision=target_precision, flag_rate=flag_rate)
+    except GroundsenseError as exc:
+        raise Failure(str(exc)) from exc
+    calibration.save(output)
+    click.echo(f"wrote {output}: thresholds {calibration.thresholds} on {calibration.made_with['n_sentences']} sentences", err=True)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+def examples():
+    """List the shipped examples for `groundsense detect --example NAME`."""
+    from .inputs import example_names
+
+    for name in example_names():
+        click.echo(name)
+
+
+def main() -> None:
+    cli(prog_name="groundsense")

@@ -1,0 +1,55 @@
+"""The terminal view of a detection: sentences coloured by score, flags, and support."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from .result import DetectionResult, SentenceResult
+
+EXCERPT = 160
+
+
+def _style(sentence: SentenceResult) -> str:
+    if sentence.status != "scored":
+        return "dim italic"
+    if sentence.flagged:
+        return "bold red"
+    if sentence.flagged is None:
+        return "yellow" if (sentence.score or 0) > 0 else "default"
+    return "green"
+
+
+def _mark(sentence: SentenceResult) -> str:
+    if sentence.status != "scored":
+        return "? unscored  "
+    return {True: "✗ UNSUPPORTED", False: "✓ supported ", None: "· not judged"}[sentence.flagged]
+
+
+def render(result: DetectionResult, console: Console) -> None:
+    threshold = "uncalibrated: nothing flagged" if result.threshold is None else f"flag at score ≥ {result.threshold:.3f}"
+    console.print(Text(f"scorer {result.scorer} · mode {result.mode} · detector {result.detector} · {threshold}", style="dim"))
+    for s in result.sentences:
+        line = Text()
+        line.append(f"[{s.index}] {_mark(s)} ", style=_style(s))
+        line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
+        line.append(s.text, style=_style(s))
+        console.print(line)
+        if s.reason:
+            console.print(Text(f"      {s.reason}", style="dim"))
+        elif s.support is None:
+            console.print(Text("      no support: removing no chunk lowers this sentence's likelihood", style="magenta"))
+        else:
+            excerpt = " ".join(s.support.text.split())
+            excerpt = excerpt if len(excerpt) <= EXCERPT else excerpt[: EXCERPT - 1] + "…"
+            where = f"passage {s.support.passage}" if s.support.passage is not None else f"chunk {s.support.chunk}"
+            console.print(Text(f"      support: {where} (drop {s.support.drop:+.3f}): {excerpt}", style="cyan"))
+    a = result.answer
+    verdict = {True: "has unsupported sentences", False: "all sentences supported", None: "not judged"}[a.flagged]
+    gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"
+    console.print(Text(f"answer: {verdict} · {a.n_flagged} flagged, {a.n_unscored} unscored of {a.n_sentences} · mean gap {gap}", style="bold"))
+    t = result.truncated
+    if t.context:
+        console.print(Text(f"note: {t.context_tokens_removed} context tokens were cut to fit the scorer's budget", style="yellow"))
+    if t.answer:
+        console.print(Text(f"note: {t.answer_tokens_unscored} answer tokens past the cap were not scored", style="yellow"))
