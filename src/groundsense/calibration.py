@@ -15,6 +15,7 @@ flags a chosen share of sentences.
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -58,10 +59,12 @@ class Calibration:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
 
 
-def shipped_calibration(scorer: str, k: int) -> Calibration | None:
-    """The calibration shipped with the package for this scorer and K, if any."""
-    resource = resources.files("groundsense") / "calibrations" / f"{scorer}-k{k}.json"
-    return Calibration.load(resource) if resource.is_file() else None
+def shipped_calibration(scorer: str, k: int | None) -> Calibration | None:
+    """The calibration shipped with the package for this scorer and K (any K if None)."""
+    folder = resources.files("groundsense") / "calibrations"
+    pattern = f"{scorer}-k{'*' if k is None else k}.json"
+    matches = sorted(p for p in folder.iterdir() if fnmatch(p.name, pattern)) if folder.is_dir() else []
+    return Calibration.load(matches[0]) if matches else None
 
 
 def fit_calibration(

@@ -169,8 +169,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 
     features = features or source.with_suffix(".features.jsonl")
     try:
-        detector_options["calibration"] = None
-        detector = _make_detector(**{**detector_options, "mode": "full"})
+        detector = _make_detector(**{**detector_options, "mode": "full", "calibration": False})
         run_batch(detector, source, features, progress=not no_progress)
         calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
                                      target_recall=target_recall, target_precision=target_precision, flag_rate=flag_rate)

@@ -39,7 +39,8 @@ class Detector:
     or ``None`` for the embedded default. ``mode="full"`` scores K+2 conditions and the
     ``sensitivity`` detector; ``"two_pass"`` scores only full and no context, with the
     ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
-    one shipped for the scorer and K is used, and without one nothing is flagged.
+    one shipped for the scorer and K is used, and without one nothing is flagged (with a
+    warning; ``calibration=False`` asks for no calibration and no warning).
     """
 
     def __init__(
@@ -47,7 +48,7 @@ class Detector:
         scorer: Scorer | str | None = None,
         k: int = 5,
         mode: str = "full",
-        calibration: Calibration | str | Path | None = None,
+        calibration: Calibration | str | Path | None | bool = None,
         max_context_tokens: int = 1800,
         max_answer_tokens: int = 256,
         device: str | None = None,
@@ -62,12 +63,16 @@ class Detector:
         self.detector = "sensitivity" if mode == "full" else "gap"
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
-        self.calibration = calibration or shipped_calibration(self.scorer.name, k)
+        elif calibration is None:
+            # The gap's threshold does not depend on K, so two-pass mode takes any K's file.
+            calibration = shipped_calibration(self.scorer.name, None if mode == "two_pass" else k)
+            if calibration is None:
+                log.warning(
+                    "no calibration for scorer %s at K=%d: scores are -gap and nothing is flagged; "
+                    "run `groundsense calibrate` to make one", self.scorer.name, k,
+                )
+        self.calibration = calibration or None
         if self.calibration is None:
-            log.warning(
-                "no calibration for scorer %s at K=%d: scores are -gap and nothing is flagged; "
-                "run `groundsense calibrate` to make one", self.scorer.name, k,
-            )
             self.detector = "gap"
 
     def detect(

@@ -1,0 +1,140 @@
+"""End to end with the real default scorer: no mocked model."""
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groundsense.detector import Detector
+from groundsense.errors import InputError
+from groundsense.features import GROUNDING, assign_tokens, sentence_features
+from groundsense.reference import independent_token_scores
+from groundsense.text import chunk_context, segment_sentences
+
+PASSAGES = [
+    "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
+    "The bridge's main span is 4,200 feet long, the longest in the world until 1964.",
+    "Its colour, International Orange, was chosen by architect Irving Morrow to stand out in fog.",
+]
+ANSWER = (
+    "The bridge's main span is 4,200 feet long. "
+    "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."
+)
+RAGTRUTH = Path(__file__).resolve().parents[2] / "shared" / "data" / "ragtruth" / "ragtruth.jsonl.gz"
+
+
+def test_copied_sentence_reacts_more_than_an_invented_one_and_finds_its_passage(detector):
+    result = detector.detect(answer=ANSWER, passages=PASSAGES, question="How long is the main span?")
+    copied, invented = result.sentences
+    assert copied.features["gap"] > invented.features["gap"]
+    assert copied.features["drop_max"] > invented.features["drop_max"]
+    assert copied.support is not None and copied.support.passage == 1
+    assert copied.support.text == PASSAGES[1]
+    assert copied.score < invented.score  # higher = more suspicious
+
+
+def test_prefix_reuse_equals_independent_passes(scorer):
+    context = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
+    chunks = chunk_context(context, 5)
+    prompt = scorer.encode("Tell me about the bridge.", [c.removal.of(context) for c in chunks], ANSWER, 256)
+    fast = scorer.score(prompt)
+    slow = independent_token_scores(scorer, prompt)
+    assert fast.logp.shape == slow.logp.shape == (2 + len(chunks), len(prompt.answer.ids))
+    assert np.abs(fast.logp - slow.logp).max() <= 1e-4
+    assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+    spans = segment_sentences(ANSWER)
+    owner = assign_tokens(prompt.answer.offsets, spans)
+    a = sentence_features(fast.logp, fast.jsd, owner, len(spans)).values
+    b = sentence_features(slow.logp, slow.jsd, owner, len(spans)).values
+    for name in GROUNDING + ("surprisal",):
+        assert np.abs(a[name] - b[name]).max() <= 1e-4, name
+    assert fast.tokens_processed < slow.tokens_processed
+
+
+def test_identical_conditions_give_zero_features_on_the_real_scorer(scorer):
+    # Chunks with no tokens: every condition is the same prompt.
+    prompt = scorer.encode("", [], ANSWER, 256)
+    prompt.chunks.extend([[], []])
+    scores = scorer.score(prompt)
+    spans = segment_sentences(ANSWER)
+    values = sentence_features(scores.logp, scores.jsd, assign_tokens(prompt.answer.offsets, spans), len(spans)).values
+    for name in GROUNDING:
+        assert np.abs(values[name]).max() <= 1e-5, name
+
+
+def test_jsd_features_are_within_bounds(detector):
+    result = detector.detect(answer=ANSWER, passages=PASSAGES)
+    for s in result.sentences:
+        for name in ("jsd_noctx", "jsd_loo_max", "jsd_loo_mean"):
+            assert 0 <= s.features[name] <= math.log(2)
+
+
+def _ragtruth_case(task):
+    with gzip.open(RAGTRUTH, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if row["split"] == "test" and row["task_type"] == task:
+                return row
+
+
+@pytest.mark.parametrize("task", ["Summary", "Data2txt"])
+def test_offsets_round_trip_on_ragtruth_answers(detector, task):
+    row = _ragtruth_case(task)
+    result = detector.detect(answer=row["output"], context=row["context"], question=row["query"])
+    assert result.sentences
+    for s in result.sentences:
+        assert row["output"][s.start : s.end] == s.text
+        if s.support is not None:
+            assert row["context"][s.support.start : s.support.end] == s.support.text
+    assert len(result.chunks) == 5
+
+
+def test_long_context_is_cut_and_reported(scorer):
+    short = Detector(scorer, k=3, max_context_tokens=20, calibration=False)
+    context = " ".join(PASSAGES * 3)
+    result = short.detect(answer=ANSWER, context=context)
+    assert result.truncated.context and result.truncated.context_tokens_removed > 0
+    assert result.chunks[-1]["end"] < len(context)
+
+
+def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
+    capped = Detector(scorer, max_answer_tokens=16, calibration=False)
+    result = capped.detect(answer=ANSWER, passages=PASSAGES)
+    first, second = result.sentences
+    assert first.status == "scored"
+    assert second.status == "unscored" and second.score is None and second.flagged is None
+    assert result.truncated.answer_tokens_unscored > 0
+    assert result.answer.flagged is not False
+
+
+def test_two_pass_mode_scores_with_the_gap_only(scorer):
+    two = Detector(scorer, mode="two_pass")
+    result = two.detect(answer=ANSWER, passages=PASSAGES)
+    assert result.detector == "gap"
+    for s in result.sentences:
+        assert s.drops == [] and s.support is None
+        assert s.score == pytest.approx(-s.features["gap"])
+
+
+def test_given_sentence_spans_are_used(detector):
+    result = detector.detect(answer=ANSWER, passages=PASSAGES, sentences=[(0, 10), (10, len(ANSWER))])
+    assert [(s.start, s.end) for s in result.sentences] == [(0, 10), (10, len(ANSWER))]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"answer": "  ", "passages": PASSAGES}, "answer is empty"),
+        ({"answer": ANSWER, "context": " \n "}, "evidence is empty"),
+        ({"answer": ANSWER, "passages": []}, "evidence is empty"),
+        ({"answer": ANSWER}, "evidence is empty"),
+        ({"answer": ANSWER, "context": "x", "passages": ["y"]}, "not both"),
+        ({"answer": ANSWER, "context": "x", "sentences": [(0, 999)]}, "inside the answer"),
+    ],
+)
+def test_bad_input_is_refused_with_a_message(detector, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        detector.detect(**kwargs)

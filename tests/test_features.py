@@ -1,0 +1,61 @@
+import math
+
+import numpy as np
+import torch
+
+from groundsense.features import assign_tokens, sentence_features
+from groundsense.scorer import js_divergence
+from groundsense.text import Span
+
+
+def test_jsd_is_zero_for_identical_and_ln2_for_disjoint_distributions():
+    p = torch.log(torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4]]))
+    q = torch.log(torch.tensor([[0.0, 0.0, 0.5, 0.5], [0.1, 0.2, 0.3, 0.4]]))
+    jsd = js_divergence(p, q)
+    assert math.isclose(jsd[0].item(), math.log(2), rel_tol=1e-6)
+    assert jsd[1].item() == 0.0
+
+
+def test_jsd_stays_within_bounds_and_is_symmetric():
+    gen = torch.Generator().manual_seed(0)
+    p = torch.log_softmax(torch.randn(200, 50, generator=gen) * 5, dim=-1)
+    q = torch.log_softmax(torch.randn(200, 50, generator=gen) * 5, dim=-1)
+    jsd = js_divergence(p, q)
+    assert (jsd >= 0).all() and (jsd <= math.log(2)).all()
+    assert torch.allclose(jsd, js_divergence(q, p), atol=1e-6)
+
+
+def test_tokens_go_to_the_sentence_they_overlap_most():
+    spans = [Span(0, 10), Span(11, 20)]
+    offsets = np.array([[0, 4], [4, 10], [10, 11], [10, 15], [15, 20]])
+    assert assign_tokens(offsets, spans).tolist() == [0, 0, -1, 1, 1]
+
+
+def test_identical_conditions_give_zero_sensitivity():
+    rng = np.random.default_rng(0)
+    row_logp = -rng.random(6)
+    logp = np.tile(row_logp, (4, 1))  # full, none, and two leave-one-out conditions all equal
+    jsd = np.zeros_like(logp)
+    features = sentence_features(logp, jsd, np.array([0, 0, 0, 1, 1, -1]), 2)
+    for name in ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"):
+        assert (features.values[name] == 0).all(), name
+    assert (features.drops == 0).all()
+    assert features.values["n_tokens"].tolist() == [3, 2]
+    assert np.allclose(features.values["surprisal"], [-row_logp[:3].mean(), -row_logp[3:5].mean()])
+
+
+def test_sentence_features_are_token_means():
+    logp = np.array([[-1.0, -2.0, -3.0], [-2.0, -2.0, -5.0], [-1.5, -2.0, -3.0], [-1.0, -4.0, -3.0]])
+    jsd = np.array([[0, 0, 0], [0.2, 0.4, 0.6], [0.1, 0.0, 0.0], [0.0, 0.3, 0.0]])
+    f = sentence_features(logp, jsd, np.array([0, 0, 1]), 2)
+    assert np.allclose(f.values["gap"], [0.5, 2.0])
+    assert np.allclose(f.drops, [[0.25, 1.0], [0.0, 0.0]])
+    assert np.allclose(f.values["drop_max"], [1.0, 0.0])
+    assert np.allclose(f.values["jsd_noctx"], [0.3, 0.6])
+    assert np.allclose(f.values["jsd_loo_max"], [0.15, 0.0])
+
+
+def test_two_pass_features_leave_leave_one_out_undefined():
+    f = sentence_features(np.array([[-1.0], [-2.0]]), np.zeros((2, 1)), np.array([0]), 1)
+    assert f.drops.shape == (1, 0)
+    assert np.isnan(f.values["drop_max"]).all() and f.values["gap"][0] == 1.0

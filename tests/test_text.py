@@ -1,0 +1,40 @@
+from groundsense.text import chunk_context, join_passages, segment_sentences
+
+TEXT = "Dr. Smith went to Washington.  He met the U.S. president at 3 p.m.\nThen he left!\n\n- one\n- two  "
+
+
+def test_sentences_index_the_original_string():
+    spans = segment_sentences(TEXT)
+    assert [s.of(TEXT) for s in spans] == [
+        "Dr. Smith went to Washington.", "He met the U.S. president at 3 p.m.", "Then he left!", "- one", "- two",
+    ]
+
+
+def test_blank_text_has_no_sentences():
+    assert segment_sentences(" \n\t ") == []
+
+
+def test_chunk_removal_ranges_tile_the_context():
+    for k in (1, 2, 3, 5, 10):
+        chunks = chunk_context(TEXT, k)
+        assert len(chunks) == min(k, 5)
+        assert "".join(c.removal.of(TEXT) for c in chunks) == TEXT
+        for c in chunks:
+            assert c.content.of(TEXT) == c.content.of(TEXT).strip()
+            assert c.removal.start <= c.content.start < c.content.end <= c.removal.end
+
+
+def test_removing_a_chunk_removes_exactly_its_characters():
+    chunks = chunk_context(TEXT, 3)
+    middle = chunks[1]
+    without = TEXT[: middle.removal.start] + TEXT[middle.removal.end :]
+    assert without == "".join(c.removal.of(TEXT) for c in chunks if c.index != 1)
+    assert middle.content.of(TEXT) not in without
+
+
+def test_passages_are_chunks_and_blank_ones_are_skipped():
+    context, chunks = join_passages(["First passage.", "   ", "Second one."])
+    assert context == "First passage.\n\nSecond one."
+    assert [c.content.of(context) for c in chunks] == ["First passage.", "Second one."]
+    assert [c.passage for c in chunks] == [0, 2]
+    assert "".join(c.removal.of(context) for c in chunks) == context
