@@ -13,7 +13,7 @@ import pandas as pd
 
 SentenceType = Literal["baseless", "conflict"]
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def data_root(root: str | Path | None = None) -> Path:
@@ -21,7 +21,7 @@ def data_root(root: str | Path | None = None) -> Path:
     if root is not None:
         return Path(root)
     env = os.environ.get("GROUNDSENSE_DATA")
-    return Path(env) if env else _PROJECT_ROOT.parent / "shared" / "data"
+    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from .bootstrap import resample_aucs
-from .cases import _PROJECT_ROOT
+from .cases import PROJECT_ROOT
 
 GROUND = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
 BASELINES = ["mean_surprisal", "length"]
@@ -55,7 +55,7 @@ def reference_dir(path: str | Path | None = None) -> Path:
     if path is not None:
         return Path(path)
     env = os.environ.get("GROUNDSENSE_REFERENCE")
-    return Path(env) if env else _PROJECT_ROOT.parent / "shared" / "reference" / "gasp-v1"
+    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "reference" / "gasp-v1"
 
 
 def load_reference_table(path: str | Path) -> pd.DataFrame:
