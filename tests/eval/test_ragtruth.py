@@ -14,13 +14,13 @@ def test_streams_a_few_test_cases_with_labels_mapped_to_sentences():
         assert all(case.sentence_text(s) == case.sentence_text(s).strip() for s in case.sentences)
 
 
-def test_whole_file_counts_and_labels(ragtruth_all):
-    cases, dropped = ragtruth_all
-    assert len(cases) + len(dropped) == 17790
-    assert sum(c.split == "test" for c in cases) == 2700
+def test_test_split_counts_and_labels(ragtruth_test):
+    cases, dropped = ragtruth_test
+    assert len(cases) + len(dropped) == 2700
+    assert all(c.split == "test" for c in cases)
     qa = [c for c in cases if c.task == "QA"]
     assert all(len(c.passages) == 3 for c in qa)
-    assert sum(c.meta["quality"] != "good" for c in cases) == 173  # kept, only recorded
+    assert sum(c.meta["quality"] != "good" for c in cases) == 25  # kept, only recorded
     types = {s.type for c in cases for s in c.sentences}
     assert types == {None, "baseless", "conflict"}
     assert all((s.type is None) != s.unsupported for c in cases for s in c.sentences)
@@ -65,10 +65,10 @@ def test_drops_are_reported(tmp_path):
     assert dict(dropped.entries) == {"ragtruth:1": "empty answer", "ragtruth:2": "label span text mismatch: 0:4"}
 
 
-def test_original_layout_gives_the_same_cases(ragtruth_all, tmp_path):
-    processed = {c.id: c for c in ragtruth_all[0]}
+def test_original_layout_gives_the_same_cases(ragtruth_test, tmp_path):
+    processed = {c.id: c for c in ragtruth_test[0]}
     first_of_task = {}
-    for case in ragtruth_all[0]:
+    for case in ragtruth_test[0]:
         first_of_task.setdefault(case.task, case)
     responses, sources = [], []
     for case in first_of_task.values():

@@ -1,5 +1,6 @@
 import pytest
 
+from groundsense.eval.ragtruth import load_ragtruth
 from groundsense.eval.sampling import even_allocation, sample_ragtruth
 
 
@@ -11,8 +12,8 @@ def test_even_allocation_fills_small_strata_first():
         even_allocation(5, {"a": 2, "b": 2})
 
 
-def test_paper_sample_is_balanced_and_seeded(ragtruth_all):
-    cases, _ = ragtruth_all
+def test_paper_sample_is_balanced_and_seeded(ragtruth_test):
+    cases, _ = ragtruth_test
     sample = sample_ragtruth(cases, seed=0)
     assert len(sample) == 600 and len({c.id for c in sample}) == 600
     assert all(c.split == "test" for c in sample)
@@ -24,9 +25,11 @@ def test_paper_sample_is_balanced_and_seeded(ragtruth_all):
     assert [c.id for c in sample_ragtruth(cases, seed=1)] != [c.id for c in sample]
 
 
-def test_whole_split_and_train_sample(ragtruth_all):
-    cases, _ = ragtruth_all
+def test_whole_split_and_train_sample(ragtruth_test):
+    cases, _ = ragtruth_test
     assert len(sample_ragtruth(cases, n_unsupported=None, n_supported=None)) == 2700
-    train = sample_ragtruth(cases, split="train", n_unsupported=30, n_supported=60, seed=3)
+    assert sample_ragtruth(cases, split="train", n_unsupported=None, n_supported=None) == []
+    train_cases, _ = load_ragtruth(splits={"train"}, limit=400)
+    train = sample_ragtruth(train_cases, split="train", n_unsupported=30, n_supported=60, seed=3)
     assert all(c.split == "train" for c in train)
     assert sum(c.unsupported for c in train) == 30 and len(train) == 90

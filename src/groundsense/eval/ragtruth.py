@@ -163,7 +163,7 @@ def _to_case(record: _Record, dropped: DropLog) -> Case | None:
         if answer[label["start"] : label["end"]] != label["text"]:
             dropped.add(case_id, f"label span text mismatch: {label['start']}:{label['end']}")
             return None
-    spans = segment_sentences(answer)
+    spans = [(s.start, s.end) for s in segment_sentences(answer)]
     if not spans:
         dropped.add(case_id, "no sentences")
         return None
