@@ -1,0 +1,84 @@
+"""Sentence scoring methods over the per-sentence feature table; higher score = more suspicious.
+
+Feature orientation (from the scorer): ``gap``, ``jsd_noctx``, ``drop_*`` and ``jsd_loo_*`` are
+larger when the context supports the sentence, so the training-free scores negate them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from lightgbm import LGBMClassifier
+
+GROUNDING = ["gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]
+BASELINES = ["surprisal", "n_tokens"]
+STANDARDISED = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
+
+ABLATIONS: dict[str, list[str]] = {
+    **{feature: [feature] for feature in GROUNDING},
+    "no-context view": ["gap", "jsd_noctx"],
+    "leave-one-out view": ["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"],
+    "all six": GROUNDING,
+}
+
+
+def add_answer_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Add ``answer_gap`` (token-weighted mean sentence gap of the answer) and ``answer_min_gap``
+    (its lowest sentence gap) where the table does not carry them already."""
+    table = table.copy()
+    by_case = table.groupby("case_id", sort=False)
+    if "answer_gap" not in table.columns:
+        weighted = (table["gap"] * table["n_tokens"]).groupby(table["case_id"]).transform("sum")
+        table["answer_gap"] = weighted / by_case["n_tokens"].transform("sum")
+    if "answer_min_gap" not in table.columns:
+        table["answer_min_gap"] = by_case["gap"].transform("min")
+    return table
+
+
+def standardised_sum(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str] = STANDARDISED) -> np.ndarray:
+    """Training-free: -(sum of z-scores), means and standard deviations taken from ``dev``."""
+    columns = list(features)
+    mean, std = dev[columns].mean(), dev[columns].std()
+    return -((test[columns] - mean) / std).sum(axis=1).to_numpy()
+
+
+def lightgbm_scores(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str], seed: int = 0) -> np.ndarray:
+    """P(unsupported) on ``test`` from a small deterministic LightGBM fit on ``dev``."""
+    model = LGBMClassifier(
+        n_estimators=200,
+        learning_rate=0.05,
+        num_leaves=7,
+        min_child_samples=20,
+        random_state=seed,
+        n_jobs=1,
+        deterministic=True,
+        force_col_wise=True,
+        verbose=-1,
+    )
+    columns = list(features)
+    model.fit(dev[columns].to_numpy(), dev["label"].to_numpy())
+    return model.predict_proba(test[columns].to_numpy())[:, 1]
+
+
+def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
+    """Every compared method's score for the ``test`` sentences (answer columns required).
+
+    ``length`` scores longer sentences as more suspicious: a longer sentence carries more
+    claims, so more chances to overlap an unsupported span.
+    """
+    return {
+        "perplexity": test["surprisal"].to_numpy(),
+        "length": test["n_tokens"].to_numpy(dtype=float),
+        "answer gap": -test["answer_gap"].to_numpy(),
+        "sentence gap": -test["gap"].to_numpy(),
+        "standardised sum": standardised_sum(dev, test),
+        "sensitivity": lightgbm_scores(dev, test, GROUNDING, seed),
+        "sensitivity + baselines": lightgbm_scores(dev, test, GROUNDING + BASELINES, seed),
+    }
+
+
+def ablation_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
+    """LightGBM on each feature subset of :data:`ABLATIONS`, fit on dev, scored on test."""
+    return {name: lightgbm_scores(dev, test, features, seed) for name, features in ABLATIONS.items()}

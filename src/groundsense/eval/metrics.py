@@ -1,0 +1,141 @@
+"""Analysis over a per-sentence feature table: span- and response-level AUCs, the gap threshold,
+breakdowns by error type and task, the feature ablation, and source-level bootstrap intervals.
+
+Expected columns: ``case_id, source_id, task, benchmark, sentence, start, end, label`` (1 =
+unsupported), ``type``, the six grounding features, ``surprisal``, ``n_tokens``; optionally
+``answer_gap``/``answer_min_gap`` (else derived) and ``partition`` (else a seeded 60/40
+source-level split by task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import precision_recall_curve, precision_recall_fscore_support, roc_auc_score
+
+from .bootstrap import BootstrapResult, source_bootstrap
+from .methods import ablation_scores, add_answer_columns, method_scores
+from .split import DEV, TEST, assign_partition
+
+
+def auc_or_nan(y: np.ndarray, score: np.ndarray) -> float:
+    """ROC AUC, or NaN when only one class is present."""
+    return float(roc_auc_score(y, score)) if len(np.unique(y)) == 2 else float("nan")
+
+
+def choose_gap_threshold(gap: np.ndarray, label: np.ndarray) -> float:
+    """The gap ``t`` maximising F1 of "unsupported when gap <= t" (pick it on development data)."""
+    precision, recall, thresholds = precision_recall_curve(label, -np.asarray(gap))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    return float(-thresholds[int(np.argmax(f1[:-1]))])
+
+
+def threshold_report(dev: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
+    """Gap threshold chosen on dev (max F1), and precision/recall/F1 at it on test."""
+    threshold = choose_gap_threshold(dev["gap"].to_numpy(), dev["label"].to_numpy())
+    flagged = (test["gap"] <= threshold).astype(int)
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        test["label"], flagged, average="binary", zero_division=0
+    )
+    return {"threshold": threshold, "precision": float(precision), "recall": float(recall), "f1": float(f1)}
+
+
+def response_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per answer: ``label`` (any unsupported sentence), ``answer_gap``, ``answer_min_gap``."""
+    table = add_answer_columns(table)
+    return table.groupby("case_id", sort=False).agg(
+        source_id=("source_id", "first"),
+        task=("task", "first"),
+        label=("label", "max"),
+        answer_gap=("answer_gap", "first"),
+        answer_min_gap=("answer_min_gap", "first"),
+    )
+
+
+def response_scores(responses: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Response-level methods: low mean gap and low lowest-sentence gap are suspicious."""
+    return {"mean gap": -responses["answer_gap"].to_numpy(), "lowest sentence gap": -responses["answer_min_gap"].to_numpy()}
+
+
+def breakdown_by_type(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """AUC of each method for each kind of unsupported sentence against all grounded ones."""
+    kinds = test["type"].fillna("untyped").where(test["label"] == 1, "grounded")
+    grounded = (kinds == "grounded").to_numpy()
+    rows = {}
+    for kind in ["all unsupported", *sorted(set(kinds) - {"grounded"})]:
+        positive = (kinds != "grounded").to_numpy() if kind == "all unsupported" else (kinds == kind).to_numpy()
+        keep = positive | grounded
+        rows[kind] = {"n": int(positive.sum()), **{m: auc_or_nan(positive[keep], s[keep]) for m, s in scores.items()}}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def breakdown_by_task(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """AUC of each method within each task."""
+    rows = {}
+    y = test["label"].to_numpy()
+    for task in sorted(test["task"].unique()):
+        keep = (test["task"] == task).to_numpy()
+        rows[task] = {
+            "n": int(keep.sum()),
+            "unsupported": int(y[keep].sum()),
+            **{m: auc_or_nan(y[keep], s[keep]) for m, s in scores.items()},
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@dataclass
+class Evaluation:
+    """All tables of one evaluation run; ``span`` and ``response`` carry the bootstrap results."""
+
+    span: BootstrapResult
+    response: BootstrapResult
+    threshold: dict[str, float]
+    by_type: pd.DataFrame
+    by_task: pd.DataFrame
+    ablation: BootstrapResult
+
+    def report(self) -> str:
+        parts = [
+            "Span-level AUC (test, 95% source bootstrap):",
+            self.span.intervals().round(3).to_string(),
+            "Differences against perplexity:",
+            self.span.differences("perplexity").round(3).to_string(),
+            "Differences against sentence gap:",
+            self.span.differences("sentence gap").round(3).to_string(),
+            f"Gap threshold (max F1 on dev): {self.threshold}",
+            "Response-level AUC:",
+            self.response.intervals().round(3).to_string(),
+            "By type (AUC against grounded sentences):",
+            self.by_type.round(3).to_string(),
+            "By task:",
+            self.by_task.round(3).to_string(),
+            "Feature ablation (LightGBM, fit on dev):",
+            self.ablation.intervals().round(3).to_string(),
+        ]
+        return "\n".join(parts)
+
+
+def evaluate(table: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> Evaluation:
+    """Fit on the development partition, score the test partition, bootstrap over test sources."""
+    table = add_answer_columns(table)
+    if "partition" not in table.columns:
+        table = table.assign(partition=assign_partition(table, seed=seed))
+    dev = table[table["partition"] == DEV].reset_index(drop=True)
+    test = table[table["partition"] == TEST].reset_index(drop=True)
+    y, groups = test["label"].to_numpy(), test["source_id"].to_numpy()
+    scores = method_scores(dev, test, seed)
+    responses = response_table(test)
+    return Evaluation(
+        span=source_bootstrap(y, scores, groups, n_resamples, seed),
+        response=source_bootstrap(
+            responses["label"].to_numpy(), response_scores(responses), responses["source_id"].to_numpy(), n_resamples, seed
+        ),
+        threshold=threshold_report(dev, test),
+        by_type=breakdown_by_type(test, scores),
+        by_task=breakdown_by_task(test, scores),
+        ablation=source_bootstrap(y, ablation_scores(dev, test, seed), groups, n_resamples, seed),
+    )

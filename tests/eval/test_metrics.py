@@ -1,0 +1,95 @@
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from groundsense.eval.methods import GROUNDING, add_answer_columns, standardised_sum
+from groundsense.eval.metrics import (
+    breakdown_by_type,
+    choose_gap_threshold,
+    evaluate,
+    response_table,
+    threshold_report,
+)
+
+
+def synthetic_table(n_cases=240, seed=0):
+    """Sentences whose grounding features carry signal (low when unsupported) and baselines none."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for case in range(n_cases):
+        for k in range(rng.integers(2, 6)):
+            label = int(rng.random() < 0.2)
+            rows.append({
+                "case_id": f"c{case}", "source_id": f"s{case // 3}", "task": ["QA", "Summary"][case % 2],
+                "benchmark": "synthetic", "sentence": "x", "start": 0, "end": 1, "label": label,
+                "type": (["baseless", "conflict"][k % 2] if label else None),
+                **{f: rng.normal() - 1.0 * label for f in GROUNDING},
+                "surprisal": rng.normal(), "n_tokens": int(rng.integers(5, 30)),
+            })
+    return pd.DataFrame(rows)
+
+
+def test_answer_columns_are_token_weighted():
+    table = pd.DataFrame({"case_id": ["a", "a", "b"], "gap": [1.0, 4.0, 2.0], "n_tokens": [3, 1, 5]})
+    out = add_answer_columns(table)
+    assert out["answer_gap"].tolist() == [1.75, 1.75, 2.0]
+    assert out["answer_min_gap"].tolist() == [1.0, 1.0, 2.0]
+    given = add_answer_columns(table.assign(answer_gap=9.0))
+    assert (given["answer_gap"] == 9.0).all()
+
+
+def test_gap_threshold_maximises_f1():
+    gap = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])
+    label = np.array([1, 1, 0, 1, 0, 0])
+    # flagging gap <= -1 gives P=1, R=2/3 (F1 .8); gap <= 1 gives P=.75, R=1 (F1 .857)
+    assert choose_gap_threshold(gap, label) == 1.0
+    dev = pd.DataFrame({"gap": gap, "label": label})
+    test = pd.DataFrame({"gap": [0.5, 1.5, 0.9], "label": [1, 1, 0]})
+    report = threshold_report(dev, test)
+    assert report == {"threshold": 1.0, "precision": 0.5, "recall": 0.5, "f1": 0.5}
+
+
+def test_standardised_sum_uses_dev_statistics():
+    dev = pd.DataFrame({f: [0.0, 2.0] for f in ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]})
+    test = pd.DataFrame({f: [1.0, 1.0 + np.sqrt(2)] for f in ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]})
+    np.testing.assert_allclose(standardised_sum(dev, test), [0.0, -4.0])
+
+
+def test_response_table_and_type_breakdown():
+    table = pd.DataFrame({
+        "case_id": ["a", "a", "b", "b"], "source_id": ["s", "s", "t", "t"], "task": "QA",
+        "label": [0, 1, 0, 0], "type": [None, "conflict", None, None],
+        "gap": [1.0, -1.0, 2.0, 0.5], "n_tokens": [1, 1, 1, 1],
+    })
+    responses = response_table(table)
+    assert responses["label"].tolist() == [1, 0]
+    assert responses["answer_min_gap"].tolist() == [-1.0, 0.5]
+    by_type = breakdown_by_type(table, {"sentence gap": -table["gap"].to_numpy()})
+    assert by_type.loc["conflict", "n"] == 1 and by_type.loc["conflict", "sentence gap"] == 1.0
+
+
+def test_evaluate_end_to_end_on_synthetic_features():
+    table = synthetic_table()
+    result = evaluate(table, seed=0, n_resamples=200)
+    spans = result.span.intervals()
+    assert set(spans.index) == {"perplexity", "length", "answer gap", "sentence gap",
+                                "standardised sum", "sensitivity", "sensitivity + baselines"}
+    assert spans.loc["sentence gap", "auc"] > 0.65 and spans.loc["sensitivity", "auc"] > 0.65
+    assert 0.4 < spans.loc["perplexity", "auc"] < 0.6
+    assert result.span.difference("standardised sum", "perplexity")["significant"]
+    assert set(result.by_type.index) == {"all unsupported", "baseless", "conflict"}
+    assert set(result.by_task.index) == {"QA", "Summary"}
+    assert "all six" in result.ablation.point and result.response.point["mean gap"] > 0.5
+    assert "Span-level AUC" in result.report()
+
+
+def test_evaluate_scores_only_test_sources():
+    from groundsense.eval.split import assign_partition
+
+    table = synthetic_table(seed=3)
+    partition = assign_partition(table, seed=0)
+    test = table[partition == "test"]
+    result = evaluate(table, seed=0, n_resamples=50)
+    assert result.span.point["sentence gap"] == pytest.approx(roc_auc_score(test["label"], -test["gap"]))
+    assert result.by_task["n"].sum() == len(test)
