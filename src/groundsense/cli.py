@@ -190,3 +190,7 @@ def examples():
 
 def main() -> None:
     cli(prog_name="groundsense")
+
+
+if __name__ == "__main__":
+    main()

