@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: setup demo test
+.PHONY: setup browser demo test
 
 setup: $(VENV)/.installed
 
@@ -20,5 +20,15 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/groundsense detect --example ragtruth-summary
 
-test: setup
+# The review page's browser test needs Debian's chromium and chromedriver; installed when run
+# as root (CI is), otherwise that one test is skipped with a note.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	      || echo "note: could not install chromium; the browser test will be skipped"; \
+	  else echo "note: install chromium and chromium-driver to run the browser test"; fi; \
+	fi
+
+test: setup browser
 	$(PY) -m pytest

@@ -180,6 +180,32 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [env GROUNDSENSE_SCORER; default: the embedded one].")
+@click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=None, help="Default K [env GROUNDSENSE_K; 5].")
+@click.option("--mode", type=click.Choice(["full", "two_pass"]), default=None, help="Default mode [env GROUNDSENSE_MODE; full].")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None, help="[env GROUNDSENSE_CALIBRATION]")
+@click.option("--device", default=None, help="[env GROUNDSENSE_DEVICE]")
+@click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
+@click.option("--queue-size", type=click.IntRange(min=1), default=None, help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
+@click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")
+def serve(**options):
+    """Run the HTTP API and the review page (open http://HOST:PORT/).
+
+    Flags override GROUNDSENSE_* environment variables, which override the defaults.
+    """
+    import uvicorn
+
+    from .service.app import create_app
+    from .service.settings import ServiceSettings
+
+    settings = ServiceSettings.from_env(**options)
+    click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)", err=True)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
 def examples():
     """List the shipped examples for `groundsense detect --example NAME`."""
     from .inputs import example_names

@@ -1,0 +1,220 @@
+// The review page: no framework, no CDN; talks to /v1/detect.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SEPARATOR = /^\s*---\s*$/m;
+const SPREAD = { sensitivity: 2.0, gap: 0.5 }; // score units per colour step
+let current = null; // {request, result}
+
+function evidenceMode() {
+  return document.querySelector("input[name=evidence]:checked").value;
+}
+
+function setEvidenceMode(mode) {
+  document.querySelector(`input[name=evidence][value=${mode}]`).checked = true;
+}
+
+function fillForm(row) {
+  $("question").value = row.question || "";
+  $("answer").value = row.answer || "";
+  if (row.passages) {
+    setEvidenceMode("passages");
+    $("evidence").value = row.passages.join("\n---\n");
+  } else {
+    setEvidenceMode("context");
+    $("evidence").value = row.context || "";
+  }
+}
+
+function readForm() {
+  const request = { question: $("question").value, answer: $("answer").value };
+  if (evidenceMode() === "passages") {
+    request.passages = $("evidence").value.split(SEPARATOR).map((p) => p.trim()).filter((p) => p);
+  } else {
+    request.context = $("evidence").value;
+  }
+  return request;
+}
+
+// The string the API's chunk spans index: the context, or non-blank passages joined by a blank line.
+function scoredContext(request) {
+  return request.passages ? request.passages.filter((p) => p.trim()).join("\n\n") : request.context;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function band(sentence, result, range) {
+  if (sentence.status !== "scored") return "unscored";
+  if (sentence.flagged) return "flagged";
+  let distance; // how far below "suspicious", in colour steps
+  if (result.threshold !== null) {
+    distance = (result.threshold - sentence.score) / (SPREAD[result.detector] || 1);
+  } else {
+    distance = range.max > range.min ? (3 * (range.max - sentence.score)) / (range.max - range.min) : 1;
+  }
+  if (distance < 0.5) return "borderline";
+  return distance < 1.5 ? "neutral" : "grounded";
+}
+
+function render(request, result) {
+  current = { request, result };
+  const scores = result.sentences.filter((s) => s.score !== null).map((s) => s.score);
+  const range = { min: Math.min(...scores), max: Math.max(...scores) };
+  const view = $("answer-view");
+  view.replaceChildren();
+  let cursor = 0;
+  for (const s of result.sentences) {
+    view.append(request.answer.slice(cursor, s.start));
+    const span = document.createElement("span");
+    const kind = band(s, result, range);
+    span.className = `s s-${kind}`;
+    span.textContent = s.text;
+    span.tabIndex = 0;
+    span.dataset.index = s.index;
+    span.setAttribute("role", "button");
+    span.setAttribute("aria-pressed", "false");
+    span.setAttribute("aria-label", `${s.text} (${kind}${s.score === null ? "" : `, score ${s.score.toFixed(2)}`})`);
+    span.addEventListener("click", () => select(s.index));
+    span.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(s.index); }
+    });
+    view.append(span);
+    cursor = s.end;
+  }
+  view.append(request.answer.slice(cursor));
+  const a = result.answer;
+  const verdicts = { true: "Has unsupported sentences", false: "All sentences supported", null: "Not judged" };
+  $("verdict").textContent = `${verdicts[a.flagged]} — ${a.n_flagged} flagged, ${a.n_unscored} unscored of ${a.n_sentences}`
+    + ` · scorer ${result.scorer}, ${result.detector} detector`
+    + (result.threshold === null ? " (uncalibrated: colours are relative to this answer)" : "");
+  const notes = [];
+  if (result.truncated.context) notes.push(`${result.truncated.context_tokens_removed} context tokens were cut to fit the scorer.`);
+  if (result.truncated.answer) notes.push(`${result.truncated.answer_tokens_unscored} answer tokens past the cap were not scored.`);
+  $("notes").replaceChildren(...notes.map((n) => Object.assign(document.createElement("p"), { className: "note", textContent: n })));
+  $("results").hidden = false;
+  const first = result.sentences.find((s) => s.flagged) || result.sentences[0];
+  select(first.index);
+}
+
+function select(index) {
+  const { request, result } = current;
+  const s = result.sentences[index];
+  for (const el of document.querySelectorAll("#answer-view .s")) {
+    const on = Number(el.dataset.index) === index;
+    el.classList.toggle("selected", on);
+    el.setAttribute("aria-pressed", String(on));
+  }
+  const where = s.support ? (s.support.passage !== null ? `passage ${s.support.passage + 1}` : `chunk ${s.support.chunk + 1}`) : null;
+  $("support-summary").textContent = s.status !== "scored"
+    ? `“${s.text}” was not scored: ${s.reason}.`
+    : s.support
+      ? `“${s.text}” relies most on ${where}: removing it lowers the sentence's log-likelihood by ${s.support.drop.toFixed(3)} per token.`
+      : `“${s.text}”: removing no chunk lowers its likelihood — no passage supports it.`;
+  const rows = [["score", s.score], ["flagged", s.flagged], ...Object.entries(s.features)];
+  $("features").tBodies[0].replaceChildren(...rows.map(([k, v]) => {
+    const tr = document.createElement("tr");
+    const value = typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(4)) : String(v);
+    tr.append(Object.assign(document.createElement("td"), { textContent: k }), Object.assign(document.createElement("td"), { textContent: value }));
+    return tr;
+  }));
+  drawDrops(s, result);
+  drawContext(request, result, s.support);
+  $("support").hidden = false;
+}
+
+function drawDrops(s, result) {
+  const biggest = Math.max(1e-9, ...s.drops.map((d) => Math.abs(d ?? 0)));
+  const rows = s.drops.map((d, k) => {
+    const chunk = result.chunks[k];
+    const label = chunk.passage !== null ? `passage ${chunk.passage + 1}` : `chunk ${k + 1}`;
+    const row = document.createElement("div");
+    row.className = "bar-row" + (s.support && s.support.chunk === k ? " best" : "");
+    const track = Object.assign(document.createElement("div"), { className: "track" });
+    const bar = Object.assign(document.createElement("div"), { className: "bar" + (d < 0 ? " neg" : "") });
+    bar.style.width = `${(100 * Math.abs(d ?? 0)) / biggest}%`;
+    track.append(bar);
+    row.append(Object.assign(document.createElement("span"), { textContent: label + (s.support && s.support.chunk === k ? " ★" : "") }),
+      track, Object.assign(document.createElement("span"), { textContent: d === null ? "n/a" : d.toFixed(3) }));
+    return row;
+  });
+  $("drops").replaceChildren(...(rows.length ? rows : [Object.assign(document.createElement("p"), { textContent: "Two-pass mode: no leave-one-out drops." })]));
+}
+
+function drawContext(request, result, support) {
+  const text = scoredContext(request);
+  const view = $("context-view");
+  view.replaceChildren();
+  let cursor = 0;
+  for (const chunk of result.chunks) {
+    view.append(text.slice(cursor, chunk.start));
+    const el = document.createElement(support && support.chunk === chunk.index ? "mark" : "span");
+    el.className = "chunk";
+    el.textContent = text.slice(chunk.start, chunk.end);
+    view.append(el);
+    cursor = chunk.end;
+  }
+  view.append(text.slice(cursor));
+  const mark = view.querySelector("mark");
+  if (mark) view.scrollTop = mark.offsetTop - view.offsetTop - 20;
+}
+
+async function run() {
+  const request = readForm();
+  showError("");
+  $("run").disabled = true;
+  $("progress").hidden = false;
+  const started = Date.now();
+  const timer = setInterval(() => {
+    $("progress-text").textContent = `Scoring… ${Math.round((Date.now() - started) / 1000)} s`;
+  }, 500);
+  try {
+    const response = await fetch("/v1/detect", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(request),
+    });
+    const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+    if (!response.ok) {
+      const retry = response.headers.get("Retry-After");
+      throw new Error(body.error + (retry ? ` (retry in ${retry} s)` : ""));
+    }
+    render(request, body);
+  } catch (err) {
+    showError(err.message || String(err));
+  } finally {
+    clearInterval(timer);
+    $("run").disabled = false;
+    $("progress").hidden = true;
+    $("progress-text").textContent = "Scoring…";
+  }
+}
+
+async function init() {
+  $("run").addEventListener("click", run);
+  $("load-example").addEventListener("click", async () => {
+    const name = $("example").value;
+    if (!name) return showError("Choose an example first.");
+    const response = await fetch(`/v1/examples/${encodeURIComponent(name)}`);
+    fillForm(await response.json());
+    showError("");
+  });
+  $("upload").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (!file) return;
+    try { fillForm(JSON.parse(await file.text())); showError(""); }
+    catch (err) { showError(`${file.name} is not a JSON object with question, context or passages, and answer: ${err.message}`); }
+  });
+  const names = await (await fetch("/v1/examples")).json();
+  for (const name of names) $("example").append(new Option(name, name));
+  pollReady();
+}
+
+async function pollReady() {
+  const ready = await fetch("/readyz").then((r) => r.json()).catch(() => ({ status: "unreachable" }));
+  $("ready").textContent = ready.status === "ready" ? `scorer ${ready.scorer} ready` : `scorer ${ready.status}`;
+  $("ready").className = "ready " + (ready.status === "ready" ? "ok" : "bad");
+  if (ready.status === "loading") setTimeout(pollReady, 2000);
+}
+
+init();

