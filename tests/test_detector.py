@@ -138,3 +138,18 @@ def test_given_sentence_spans_are_used(detector):
 def test_bad_input_is_refused_with_a_message(detector, kwargs, message):
     with pytest.raises(InputError, match=message):
         detector.detect(**kwargs)
+
+
+def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
+    from groundsense.scorer import Scorer
+
+    chunks = [p + " " for p in PASSAGES]
+    first = scorer.encode("q", chunks, ANSWER, 256)
+    second = scorer.encode("another question", chunks, "The bridge opened in 1937.", 256)
+    scorer.score(first)
+    reused = scorer.score(second)
+    tail = len(second.middle) + len(second.answer.ids) - 1
+    assert reused.tokens_processed == (2 + len(chunks)) * tail  # no evidence token encoded again
+    cold = Scorer(evidence_cache_size=0).score(second)
+    assert cold.tokens_processed > reused.tokens_processed
+    assert np.abs(cold.logp - reused.logp).max() <= 1e-4 and np.abs(cold.jsd - reused.jsd).max() <= 1e-4

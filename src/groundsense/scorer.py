@@ -1,16 +1,24 @@
 """The scorer: a causal LM that re-scores a fixed answer under K+2 evidence conditions.
 
 Conditions are rows of :class:`TokenScores`: row 0 is the full context, row 1 no
-context, row ``2 + k`` the context without chunk ``k``. Conditions share the prompt up to
-the first chunk they differ in, so one KV cache serves them all: after the full-context
-pass the cache is cropped back to the shared prefix and only the suffix is encoded (chunks
-are visited last to first, so each crop is a prefix of what the cache holds). Vocabulary
-distributions are computed only at answer positions, and divergences in position blocks.
+context, row ``2 + k`` the context without chunk ``k``. The prompt puts the evidence first,
+so each condition is "its evidence part" + "question and answer" (the tail):
+
+- the evidence parts share prefixes: the full context is encoded once, and the condition
+  without chunk k starts from a copy of that KV cache cut back to chunk k and encodes only
+  the chunks after it (the no-context condition is the bare prefix);
+- the evidence parts are kept in a small LRU keyed by their token ids, so a later answer
+  over the same evidence (RAGTruth has six per source) costs only K+2 tails;
+- logits are computed only at answer positions, and divergences in position blocks.
+
+The result equals independent forward passes (see :mod:`groundsense.reference`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from copy import deepcopy
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -68,6 +76,12 @@ def _crop(cache, length: int) -> None:
     cache.crop(length - cache.get_seq_length())
 
 
+def _cropped_copy(cache, length: int):
+    copy = deepcopy(cache)
+    _crop(copy, length)
+    return copy
+
+
 def _leading_special_ids(tokenizer) -> list[int]:
     """Ids the tokenizer adds in front of plain text (a BOS token), if any."""
     with_special = tokenizer("a").input_ids
@@ -83,10 +97,13 @@ class Scorer:
     ``name`` is a built-in scorer name, a local model directory or a Hugging Face id;
     ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs in fp32; CUDA in
     bf16. ``block_size`` bounds the answer positions whose vocabulary distributions are
-    compared at once.
+    compared at once. ``evidence_cache_size`` is how many distinct evidences keep their
+    encoded conditions (K+2 KV caches each) for later answers over the same evidence.
     """
 
-    def __init__(self, name: str | None = None, device: str | None = None, block_size: int = 64):
+    def __init__(
+        self, name: str | None = None, device: str | None = None, block_size: int = 64, evidence_cache_size: int = 4
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.name, source = weights.resolve(name)
@@ -98,6 +115,8 @@ class Scorer:
         except (OSError, ValueError) as exc:
             raise ScorerUnavailable(f"cannot load scorer {self.name!r} from {source}: {exc}") from exc
         self.block_size = block_size
+        self.evidence_cache_size = evidence_cache_size
+        self._evidence_lru: OrderedDict = OrderedDict()
         self._bos = _leading_special_ids(self.tokenizer)
 
     @property
@@ -135,31 +154,53 @@ class Scorer:
 
     @torch.inference_mode()
     def score(self, prompt: EncodedPrompt, leave_one_out: bool = True) -> TokenScores:
-        """Score the answer under every condition, reusing the shared-prefix KV cache."""
+        """Score the answer under every condition; the evidence's encoding is reused."""
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
         tail = prompt.middle + prompt.answer.ids[:-1]
-        n_chunks = len(prompt.chunks) if leave_one_out else 0
-        logp = np.zeros((2 + n_chunks, n_answer), dtype=np.float64)
+        caches, processed = self._evidence(prompt, 2 + len(prompt.chunks) if leave_one_out else 2)
+        logp = np.zeros((len(caches), n_answer), dtype=np.float64)
         jsd = np.zeros_like(logp)
-
-        full_ids = prompt.condition_ids()
-        out = self._forward(full_ids, None, n_answer)
-        cache = out.cache
-        full = torch.log_softmax(out.logits[0].float(), dim=-1)
-        logp[0] = full.gather(1, target[:, None])[:, 0].double().cpu().numpy()
-        processed = len(full_ids)
-
-        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
-        for k in reversed(range(n_chunks)):  # each crop keeps a prefix of what the cache holds
-            _crop(cache, int(ends[k]))
-            suffix = list(chain.from_iterable(prompt.chunks[k + 1 :])) + tail
-            logp[2 + k], jsd[2 + k] = self._compare(full, self._forward(suffix, cache, n_answer).logits, target)
-            processed += len(suffix)
-        _crop(cache, len(prompt.prefix))
-        logp[1], jsd[1] = self._compare(full, self._forward(tail, cache, n_answer).logits, target)
-        processed += len(tail)
+        full = None
+        for row, cache in enumerate(caches):
+            length = cache.get_seq_length()
+            logits = self._forward(tail, cache, n_answer).logits
+            _crop(cache, length)  # back to the evidence alone, for the next answer over it
+            if full is None:
+                full = torch.log_softmax(logits[0].float(), dim=-1)
+            logp[row], jsd[row] = self._compare(full, logits, target)
+            processed += len(tail)
         return TokenScores(logp=logp, jsd=jsd, tokens_processed=processed)
+
+    def _evidence(self, prompt: EncodedPrompt, rows: int) -> tuple[list, int]:
+        """KV caches of each condition's evidence part (prompt up to the question), in row
+        order, from the LRU when this evidence was seen before; also the tokens encoded."""
+        key = (tuple(prompt.prefix), tuple(map(tuple, prompt.chunks)))
+        caches = self._evidence_lru.pop(key, [])
+        processed = 0
+        if len(caches) < rows:
+            caches, processed = self._encode_evidence(prompt, rows)
+        self._evidence_lru[key] = caches
+        while len(self._evidence_lru) > self.evidence_cache_size:
+            self._evidence_lru.popitem(last=False)
+        return caches[:rows], processed
+
+    def _encode_evidence(self, prompt: EncodedPrompt, rows: int) -> tuple[list, int]:
+        """Encode prefix + all chunks once; every other condition starts from a copy of that
+        cache cut back to the chunk it drops, and encodes only the chunks after it."""
+        full_ids = prompt.prefix + list(chain.from_iterable(prompt.chunks))
+        full = self._forward(full_ids, None, 1).cache
+        processed = len(full_ids)
+        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
+        caches = [full, _cropped_copy(full, len(prompt.prefix))]
+        for k in range(rows - 2):
+            cache = _cropped_copy(full, int(ends[k]))
+            rest = list(chain.from_iterable(prompt.chunks[k + 1 :]))
+            if rest:
+                self._forward(rest, cache, 1)
+                processed += len(rest)
+            caches.append(cache)
+        return caches, processed
 
     def _forward(self, ids: list[int], cache, n_answer: int):
         inputs = torch.tensor([ids], device=self.device)
