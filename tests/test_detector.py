@@ -150,6 +150,6 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
     reused = scorer.score(second)
     tail = len(second.middle) + len(second.answer.ids) - 1
     assert reused.tokens_processed == (2 + len(chunks)) * tail  # no evidence token encoded again
-    cold = Scorer(evidence_cache_size=0).score(second)
+    cold = Scorer(evidence_cache_bytes=0).score(second)
     assert cold.tokens_processed > reused.tokens_processed
     assert np.abs(cold.logp - reused.logp).max() <= 1e-4 and np.abs(cold.jsd - reused.jsd).max() <= 1e-4

@@ -20,6 +20,7 @@ import math
 from collections import OrderedDict
 from copy import deepcopy
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from itertools import chain
 
 import numpy as np
@@ -97,12 +98,16 @@ class Scorer:
     ``name`` is a built-in scorer name, a local model directory or a Hugging Face id;
     ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs in fp32; CUDA in
     bf16. ``block_size`` bounds the answer positions whose vocabulary distributions are
-    compared at once. ``evidence_cache_size`` is how many distinct evidences keep their
-    encoded conditions (K+2 KV caches each) for later answers over the same evidence.
+    compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
+    evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
     """
 
     def __init__(
-        self, name: str | None = None, device: str | None = None, block_size: int = 64, evidence_cache_size: int = 4
+        self,
+        name: str | None = None,
+        device: str | None = None,
+        block_size: int = 64,
+        evidence_cache_bytes: int = 512 * 2**20,
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -115,7 +120,7 @@ class Scorer:
         except (OSError, ValueError) as exc:
             raise ScorerUnavailable(f"cannot load scorer {self.name!r} from {source}: {exc}") from exc
         self.block_size = block_size
-        self.evidence_cache_size = evidence_cache_size
+        self.evidence_cache_bytes = evidence_cache_bytes
         self._evidence_lru: OrderedDict = OrderedDict()
         self._bos = _leading_special_ids(self.tokenizer)
 
@@ -158,49 +163,69 @@ class Scorer:
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
         tail = prompt.middle + prompt.answer.ids[:-1]
-        caches, processed = self._evidence(prompt, 2 + len(prompt.chunks) if leave_one_out else 2)
-        logp = np.zeros((len(caches), n_answer), dtype=np.float64)
+        rows = 2 + len(prompt.chunks) if leave_one_out else 2
+        logp = np.zeros((rows, n_answer), dtype=np.float64)
         jsd = np.zeros_like(logp)
         full = None
-        for row, cache in enumerate(caches):
+        processed = 0
+        for row, cache, encoded in self._evidence_caches(prompt, rows):
             length = cache.get_seq_length()
             logits = self._forward(tail, cache, n_answer).logits
             _crop(cache, length)  # back to the evidence alone, for the next answer over it
             if full is None:
                 full = torch.log_softmax(logits[0].float(), dim=-1)
             logp[row], jsd[row] = self._compare(full, logits, target)
-            processed += len(tail)
+            processed += encoded + len(tail)
         return TokenScores(logp=logp, jsd=jsd, tokens_processed=processed)
 
-    def _evidence(self, prompt: EncodedPrompt, rows: int) -> tuple[list, int]:
-        """KV caches of each condition's evidence part (prompt up to the question), in row
-        order, from the LRU when this evidence was seen before; also the tokens encoded."""
-        key = (tuple(prompt.prefix), tuple(map(tuple, prompt.chunks)))
-        caches = self._evidence_lru.pop(key, [])
-        processed = 0
-        if len(caches) < rows:
-            caches, processed = self._encode_evidence(prompt, rows)
-        self._evidence_lru[key] = caches
-        while len(self._evidence_lru) > self.evidence_cache_size:
-            self._evidence_lru.popitem(last=False)
-        return caches[:rows], processed
+    def _evidence_caches(self, prompt: EncodedPrompt, rows: int) -> Iterator[tuple[int, object, int]]:
+        """``(row, KV cache of that condition's evidence part, tokens encoded for it)``.
 
-    def _encode_evidence(self, prompt: EncodedPrompt, rows: int) -> tuple[list, int]:
-        """Encode prefix + all chunks once; every other condition starts from a copy of that
-        cache cut back to the chunk it drops, and encodes only the chunks after it."""
+        Evidence seen before comes from the LRU at no cost. Otherwise prefix + all chunks
+        are encoded once, and the condition without chunk k starts from a copy of that cache
+        cut back to chunk k and encodes only the chunks after it. The caches are kept for
+        later answers when they fit the byte budget; else each is dropped after use, so
+        memory stays at two caches.
+        """
+        key = (tuple(prompt.prefix), tuple(map(tuple, prompt.chunks)))
+        kept = self._evidence_lru.get(key)
+        if kept is not None and len(kept) >= rows:
+            self._evidence_lru.move_to_end(key)
+            yield from ((row, cache, 0) for row, cache in enumerate(kept[:rows]))
+            return
         full_ids = prompt.prefix + list(chain.from_iterable(prompt.chunks))
         full = self._forward(full_ids, None, 1).cache
-        processed = len(full_ids)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
-        caches = [full, _cropped_copy(full, len(prompt.prefix))]
-        for k in range(rows - 2):
-            cache = _cropped_copy(full, int(ends[k]))
-            rest = list(chain.from_iterable(prompt.chunks[k + 1 :]))
+        lengths = [len(full_ids), len(prompt.prefix)] + [len(full_ids) - len(c) for c in prompt.chunks[: rows - 2]]
+        keep = self._fits(full, len(full_ids), sum(lengths))
+        caches = []
+        yield 0, full, len(full_ids)
+        for row in range(1, rows):
+            cut = len(prompt.prefix) if row == 1 else int(ends[row - 2])
+            cache = _cropped_copy(full, cut)
+            rest = [] if row == 1 else list(chain.from_iterable(prompt.chunks[row - 1 :]))
             if rest:
                 self._forward(rest, cache, 1)
-                processed += len(rest)
-            caches.append(cache)
-        return caches, processed
+            yield row, cache, len(rest)
+            if keep:
+                caches.append(cache)
+        if keep:
+            self._remember(key, [full, *caches])
+
+    def _fits(self, cache, tokens: int, total_tokens: int) -> bool:
+        bytes_per_token = sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values)) / max(tokens, 1)
+        return bytes_per_token * total_tokens <= self.evidence_cache_bytes
+
+    def _remember(self, key: tuple, caches: list) -> None:
+        self._evidence_lru[key] = caches
+        while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
+            self._evidence_lru.popitem(last=False)
+
+    def _lru_bytes(self) -> int:
+        return sum(
+            t.nbytes for caches in self._evidence_lru.values() for c in caches for layer in c.layers
+            for t in (layer.keys, layer.values)
+        )
 
     def _forward(self, ids: list[int], cache, n_answer: int):
         inputs = torch.tensor([ids], device=self.device)
