@@ -24,12 +24,15 @@ from ..detector import Detector
 from ..evidence import build_evidence
 from ..features import FEATURES
 from ..result import DetectionResult
-from .cases import PROJECT_ROOT, Case
+from .cases import Case
 
-DEFAULT_CACHE = PROJECT_ROOT / "runs" / "features"
 CASE_COLUMNS = ["case_id", "source_id", "task", "benchmark", "split"]
-COST_COLUMNS = ["seconds", "tokens_processed", "prompt_tokens", "n_chunks"]
-_INTEGERS = ["sentence_index", "start", "end", "label", "tokens_processed", "prompt_tokens", "n_chunks"]
+TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
+# Stable Parquet types whichever rows a part holds (error rows lack most columns; a type may be all null).
+_TYPES = {
+    **dict.fromkeys(["sentence_index", "start", "end", "label", "tokens_processed", "prompt_tokens", "n_chunks"], "Int32"),
+    **dict.fromkeys(["split", "type", "error"], "string"),
+}
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,7 @@ def write_part(folder: Path, rows: pd.DataFrame) -> Path:
     numbers = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet")]
     path = folder / f"part-{max(numbers, default=-1) + 1:05d}.parquet"
     tmp = path.with_suffix(".tmp")
-    integers = {c: "Int32" for c in _INTEGERS if c in rows.columns}  # nullable: error rows lack them
-    rows.astype(integers).to_parquet(tmp, index=False, compression="zstd")
+    rows.astype({c: t for c, t in _TYPES.items() if c in rows.columns}).to_parquet(tmp, index=False, compression="zstd")
     os.replace(tmp, path)
     return path
 
@@ -153,7 +155,7 @@ def write_config(folder: Path, config: ExtractionConfig, n_parameters: int) -> N
 def extract(
     detector: Detector,
     cases: Sequence[Case],
-    cache: str | Path = DEFAULT_CACHE,
+    cache: str | Path,
     limit: int | None = None,
     batch_size: int = 10,
     progress: bool = True,
@@ -229,13 +231,14 @@ class FeatureSet:
 
     @property
     def table(self) -> pd.DataFrame:
-        """The analysis table: scored sentences with every feature finite, ``label`` as int."""
+        """The analysis table: scored sentences with the mode's features finite, ``label`` as int."""
         rows = self.sentences
-        keep = (rows["status"] == "scored") & rows[list(FEATURES)].notna().all(axis=1)
+        features = FEATURES if self.config["mode"] == "full" else TWO_PASS_FEATURES
+        keep = (rows["status"] == "scored") & rows[list(features)].notna().all(axis=1)
         return rows[keep].astype({"label": int, "n_tokens": float}).reset_index(drop=True)
 
 
-def load_cache(cache: str | Path = DEFAULT_CACHE, scorer: str | None = None) -> list[FeatureSet]:
+def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]:
     """Every cached feature set under ``cache`` (optionally of one scorer), by benchmark and key."""
     sets = []
     for config_file in sorted(Path(cache).glob("*/*/config.json")):

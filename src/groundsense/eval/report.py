@@ -46,6 +46,7 @@ class BenchmarkResult:
     dev: pd.DataFrame | None = None
     test: pd.DataFrame | None = None
     evaluation: Evaluation | None = None
+    skipped: str | None = None  # why there is no evaluation
 
     @property
     def title(self) -> str:
@@ -117,11 +118,16 @@ def transfer_matrix(sets: list[FeatureSet], seed: int = 0) -> pd.DataFrame:
 
 
 def evaluate_set(features: FeatureSet, seed: int = 0, n_resamples: int = 2000) -> BenchmarkResult:
-    """Cost, and for a full-mode set the evaluation on its source-level split."""
+    """Cost, and for a full-mode set with both labels in both partitions, the evaluation."""
     result = BenchmarkResult(features, cost_table(features))
-    if features.config["mode"] == "full":
-        result.dev, result.test = partitioned(features.table, seed)
-        result.evaluation = evaluate(pd.concat([result.dev, result.test], ignore_index=True), seed, n_resamples)
+    if features.config["mode"] != "full":
+        result.skipped = "two-pass extraction: no leave-one-out features, cost only"
+        return result
+    result.dev, result.test = partitioned(features.table, seed)
+    if not all(set(part["label"]) == {0, 1} for part in (result.dev, result.test)):
+        result.skipped = "too few answers: the dev or test partition lacks grounded or unsupported sentences"
+        return result
+    result.evaluation = evaluate(pd.concat([result.dev, result.test], ignore_index=True), seed, n_resamples)
     return result
 
 
@@ -185,7 +191,9 @@ def _set_markdown(result: BenchmarkResult) -> list[str]:
              f"{f.sentences['case_id'].nunique()} answers, {len(f.sentences)} sentences "
              f"({len(f.sentences) - len(f.table)} unscored and left out), {len(f.errors)} answers failed.", ""]
     e = result.evaluation
-    if e is not None:
+    if e is None:
+        lines += [f"Not evaluated: {result.skipped}.", ""]
+    else:
         span = pd.DataFrame({"AUC [95% CI]": _interval(e.span.intervals())})
         diff = e.span.differences("sentence gap")
         span["Δ vs sentence gap [95% CI]"] = _interval(diff, "diff")
@@ -220,6 +228,7 @@ def _set_numbers(result: BenchmarkResult) -> dict:
         "unsupported_sentences": int(f.table["label"].sum()),
         "errors": f.errors.to_dict("records"),
         "cost": _frame_numbers(result.cost),
+        "skipped": result.skipped,
     }
     e = result.evaluation
     if e is not None:
