@@ -83,3 +83,14 @@ def test_case_row_is_detect_input_and_order_groups_sources(short_cases):
     assert row["sentences"] == [[s.start, s.end] for s in short_cases[0].sentences]
     shuffled = [short_cases[1], short_cases[0], short_cases[1]]
     assert [c.source_id for c in ordered(shuffled)] == sorted(c.source_id for c in shuffled)
+
+
+def test_case_command_prints_detect_input(short_cases):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", "case", short_cases[0].id])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == case_row(short_cases[0])
+    assert CliRunner().invoke(cli, ["eval", "case", "ragtruth:no-such-id"]).exit_code == 2

@@ -58,3 +58,24 @@ def test_markdown_table_rounds_and_marks_missing():
 
     table = markdown_table(pd.DataFrame({"auc": [0.12345, float("nan")]}, index=["x", "y"]))
     assert table.splitlines() == ["|  | auc |", "|---|---|", "| x | 0.123 |", "| y | — |"]
+
+
+def test_report_command_reads_the_parquet_cache(tmp_path):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+    from groundsense.eval.extract import ExtractionConfig, write_config, write_part
+
+    fs = feature_set("ragtruth", 0)
+    config = ExtractionConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"})
+    folder = tmp_path / "cache" / "ragtruth" / config.key
+    write_config(folder, config, CONFIG["n_parameters"])
+    write_part(folder, fs.rows)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "cache"), "-o", str(tmp_path / "out"),
+                                 "--resamples", "200"])
+    assert result.exit_code == 0, result.output
+    numbers = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert numbers["sets"][f"ragtruth-{config.key}"]["sentences"] == len(fs.rows)
+    empty = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "none"), "-o", str(tmp_path / "out2")])
+    assert empty.exit_code != 0 and "no cached features" in empty.output

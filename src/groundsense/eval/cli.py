@@ -105,16 +105,25 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, max_cont
             device, cache, no_progress):
     """Score a benchmark's cases into the feature cache; rerun to resume."""
     from ..detector import Detector
+    from ..errors import GroundsenseError
     from .cases import cases_summary
     from .extract import extract as run_extract
 
     splits = splits or DEFAULT_SPLITS[benchmark]
     cases, dropped = load_benchmark(benchmark, splits, subsets.split(",") if subsets else None)
     click.echo(f"{benchmark}: {len(cases)} cases loaded; {dropped.summary()}", err=True)
-    cases = select(cases, benchmark, sample, splits)
+    try:
+        cases = select(cases, benchmark, sample, splits)
+    except ValueError as exc:  # more answers asked for than there are
+        raise click.BadParameter(str(exc), param_hint="--sample") from exc
+    if not cases:
+        raise click.ClickException("no cases selected: check --split and --subsets")
     click.echo(cases_summary(cases), err=True)
-    detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
-                        max_answer_tokens=max_answer_tokens, device=device)
+    try:
+        detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
+                            max_answer_tokens=max_answer_tokens, device=device)
+    except GroundsenseError as exc:
+        raise click.ClickException(str(exc)) from exc
     summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..detector import Detector
+from ..detector import Detector, Outcome
 from ..evidence import build_evidence
 from ..features import FEATURES
 from ..result import DetectionResult
@@ -165,11 +165,11 @@ def extract(
     Cases are taken in :func:`ordered` order; ``limit`` keeps the first ``limit`` of them.
     """
     benchmarks = {c.benchmark for c in cases}
-    if len(benchmarks) > 1:
-        raise ValueError(f"extract one benchmark at a time, not {sorted(benchmarks)}")
+    if len(benchmarks) != 1:
+        raise ValueError(f"extract the cases of one benchmark at a time, not {sorted(benchmarks) or 'none'}")
     selected = ordered(cases)[:limit]
     config = ExtractionConfig.of(detector)
-    folder = cache_folder(cache, next(iter(benchmarks), "none"), config)
+    folder = cache_folder(cache, benchmarks.pop(), config)
     write_config(folder, config, detector.scorer.n_parameters)
     done = cached_case_ids(folder)
     pending = [c for c in selected if c.id not in done]
@@ -249,7 +249,7 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
     return [s for s in sets if len(s.rows)]
 
 
-def _timed(detector: Detector, cases: list[Case], progress: bool) -> Iterator[tuple[Case, object, float]]:
+def _timed(detector: Detector, cases: list[Case], progress: bool) -> Iterator[tuple[Case, Outcome, float]]:
     """``(case, outcome, seconds the detector spent on it)`` for each case, with a progress bar."""
     outcomes = detector.iter_detect([case_row(c) for c in cases], progress=progress)
     while True:
