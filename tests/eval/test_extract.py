@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from groundsense.detector import Detector
+from groundsense.eval.rows import case_row
 from groundsense.eval.extract import (
     ExtractionConfig,
     cached_case_ids,
-    case_row,
     extract,
     load_cache,
     ordered,

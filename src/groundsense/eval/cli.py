@@ -157,6 +157,6 @@ def case(case_id):
     \b
       groundsense eval case ragtruth:ID | groundsense detect
     """
-    from .extract import case_row
+    from .rows import case_row
 
     click.echo(json.dumps(case_row(find_case(case_id)), ensure_ascii=False))

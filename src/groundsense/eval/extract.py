@@ -25,6 +25,7 @@ from ..evidence import build_evidence
 from ..features import FEATURES
 from ..result import DetectionResult
 from .cases import Case
+from .rows import case_row
 
 CASE_COLUMNS = ["case_id", "source_id", "task", "benchmark", "split"]
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
@@ -63,18 +64,6 @@ class ExtractionSummary:
     written: int = 0
     skipped: int = 0  # already cached
     errors: int = 0
-
-
-def case_row(case: Case) -> dict:
-    """The case as a ``groundsense detect``/``batch`` input row, with its labelled sentence spans."""
-    evidence = {"context": case.context} if case.context is not None else {"passages": case.passages}
-    return {
-        "id": case.id,
-        "question": case.question,
-        **evidence,
-        "answer": case.answer,
-        "sentences": [[s.start, s.end] for s in case.sentences],
-    }
 
 
 def ordered(cases: Sequence[Case]) -> list[Case]:
