@@ -214,6 +214,11 @@ def examples():
         click.echo(name)
 
 
+from .eval.cli import eval_group  # noqa: E402
+
+cli.add_command(eval_group)
+
+
 def main() -> None:
     cli(prog_name="groundsense")
 

@@ -1,0 +1,162 @@
+"""``groundsense eval``: extract benchmark features into the cache, report from it, show a case."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:  # the package's modules load pandas/torch: imported where used, to keep `groundsense -h` fast
+    from .cases import Case, DropLog
+
+DEFAULT_CACHE = Path("runs/features")  # relative to the working directory; /runs/ is gitignored
+BENCHMARKS = ("ragtruth", "tofueval", "ragbench")
+DEFAULT_SPLITS = {"ragtruth": ("test",), "tofueval": ("dev", "test"), "ragbench": ("test",)}
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def load_benchmark(
+    benchmark: str, splits: Sequence[str], subsets: Sequence[str] | None = None
+) -> tuple[list[Case], DropLog]:
+    """Cases of ``benchmark`` in ``splits`` (RAGBench: of ``subsets``, default all found)."""
+    if benchmark == "ragtruth":
+        from .ragtruth import load_ragtruth
+
+        return load_ragtruth(splits=set(splits))
+    if benchmark == "tofueval":
+        from .tofueval import load_tofueval
+
+        return load_tofueval(splits=tuple(splits))
+    from .ragbench import load_ragbench
+
+    return load_ragbench(subsets=set(subsets) if subsets else None, splits=set(splits))
+
+
+def select(cases: list[Case], benchmark: str, sample: str, splits: Sequence[str]) -> list[Case]:
+    """``paper``: RAGTruth's 300 hallucinated + 300 clean answers of one split, every case
+    elsewhere; ``full``: every case; ``N``: N answers, half with an unsupported sentence,
+    spread over tasks."""
+    from .sampling import balanced_sample, sample_ragtruth
+
+    if sample == "full" or (sample == "paper" and benchmark != "ragtruth"):
+        return cases
+    if sample == "paper":
+        if len(splits) != 1:
+            raise click.BadParameter("the paper sample is drawn from one split", param_hint="--split")
+        return sample_ragtruth(cases, split=splits[0])
+    n = int(sample)
+    return balanced_sample(cases, n // 2, n - n // 2)
+
+
+def find_case(case_id: str) -> Case:
+    """One case by its id (``ragtruth:ID``, ``tofueval:…``, ``ragbench:SUBSET:…``)."""
+    from .cases import DropLog
+
+    benchmark = case_id.split(":")[0]
+    if benchmark == "ragtruth":  # scan the raw records, segmenting only the match (loading all takes ~70 s)
+        from .ragtruth import _records, _resolve, _to_case
+
+        for record in _records(_resolve(None)):
+            if f"ragtruth:{record.id}" == case_id:
+                case = _to_case(record, DropLog())
+                if case is not None:
+                    return case
+    elif benchmark in BENCHMARKS:
+        subsets = case_id.split(":")[1:2] if benchmark == "ragbench" else None
+        splits = ("test", "validation", "train") if benchmark == "ragbench" else DEFAULT_SPLITS[benchmark]
+        for case in load_benchmark(benchmark, splits, subsets)[0]:
+            if case.id == case_id:
+                return case
+    raise click.BadParameter(f"no case {case_id!r} (ids look like ragtruth:ID, tofueval:…, ragbench:SUBSET:…)")
+
+
+def _sample_option(value: str) -> str:
+    if value not in ("paper", "full") and not value.isdigit():
+        raise click.BadParameter("use paper, full or a number of answers")
+    return value
+
+
+@click.group("eval", context_settings=CONTEXT_SETTINGS)
+def eval_group() -> None:
+    """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
+
+
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
+              help="paper (RAGTruth: 300 hallucinated + 300 clean; others: all), full, or N answers (balanced).")
+@click.option("--split", "splits", multiple=True,
+              help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test].")
+@click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found].")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (by source id).")
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [default: smollm2-135m-instruct].")
+@click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True)
+@click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True)
+@click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--no-progress", is_flag=True)
+def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, max_context_tokens, max_answer_tokens,
+            device, cache, no_progress):
+    """Score a benchmark's cases into the feature cache; rerun to resume."""
+    from ..detector import Detector
+    from ..errors import GroundsenseError
+    from .cases import cases_summary
+    from .extract import extract as run_extract
+
+    splits = splits or DEFAULT_SPLITS[benchmark]
+    cases, dropped = load_benchmark(benchmark, splits, subsets.split(",") if subsets else None)
+    click.echo(f"{benchmark}: {len(cases)} cases loaded; {dropped.summary()}", err=True)
+    try:
+        cases = select(cases, benchmark, sample, splits)
+    except ValueError as exc:  # more answers asked for than there are
+        raise click.BadParameter(str(exc), param_hint="--sample") from exc
+    if not cases:
+        raise click.ClickException("no cases selected: check --split and --subsets")
+    click.echo(cases_summary(cases), err=True)
+    try:
+        detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
+                            max_answer_tokens=max_answer_tokens, device=device)
+    except GroundsenseError as exc:
+        raise click.ClickException(str(exc)) from exc
+    summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
+    click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
+               f"{summary.errors} errors", err=True)
+
+
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Only this scorer's features [default: all cached].")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/report"),
+              show_default=True)
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def report(cache, scorer, output, resamples, seed):
+    """Tables, JSON and figures from the feature cache (no scorer needed)."""
+    from .extract import load_cache
+    from .report import write_report
+
+    sets = load_cache(cache, scorer)
+    if not sets:
+        raise click.ClickException(f"no cached features under {cache}: run `groundsense eval extract` first")
+    for s in sets:
+        click.echo(f"{s.benchmark} {s.key}: {s.rows['case_id'].nunique()} answers, {len(s.errors)} errors", err=True)
+    click.echo(write_report(sets, output, seed, resamples))
+
+
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("case_id")
+def case(case_id):
+    """Print one case as a JSON row for `groundsense detect` or `batch`.
+
+    \b
+      groundsense eval case ragtruth:ID | groundsense detect
+    """
+    from .rows import case_row
+
+    click.echo(json.dumps(case_row(find_case(case_id)), ensure_ascii=False))

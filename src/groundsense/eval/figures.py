@@ -1,0 +1,71 @@
+"""PNG figures of the evaluation (matplotlib, Agg backend): each function writes one file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.metrics import roc_curve  # noqa: E402
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def roc_curves(y: np.ndarray, scores: Mapping[str, np.ndarray], path: Path) -> Path:
+    """ROC curve of every method on the same test sentences."""
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for name, score in scores.items():
+        fpr, tpr, _ = roc_curve(y, score)
+        ax.plot(fpr, tpr, label=name)
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    ax.set(xlabel="false positive rate", ylabel="true positive rate", title="Span-level ROC (test)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def feature_bars(intervals: pd.DataFrame, path: Path) -> Path:
+    """AUC of each single feature (``auc``, ``lo``, ``hi`` columns) with its 95% interval."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    x = np.arange(len(intervals))
+    errors = np.vstack([intervals["auc"] - intervals["lo"], intervals["hi"] - intervals["auc"]])
+    ax.bar(x, intervals["auc"], yerr=errors, capsize=3, color="tab:blue")
+    ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(x, intervals.index, rotation=30, ha="right")
+    ax.set(ylabel="span AUC (test)", ylim=(min(0.3, float(intervals["lo"].min())), 1.0), title="Single-feature AUC")
+    return _save(fig, path)
+
+
+def drop_distribution(table: pd.DataFrame, path: Path) -> Path:
+    """Histogram of the largest leave-one-out drop, grounded vs unsupported sentences."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    values = table["drop_max"].to_numpy(dtype=float)
+    bins = np.linspace(*np.nanpercentile(values, [1, 99]), 40)
+    for label, name in ((0, "grounded"), (1, "unsupported")):
+        ax.hist(values[table["label"].to_numpy() == label], bins=bins, density=True, alpha=0.55, label=name)
+    ax.set(xlabel="largest leave-one-out drop (nats/token)", ylabel="density", title="drop_max by label")
+    ax.legend()
+    return _save(fig, path)
+
+
+def transfer_heatmap(matrix: pd.DataFrame, path: Path) -> Path:
+    """Train-benchmark x test-benchmark AUC matrix."""
+    fig, ax = plt.subplots(figsize=(1.6 * len(matrix.columns) + 2, 1.3 * len(matrix) + 1.5))
+    image = ax.imshow(matrix.to_numpy(dtype=float), vmin=0.5, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(len(matrix.columns)), matrix.columns)
+    ax.set_yticks(range(len(matrix.index)), matrix.index)
+    ax.set(xlabel="tested on (test partition)", ylabel="trained on (dev partition)", title="Sensitivity transfer AUC")
+    for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
+        ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white" if value < 0.75 else "black")
+    fig.colorbar(image, ax=ax)
+    return _save(fig, path)

@@ -1,0 +1,96 @@
+"""Extraction through the real default scorer on the shortest RAGTruth QA answers (seconds each)."""
+
+import dataclasses
+import json
+
+import pandas as pd
+import pytest
+
+from groundsense.detector import Detector
+from groundsense.eval.rows import case_row
+from groundsense.eval.extract import (
+    ExtractionConfig,
+    cached_case_ids,
+    extract,
+    load_cache,
+    ordered,
+    read_parts,
+)
+from groundsense.features import FEATURES
+
+
+@pytest.fixture(scope="module")
+def short_cases(ragtruth_test):
+    cases, _ = ragtruth_test
+    qa = [c for c in cases if c.task == "QA"]
+    return sorted(qa, key=lambda c: len(c.answer) + sum(map(len, c.passages)))[:2]
+
+
+@pytest.fixture(scope="module")
+def broken_case(short_cases):
+    """A real case whose evidence is blank: the detector rejects it."""
+    return dataclasses.replace(short_cases[0], id="ragtruth:blank", source_id="ragtruth:blank", passages=["  "])
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, scorer, short_cases, broken_case):
+    """Extract one real case and the broken one, then a rerun with the second case added."""
+    cache = tmp_path_factory.mktemp("features")
+    detector = Detector(scorer, k=5, calibration=False)
+    first = extract(detector, [short_cases[0], broken_case], cache, progress=False)
+    parts_after_first = read_parts(first.folder)
+    second = extract(detector, [broken_case, *short_cases], cache, progress=False)
+    return cache, detector, first, parts_after_first, second
+
+
+def test_rows_align_with_labelled_sentences(first_run, short_cases):
+    cache, detector, first, rows, _ = first_run
+    case = short_cases[0]
+    scored = rows[rows["case_id"] == case.id]
+    assert [(r.start, r.end) for r in scored.itertuples()] == [(s.start, s.end) for s in case.sentences]
+    assert scored["label"].tolist() == [int(s.unsupported) for s in case.sentences]
+    assert scored["sentence"].tolist() == [case.sentence_text(s) for s in case.sentences]
+    assert scored[list(FEATURES)].notna().all().all()
+    assert (scored["drops"].map(len) == scored["n_chunks"]).all()  # one drop per chunk
+    assert (scored["seconds"] > 0).all() and (scored["tokens_processed"] > scored["prompt_tokens"]).all()
+    config = json.loads((first.folder / "config.json").read_text())
+    assert config == {**dataclasses.asdict(ExtractionConfig.of(detector)), "n_parameters": detector.scorer.n_parameters}
+    assert first.folder.parent.name == "ragtruth" and first.folder.name.startswith("smollm2-135m-instruct__full-k5-")
+
+
+def test_error_is_recorded_and_run_goes_on(first_run):
+    _, _, first, rows, _ = first_run
+    assert (first.written, first.errors) == (2, 1)
+    error = rows[rows["status"] == "error"]
+    assert error["case_id"].tolist() == ["ragtruth:blank"] and "evidence is empty" in error["error"].iloc[0]
+
+
+def test_rerun_skips_cached_cases_and_compacts(first_run, short_cases):
+    cache, _, _, before, second = first_run
+    assert (second.skipped, second.written, second.errors) == (2, 1, 0)
+    after = read_parts(second.folder)
+    assert cached_case_ids(second.folder) == {"ragtruth:blank", *(c.id for c in short_cases)}
+    pd.testing.assert_frame_equal(after[after["case_id"].isin(before["case_id"])].reset_index(drop=True), before)
+    assert len(list(second.folder.glob("part-*.parquet"))) == 1
+    [features] = load_cache(cache)
+    assert features.benchmark == "ragtruth" and len(features.errors) == 1
+    assert set(features.table["case_id"]) == {c.id for c in short_cases}
+
+
+def test_case_row_is_detect_input_and_order_groups_sources(short_cases):
+    row = case_row(short_cases[0])
+    assert set(row) == {"id", "question", "passages", "answer", "sentences"}
+    assert row["sentences"] == [[s.start, s.end] for s in short_cases[0].sentences]
+    shuffled = [short_cases[1], short_cases[0], short_cases[1]]
+    assert [c.source_id for c in ordered(shuffled)] == sorted(c.source_id for c in shuffled)
+
+
+def test_case_command_prints_detect_input(short_cases):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", "case", short_cases[0].id])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == case_row(short_cases[0])
+    assert CliRunner().invoke(cli, ["eval", "case", "ragtruth:no-such-id"]).exit_code == 2

@@ -1,0 +1,81 @@
+import json
+
+import pytest
+
+from groundsense.eval.extract import FeatureSet
+from groundsense.eval.report import PASSES, cost_table, markdown_table, write_report
+from test_metrics import synthetic_table
+
+CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
+          "n_parameters": 1_000_000}
+
+
+def feature_set(benchmark: str, seed: int, mode: str = "full") -> FeatureSet:
+    """A synthetic cached feature set: every answer has 3 chunks, 100 prompt tokens and took 2 s."""
+    rows = synthetic_table(n_cases=150, seed=seed).assign(
+        benchmark=benchmark, status="scored", error=None, seconds=2.0,
+        tokens_processed=250, prompt_tokens=100, n_chunks=3,
+    )
+    rows["sentence_index"] = rows.groupby("case_id").cumcount()
+    return FeatureSet(benchmark, {**CONFIG, "mode": mode}, f"tiny__{mode}-k5-0000", rows)
+
+
+def test_cost_counts_passes_tokens_and_flops():
+    fs = feature_set("a", 0)
+    cost = cost_table(fs)
+    per_answer_sentences = len(fs.rows) / fs.rows["case_id"].nunique()
+    assert cost.loc["perplexity", "tokens"] == pytest.approx(100 / per_answer_sentences)
+    assert cost.loc["sentence gap", "tokens"] == pytest.approx(200 / per_answer_sentences)
+    assert cost.loc["sensitivity", "tokens"] == pytest.approx(500 / per_answer_sentences)  # K+2 = 5 passes
+    assert cost.loc["sensitivity", "gflops"] == pytest.approx(cost.loc["sensitivity", "tokens"] * 2e6 / 1e9)
+    # full mode: the K+2 methods are measured, cheaper ones scaled by their share of the work
+    assert cost.loc["sensitivity", "seconds"] == pytest.approx(2.0 / per_answer_sentences)
+    assert cost.loc["sentence gap", "seconds"] == pytest.approx(2.0 / per_answer_sentences * 2 / 5)
+    assert cost.loc["sensitivity", "seconds_measured"] and not cost.loc["perplexity", "seconds_measured"]
+    assert set(PASSES) < set(cost.index)
+
+
+def test_report_writes_tables_json_and_figures(tmp_path):
+    sets = [feature_set("a", 0), feature_set("b", 1), feature_set("a", 2, mode="two_pass")]
+    markdown = write_report(sets, tmp_path, n_resamples=200)
+    text = markdown.read_text()
+    for heading in ("Table 3", "Table 4", "Table 5", "Table 6", "Table 9", "Transfer across benchmarks"):
+        assert heading in text
+    assert "Gap threshold chosen on dev" in text and "precision" in text
+    numbers = json.loads((tmp_path / "report.json").read_text())
+    full = numbers["sets"]["a-tiny__full-k5-0000"]
+    assert full["span"]["sensitivity"]["auc"] > 0.65
+    assert set(full["threshold"]) == {"threshold", "precision", "recall", "f1"}
+    assert "span" not in numbers["sets"]["a-tiny__two_pass-k5-0000"]  # cost only
+    assert set(numbers["transfer"]["tiny__full-k5-0000"]) == {"a", "b"}
+    pngs = {p.name for p in (tmp_path / "figures").glob("*.png")}
+    assert {"a-tiny__full-k5-0000-roc.png", "a-tiny__full-k5-0000-features.png",
+            "a-tiny__full-k5-0000-drop-max.png", "transfer-tiny__full-k5-0000.png"} <= pngs
+
+
+def test_markdown_table_rounds_and_marks_missing():
+    import pandas as pd
+
+    table = markdown_table(pd.DataFrame({"auc": [0.12345, float("nan")]}, index=["x", "y"]))
+    assert table.splitlines() == ["|  | auc |", "|---|---|", "| x | 0.123 |", "| y | — |"]
+
+
+def test_report_command_reads_the_parquet_cache(tmp_path):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+    from groundsense.eval.extract import ExtractionConfig, write_config, write_part
+
+    fs = feature_set("ragtruth", 0)
+    config = ExtractionConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"})
+    folder = tmp_path / "cache" / "ragtruth" / config.key
+    write_config(folder, config, CONFIG["n_parameters"])
+    write_part(folder, fs.rows)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "cache"), "-o", str(tmp_path / "out"),
+                                 "--resamples", "200"])
+    assert result.exit_code == 0, result.output
+    numbers = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert numbers["sets"][f"ragtruth-{config.key}"]["sentences"] == len(fs.rows)
+    empty = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "none"), "-o", str(tmp_path / "out2")])
+    assert empty.exit_code != 0 and "no cached features" in empty.output
