@@ -54,17 +54,13 @@ def select(cases: list[Case], benchmark: str, sample: str, splits: Sequence[str]
 
 def find_case(case_id: str) -> Case:
     """One case by its id (``ragtruth:ID``, ``tofueval:…``, ``ragbench:SUBSET:…``)."""
-    from .cases import DropLog
-
     benchmark = case_id.split(":")[0]
-    if benchmark == "ragtruth":  # scan the raw records, segmenting only the match (loading all takes ~70 s)
-        from .ragtruth import _records, _resolve, _to_case
+    if benchmark == "ragtruth":  # filter by id before segmenting (loading all takes ~70 s)
+        from .ragtruth import load_ragtruth
 
-        for record in _records(_resolve(None)):
-            if f"ragtruth:{record.id}" == case_id:
-                case = _to_case(record, DropLog())
-                if case is not None:
-                    return case
+        cases, _ = load_ragtruth(ids={case_id}, limit=1)
+        if cases:
+            return cases[0]
     elif benchmark in BENCHMARKS:
         subsets = case_id.split(":")[1:2] if benchmark == "ragbench" else None
         splits = ("test", "validation", "train") if benchmark == "ragbench" else DEFAULT_SPLITS[benchmark]

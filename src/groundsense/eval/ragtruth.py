@@ -46,19 +46,25 @@ def load_ragtruth(
     *,
     splits: Collection[str] | None = None,
     tasks: Collection[str] | None = None,
+    ids: Collection[str] | None = None,
     limit: int | None = None,
 ) -> tuple[list[Case], DropLog]:
     """Load RAGTruth responses as cases, one per response.
 
     ``path`` is the processed ``.jsonl[.gz]`` file or a folder holding either it or the
     original ``response.jsonl`` + ``source_info.jsonl``; default ``<data>/ragtruth/ragtruth.jsonl.gz``.
-    ``splits``/``tasks`` filter (``train``/``test``; ``QA``/``Summary``/``Data2txt``);
+    ``splits``/``tasks``/``ids`` filter (``train``/``test``; ``QA``/``Summary``/``Data2txt``;
+    case ids such as ``ragtruth:16``) before the costly sentence segmentation;
     ``limit`` stops reading once that many cases are kept.
     """
     cases: list[Case] = []
     dropped = DropLog()
     for record in _records(_resolve(path)):
-        if (splits is not None and record.split not in splits) or (tasks is not None and record.task not in tasks):
+        if (
+            (splits is not None and record.split not in splits)
+            or (tasks is not None and record.task not in tasks)
+            or (ids is not None and f"ragtruth:{record.id}" not in ids)
+        ):
             continue
         case = _to_case(record, dropped)
         if case is not None:
