@@ -2,7 +2,8 @@
 
 Data: RAGTruth *train* split (never the test split the evaluation reports on), a seeded
 sample of 75 answers with a labelled hallucination and 75 without, over the three tasks.
-Features are cached in runs/calibration/features.jsonl, so a killed run resumes.
+The threshold is the best-F1 one (the `calibrate` default). Features are cached in
+runs/calibration/features.jsonl, so a killed run resumes.
 
     python scripts/default_calibration.py
 """
@@ -20,7 +21,6 @@ from groundsense.weights import DEFAULT_SCORER
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "runs" / "calibration"
 TARGET = ROOT / "src" / "groundsense" / "calibrations" / f"{DEFAULT_SCORER}-k5.json"
-TARGET_RECALL = "0.5"
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
             sink.write(json.dumps(case_row(case, labels=True)) + "\n")
     subprocess.run(
         [sys.executable, "-m", "groundsense.cli", "calibrate", str(rows), "-o", str(TARGET),
-         "--features", str(WORK / "features.jsonl"), "--target-recall", TARGET_RECALL],
+         "--features", str(WORK / "features.jsonl")],
         check=True,
     )
 

@@ -126,4 +126,4 @@ def test_killed_batch_resumes_to_the_same_file(tmp_path):
         sink.write('{"id": "c", "line": 4, "sent')  # a record cut off mid-write
     assert resumed.read_text() != whole.read_text()
     subprocess.run(command + [str(resumed)], check=True, capture_output=True)
-    assert resumed.read_text() == whole.read_text()
+    assert resumed.read_text() == whole.read_text()  # evidence-cache state must not leak into the output

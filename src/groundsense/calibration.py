@@ -86,16 +86,32 @@ def fit_calibration(
         values = np.asarray(features[name], float)[rows]
         stats[name] = (float(values.mean()), float(values.std() or 1.0))
     calibration = Calibration(scorer, k, stats, {}, dict(made_with or {}))
-    rule = {}
+    rule, quality = {}, {}
     for detector in DETECTORS:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
         if labels is None:
             threshold, rule[detector] = float(np.quantile(scores, 1 - flag_rate)), f"flag rate {flag_rate}"
+            quality[detector] = {"flag_rate": float((scores >= threshold).mean())}
         else:
-            threshold, rule[detector] = _labelled_threshold(scores, np.asarray(labels)[rows], target_recall, target_precision)
+            y = np.asarray(labels)[rows]
+            threshold, rule[detector] = _labelled_threshold(scores, y, target_recall, target_precision)
+            quality[detector] = _quality(scores, y, threshold)
         calibration.thresholds[detector] = threshold
-    calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule)
+    calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule, on_calibration_set=quality)
     return calibration
+
+
+def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
+    """How the threshold does on the calibration set itself (optimistic: fitted there)."""
+    from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
+
+    flagged = scores >= threshold
+    precision, recall, f1, _ = precision_recall_fscore_support(labels, flagged, average="binary", zero_division=0)
+    return {
+        "auc": round(float(roc_auc_score(labels, scores)), 4), "precision": round(float(precision), 4),
+        "recall": round(float(recall), 4), "f1": round(float(f1), 4), "flag_rate": round(float(flagged.mean()), 4),
+        "unsupported_rate": round(float(labels.mean()), 4),
+    }
 
 
 def _labelled_threshold(

@@ -87,6 +87,8 @@ class DetectionResult:
     answer: AnswerSummary
     truncated: Truncation
     chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
+    # Cost accounting, not part of to_dict(): it depends on what the scorer's evidence
+    # cache already held, and the same input must always give the same output.
     tokens_processed: int = 0
 
     def to_dict(self) -> dict:
@@ -99,7 +101,6 @@ class DetectionResult:
             "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},
             "truncated": self.truncated.to_dict(),
             "chunks": self.chunks,
-            "tokens_processed": self.tokens_processed,
         }
 
     def to_df(self):
