@@ -240,7 +240,9 @@ def measure(items: list[Item], methods: list[str], repeats: int = 1, threads: in
     with tempfile.TemporaryDirectory() as tmp:
         job, out = Path(tmp) / "job.pkl", Path(tmp) / "out.pkl"
         job.write_bytes(pickle.dumps((items, methods, repeats, threads)))
+        start = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--worker", str(job), str(out)], check=True)
+        print(f"measured {'+'.join(methods)} x{repeats} on {len(items)} answers: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         return pickle.loads(out.read_bytes())
 
 
