@@ -106,7 +106,7 @@ def main() -> None:
     prompts = random_prompts(sample, config["vocab_size"], args.seed)
     scorer = scorer_around(random_model(config, device, dtype, args.seed), device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"{name}, {dtype}, {scorer.n_parameters / 1e6:.0f}M parameters, torch {torch.__version__}")
+    print(f"{name}, {dtype}, {scorer.n_parameters / 1e6:,.1f}M parameters, torch {torch.__version__}")
 
     difference = max_difference(scorer, prompts[: args.check])
     print(f"max abs difference vs naive (token logp, JSD) on {args.check} answers: {difference:.2e}")
