@@ -243,7 +243,7 @@ def measure(items: list[Item], methods: list[str], repeats: int = 1, threads: in
         start = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--worker", str(job), str(out)], check=True)
         print(f"measured {'+'.join(methods)} x{repeats} on {len(items)} answers: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        return pickle.loads(out.read_bytes())
+        return Measurement(**pickle.loads(out.read_bytes()))
 
 
 # ---------------------------------------------------------------- comparison
@@ -391,7 +391,7 @@ def main() -> None:
 
     if args.worker:
         job, out = args.worker
-        out.write_bytes(pickle.dumps(measure_here(*pickle.loads(job.read_bytes()))))
+        out.write_bytes(pickle.dumps(vars(measure_here(*pickle.loads(job.read_bytes())))))  # a dict: no __main__ class
         return
 
     started = time.perf_counter()
@@ -416,6 +416,8 @@ def main() -> None:
             main_md,
             f"Lower bound (K+2): {bounds['K+2']:,} tokens with prefixes shared across answers, "
             f"{bounds['K+2 per answer']:,} without; two-pass: {bounds['two-pass']:,}.",
+            "Feature differences within 1e-4: "
+            + ("yes" if all(results["main"][m]["max_feature_diff"] <= TOLERANCE for m in METHODS) else "**NO**") + ".",
         ]
     points = {
         "length": (f"Scaling with context length (K={args.k}, synthetic contexts)",
