@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(VENV)/bin/groundsense detect --example ragtruth-summary
+	$(VENV)/bin/groundsense detect --example passages-qa
 
 # The review page's browser test needs Debian's chromium and chromedriver; installed when run
 # as root (CI is), otherwise that one test is skipped with a note.
