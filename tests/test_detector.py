@@ -153,3 +153,15 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
     cold = Scorer(evidence_cache_bytes=0).score(second)
     assert cold.tokens_processed > reused.tokens_processed
     assert np.abs(cold.logp - reused.logp).max() <= 1e-4 and np.abs(cold.jsd - reused.jsd).max() <= 1e-4
+
+
+def test_batched_conditions_equal_independent_passes():
+    from groundsense.scorer import Scorer
+
+    batched = Scorer(batch_conditions=True, evidence_cache_bytes=0)
+    context = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
+    chunks = chunk_context(context, 4)
+    prompt = batched.encode("Tell me about the bridge.", [c.removal.of(context) for c in chunks], ANSWER, 256)
+    fast, slow = batched.score(prompt), independent_token_scores(batched, prompt)
+    assert np.abs(fast.logp - slow.logp).max() <= 1e-4
+    assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
