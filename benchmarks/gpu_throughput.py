@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from groundsense.scorer import EncodedAnswer, EncodedPrompt, Scorer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from speed import naive_scores  # noqa: E402
+from groundsense.reference import independent_token_scores as naive_scores  # noqa: E402
 
 LENGTHS = Path(__file__).with_name("ragtruth_test_lengths.json")
 TOLERANCE = 1e-4
@@ -50,12 +50,8 @@ def random_model(config: dict, device: torch.device, dtype: torch.dtype, seed: i
 
 
 def scorer_around(model: torch.nn.Module, device: torch.device, block_size: int = 64) -> Scorer:
-    """A :class:`Scorer` holding ``model``. ``Scorer.__init__`` loads weights by name;
-    ``score`` needs only the attributes set here (the prompts come pre-encoded)."""
-    scorer = Scorer.__new__(Scorer)
-    scorer.name, scorer.model, scorer.device, scorer.block_size = "random-qwen2", model, device, block_size
-    scorer.tokenizer, scorer._bos = None, []
-    return scorer
+    """A :class:`Scorer` holding ``model`` (the prompts come pre-encoded: no tokenizer)."""
+    return Scorer.from_model(model.to(device), None, "random-qwen2", block_size=block_size)
 
 
 def random_prompts(rows: list[dict], vocab: int, seed: int) -> list[EncodedPrompt]:

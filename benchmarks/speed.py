@@ -34,7 +34,9 @@ import torch
 
 from groundsense.evidence import build_evidence
 from groundsense.features import assign_tokens, sentence_features
-from groundsense.scorer import EncodedPrompt, Scorer, TokenScores, js_divergence
+from groundsense.reference import condition_sequences
+from groundsense.reference import independent_token_scores as naive_scores
+from groundsense.scorer import EncodedPrompt, Scorer, TokenScores
 from groundsense.text import Span, segment_sentences
 
 SECTIONS = ("main", "length", "k", "split")  # split: token counts over the whole test split, no model
@@ -58,29 +60,8 @@ class Item:
 # ---------------------------------------------------------------- the two methods
 
 
-@torch.inference_mode()
-def naive_scores(scorer: Scorer, prompt: EncodedPrompt, leave_one_out: bool = True) -> TokenScores:
-    """The method by its definition: one full forward pass per condition, batch size 1,
-    no KV cache, logits at every position (the answer positions sliced afterwards)."""
-    n_answer = len(prompt.answer.ids)
-    target = torch.tensor(prompt.answer.ids, device=scorer.device)
-    conditions = [prompt.condition_ids(), prompt.condition_ids(no_context=True)]
-    if leave_one_out:
-        conditions += [prompt.condition_ids(without=k) for k in range(len(prompt.chunks))]
-    logp = np.zeros((len(conditions), n_answer))
-    jsd = np.zeros_like(logp)
-    full = None
-    for row, ids in enumerate(conditions):
-        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), use_cache=False).logits
-        logq = torch.log_softmax(logits[0, -n_answer:].float(), dim=-1)
-        full = logq if full is None else full
-        logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
-        jsd[row] = js_divergence(full, logq).double().cpu().numpy()
-    return TokenScores(logp=logp, jsd=jsd, tokens_processed=sum(map(len, conditions)))
-
-
 METHODS: dict[str, Callable[[Scorer, EncodedPrompt], TokenScores]] = {
-    "naive": naive_scores,
+    "naive": naive_scores,  # groundsense.reference: the method by its definition
     "library": lambda scorer, prompt: scorer.score(prompt),
     "two_pass": lambda scorer, prompt: scorer.score(prompt, leave_one_out=False),
 }
@@ -88,13 +69,6 @@ LABELS = {"naive": "naive K+2", "library": "library K+2", "two_pass": "library t
 
 
 # ---------------------------------------------------------------- token accounting
-
-
-def condition_sequences(prompt: EncodedPrompt, leave_one_out: bool = True) -> list[list[int]]:
-    conditions = [prompt.condition_ids(), prompt.condition_ids(no_context=True)]
-    if leave_one_out:
-        conditions += [prompt.condition_ids(without=k) for k in range(len(prompt.chunks))]
-    return conditions
 
 
 def distinct_prefixes(sequences: Iterable[list[int]]) -> int:

@@ -123,11 +123,26 @@ class Scorer:
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(self.device).eval()
         except (OSError, ValueError) as exc:
             raise ScorerUnavailable(f"cannot load scorer {self.name!r} from {source}: {exc}") from exc
+        self._configure(block_size, evidence_cache_bytes, batch_conditions)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, name: str, **options) -> "Scorer":
+        """A scorer around a model already in memory (e.g. one built from a config for a
+        speed test). ``tokenizer`` may be None when prompts come pre-encoded."""
+        scorer = cls.__new__(cls)
+        scorer.name, scorer.model, scorer.tokenizer = name, model.eval(), tokenizer
+        scorer.device = next(model.parameters()).device
+        scorer._configure(**options)
+        return scorer
+
+    def _configure(
+        self, block_size: int = 64, evidence_cache_bytes: int = 512 * 2**20, batch_conditions: bool | None = None
+    ) -> None:
         self.block_size = block_size
         self.evidence_cache_bytes = evidence_cache_bytes
         self.batch_conditions = self.device.type == "cuda" if batch_conditions is None else batch_conditions
         self._evidence_lru: OrderedDict = OrderedDict()
-        self._bos = _leading_special_ids(self.tokenizer)
+        self._bos = _leading_special_ids(self.tokenizer) if self.tokenizer is not None else []
 
     @property
     def n_parameters(self) -> int:
@@ -174,12 +189,12 @@ class Scorer:
         evidence = self._evidence_caches(prompt, rows)
         if self.batch_conditions:
             evidence = list(evidence)
-            tails = self._batched_tails(tail, [cache for _, cache, _ in evidence], n_answer)
-        else:
-            tails = (self._tail_logits(tail, cache, n_answer) for _, cache, _ in evidence)
+            pairs = zip(evidence, self._batched_tails(tail, [cache for _, cache, _ in evidence], n_answer))
+        else:  # one condition at a time: only the caches being used are in memory
+            pairs = ((item, self._tail_logits(tail, item[1], n_answer)) for item in evidence)
         full = None
         processed = 0
-        for (row, _, encoded), logits in zip(evidence, tails):
+        for (row, _, encoded), logits in pairs:
             if full is None:
                 full = torch.log_softmax(logits[0].float(), dim=-1)
             logp[row], jsd[row] = self._compare(full, logits, target)
