@@ -165,3 +165,14 @@ def test_batched_conditions_equal_independent_passes():
     fast, slow = batched.score(prompt), independent_token_scores(batched, prompt)
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4
     assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+
+
+def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):
+    from groundsense import scorer as scorer_module
+
+    context = " ".join(PASSAGES * 20)  # several pieces of ENCODE_PIECE tokens
+    chunks = chunk_context(context, 3)
+    prompt = scorer.encode("q", [c.removal.of(context) for c in chunks], ANSWER, 256)
+    assert sum(map(len, prompt.chunks)) > 2 * scorer_module.ENCODE_PIECE
+    fast, slow = scorer.score(prompt), independent_token_scores(scorer, prompt)
+    assert np.abs(fast.logp - slow.logp).max() <= 1e-4 and np.abs(fast.jsd - slow.jsd).max() <= 1e-4

@@ -32,6 +32,7 @@ from .errors import InputError, ScorerUnavailable
 from .prompt import PromptLayout
 
 LN2 = math.log(2.0)
+ENCODE_PIECE = 512  # evidence tokens per forward call
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class Scorer:
             yield from ((row, cache, 0) for row, cache in enumerate(kept[:rows]))
             return
         full_ids = prompt.prefix + list(chain.from_iterable(prompt.chunks))
-        full = self._forward(full_ids, None, 1).cache
+        full = self._encode(full_ids, None)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
         lengths = [len(full_ids), len(prompt.prefix)] + [len(full_ids) - len(c) for c in prompt.chunks[: rows - 2]]
         keep = self._fits(full, len(full_ids), sum(lengths))
@@ -257,13 +258,19 @@ class Scorer:
             cut = len(prompt.prefix) if row == 1 else int(ends[row - 2])
             cache = _cropped_copy(full, cut)
             rest = [] if row == 1 else list(chain.from_iterable(prompt.chunks[row - 1 :]))
-            if rest:
-                self._forward(rest, cache, 1)
+            self._encode(rest, cache)
             yield row, cache, len(rest)
             if keep:
                 caches.append(cache)
         if keep:
             self._remember(key, [full, *caches])
+
+    def _encode(self, ids: list[int], cache):
+        """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
+        tokens, so that attention's memory stays bounded for long contexts."""
+        for start in range(0, len(ids), ENCODE_PIECE):
+            cache = self._forward(ids[start : start + ENCODE_PIECE], cache, 1).cache
+        return cache
 
     def _fits(self, cache, tokens: int, total_tokens: int) -> bool:
         bytes_per_token = sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values)) / max(tokens, 1)
