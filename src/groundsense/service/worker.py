@@ -33,8 +33,18 @@ class ScoringWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        self._jobs.put(None)  # blocks at most until a slot frees; the thread is a daemon anyway
+    def stop(self, timeout: float = 120.0) -> None:
+        """Cancel the queued jobs, let the running one finish, and end the thread (a
+        process must not exit while the model is mid-computation on it)."""
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[1].cancel()
+        self._jobs.put(None)
+        self._thread.join(timeout)
 
     @property
     def pending(self) -> int:
