@@ -144,15 +144,21 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
     from groundsense.scorer import Scorer
 
     chunks = [p + " " for p in PASSAGES]
+    rows = 2 + len(chunks)
     first = scorer.encode("q", chunks, ANSWER, 256)
     second = scorer.encode("another question", chunks, "The bridge opened in 1937.", 256)
+    third = scorer.encode("another question", chunks, "The bridge is orange.", 256)
     scorer.score(first)
-    reused = scorer.score(second)
-    tail = len(second.middle) + len(second.answer.ids) - 1
-    assert reused.tokens_processed == (2 + len(chunks)) * tail  # no evidence token encoded again
-    cold = Scorer(evidence_cache_bytes=0).score(second)
-    assert cold.tokens_processed > reused.tokens_processed
-    assert np.abs(cold.logp - reused.logp).max() <= 1e-4 and np.abs(cold.jsd - reused.jsd).max() <= 1e-4
+    reused = scorer.score(second)  # same evidence, new question: no evidence token encoded again
+    assert reused.tokens_processed == rows * (len(second.middle) + len(second.answer.ids) - 1)
+    same_question = scorer.score(third)  # and the same question as well: only the answer
+    assert same_question.tokens_processed == rows * len(third.answer.ids)
+    for prompt, warm in ((second, reused), (third, same_question)):
+        cold = Scorer(evidence_cache_bytes=0).score(prompt)
+        assert cold.tokens_processed > warm.tokens_processed
+        assert np.abs(cold.logp - warm.logp).max() <= 1e-4 and np.abs(cold.jsd - warm.jsd).max() <= 1e-4
+        slow = independent_token_scores(scorer, prompt)
+        assert np.abs(slow.logp - warm.logp).max() <= 1e-4 and np.abs(slow.jsd - warm.jsd).max() <= 1e-4
 
 
 def test_batched_conditions_equal_independent_passes():

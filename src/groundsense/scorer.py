@@ -7,8 +7,9 @@ so each condition is "its evidence part" + "question and answer" (the tail):
 - the evidence parts share prefixes: the full context is encoded once, and the condition
   without chunk k starts from a copy of that KV cache cut back to chunk k and encodes only
   the chunks after it (the no-context condition is the bare prefix);
-- the evidence parts are kept in a small LRU keyed by their token ids, so a later answer
-  over the same evidence (RAGTruth has six per source) costs only K+2 tails;
+- the evidence parts are kept in a small LRU keyed by their token ids, with the question
+  after them, so a later answer over the same evidence (RAGTruth has six per source)
+  encodes only its own tokens under each condition (and the question, when it changed);
 - logits are computed only at answer positions, and divergences in position blocks.
 
 The result equals independent forward passes (see :mod:`groundsense.reference`).
@@ -63,6 +64,16 @@ class TokenScores:
     logp: np.ndarray  # [2 + K, T] (or [2, T] in two-pass mode)
     jsd: np.ndarray
     tokens_processed: int = field(default=0)
+
+
+@dataclass
+class _KeptEvidence:
+    """One evidence's encoded conditions in the LRU: each cache holds its condition's
+    evidence (``lengths`` tokens) followed by ``lead``, the last question seen."""
+
+    caches: list
+    lengths: list[int]
+    lead: tuple[int, ...]
 
 
 def js_divergence(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
@@ -183,11 +194,13 @@ class Scorer:
         """Score the answer under every condition; the evidence's encoding is reused."""
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
-        tail = prompt.middle + prompt.answer.ids[:-1]
+        # Everything up to the last prompt token stays in the caches (the question too,
+        # shared by answers to the same question); the tail predicts the answer tokens.
+        lead, tail = prompt.middle[:-1], prompt.middle[-1:] + prompt.answer.ids[:-1]
         rows = 2 + len(prompt.chunks) if leave_one_out else 2
         logp = np.zeros((rows, n_answer), dtype=np.float64)
         jsd = np.zeros_like(logp)
-        evidence = self._evidence_caches(prompt, rows)
+        evidence = self._evidence_caches(prompt, rows, tuple(lead))
         if self.batch_conditions:
             evidence = list(evidence)
             pairs = zip(evidence, self._batched_tails(tail, [cache for _, cache, _ in evidence], n_answer))
@@ -205,7 +218,7 @@ class Scorer:
     def _tail_logits(self, tail: list[int], cache, n_answer: int) -> torch.Tensor:
         length = cache.get_seq_length()
         logits = self._forward(tail, cache, n_answer).logits
-        _crop(cache, length)  # back to the evidence alone, for the next answer over it
+        _crop(cache, length)  # back to evidence and question, for the next answer over them
         return logits
 
     def _batched_tails(self, tail: list[int], caches: list, n_answer: int) -> list[torch.Tensor]:
@@ -232,38 +245,52 @@ class Scorer:
         ).logits
         return [logits[row : row + 1] for row in range(len(caches))]
 
-    def _evidence_caches(self, prompt: EncodedPrompt, rows: int) -> Iterator[tuple[int, object, int]]:
-        """``(row, KV cache of that condition's evidence part, tokens encoded for it)``.
+    def _evidence_caches(self, prompt: EncodedPrompt, rows: int, lead: tuple[int, ...]) -> Iterator[tuple[int, object, int]]:
+        """``(row, KV cache of that condition's prompt up to the last token, tokens encoded
+        for it)``: the condition's evidence, then ``lead`` (the question and template).
 
-        Evidence seen before comes from the LRU at no cost. Otherwise prefix + all chunks
-        are encoded once, and the condition without chunk k starts from a copy of that cache
-        cut back to chunk k and encodes only the chunks after it. The caches are kept for
-        later answers when they fit the byte budget; else each is dropped after use, so
-        memory stays at two caches.
+        Evidence seen before comes from the LRU, and its question too when it is the same
+        as last time. Otherwise prefix + all chunks are encoded once, and the condition
+        without chunk k starts from a copy of that cache cut back to chunk k and encodes
+        only the chunks after it. The caches are kept for later answers when they fit the
+        byte budget; else each is dropped after use, so memory stays at two caches.
         """
         key = (tuple(prompt.prefix), tuple(map(tuple, prompt.chunks)))
         kept = self._evidence_lru.get(key)
-        if kept is not None and len(kept) >= rows:
+        if kept is not None and len(kept.caches) >= rows:
             self._evidence_lru.move_to_end(key)
-            yield from ((row, cache, 0) for row, cache in enumerate(kept[:rows]))
+            fresh_lead = kept.lead != lead
+            for row, (cache, length) in enumerate(zip(kept.caches[:rows], kept.lengths)):
+                if fresh_lead:
+                    _crop(cache, length)
+                    self._encode(list(lead), cache)
+                yield row, cache, len(lead) if fresh_lead else 0
+            if fresh_lead and rows < len(kept.caches):
+                del self._evidence_lru[key]  # its other caches still hold the old question
+            else:
+                kept.lead = lead
             return
         full_ids = prompt.prefix + list(chain.from_iterable(prompt.chunks))
         full = self._encode(full_ids, None)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
         lengths = [len(full_ids), len(prompt.prefix)] + [len(full_ids) - len(c) for c in prompt.chunks[: rows - 2]]
-        keep = self._fits(full, len(full_ids), sum(lengths))
+        keep = self._fits(full, len(full_ids), sum(lengths) + rows * len(lead))
         caches = []
-        yield 0, full, len(full_ids)
-        for row in range(1, rows):
-            cut = len(prompt.prefix) if row == 1 else int(ends[row - 2])
-            cache = _cropped_copy(full, cut)
-            rest = [] if row == 1 else list(chain.from_iterable(prompt.chunks[row - 1 :]))
-            self._encode(rest, cache)
-            yield row, cache, len(rest)
+        for row in range(rows):
+            if row == 0:
+                cache, encoded = full, len(full_ids)
+            else:
+                cut = len(prompt.prefix) if row == 1 else int(ends[row - 2])
+                cache = _cropped_copy(full, cut)
+                rest = [] if row == 1 else list(chain.from_iterable(prompt.chunks[row - 1 :]))
+                self._encode(rest, cache)
+                encoded = len(rest)
+            self._encode(list(lead), cache)
+            yield row, cache, encoded + len(lead)
             if keep:
                 caches.append(cache)
         if keep:
-            self._remember(key, [full, *caches])
+            self._remember(key, _KeptEvidence(caches, lengths, lead))
 
     def _encode(self, ids: list[int], cache):
         """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
@@ -276,14 +303,14 @@ class Scorer:
         bytes_per_token = sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values)) / max(tokens, 1)
         return bytes_per_token * total_tokens <= self.evidence_cache_bytes
 
-    def _remember(self, key: tuple, caches: list) -> None:
-        self._evidence_lru[key] = caches
+    def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
+        self._evidence_lru[key] = kept
         while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
             self._evidence_lru.popitem(last=False)
 
     def _lru_bytes(self) -> int:
         return sum(
-            t.nbytes for caches in self._evidence_lru.values() for c in caches for layer in c.layers
+            t.nbytes for kept in self._evidence_lru.values() for c in kept.caches for layer in c.layers
             for t in (layer.keys, layer.values)
         )
 
