@@ -1,9 +1,12 @@
 """Resumable JSONL batch scoring.
 
-One output record per input line, in input order: the detection (``to_dict()``) or an
-``error`` object, each with the row's ``id`` and its 1-based input ``line``. A rerun skips
-the lines already written (after removing a record cut off by a kill), so a killed and
-resumed run writes the same file as an uninterrupted one. Resuming assumes the same input.
+One output record per input line: the detection (``to_dict()``) or an ``error`` object,
+each with the row's ``id`` and its 1-based input ``line``. Rows that share their evidence
+are scored one after another, so the scorer encodes that evidence once: records come in
+that grouped order (groups in order of first appearance, rows within a group in input
+order), which depends only on the input. A rerun skips the lines already written (after
+removing a record cut off by a kill), so a killed and resumed run writes the same file as
+an uninterrupted one. Resuming assumes the same input.
 """
 
 from __future__ import annotations
@@ -54,11 +57,21 @@ def done_lines(out: Path) -> set[int]:
     return {json.loads(line)["line"] for line in complete.splitlines() if line.strip()}
 
 
+def by_evidence(rows: list[tuple[int, dict | InputError]]) -> list[tuple[int, dict | InputError]]:
+    """Rows grouped by identical evidence, groups in order of first appearance."""
+    groups: dict[str, list] = {}
+    for number, row in rows:
+        evidence = row.get("passages", row.get("context")) if isinstance(row, dict) else None
+        key = json.dumps(evidence, sort_keys=True) if evidence is not None else f"line {number}"
+        groups.setdefault(key, []).append((number, row))
+    return [item for group in groups.values() for item in group]
+
+
 def run_batch(detector: Detector, source: Path, out: Path, progress: bool = True) -> BatchSummary:
     summary = BatchSummary()
     done = done_lines(out)
     pending = []
-    for number, row in read_rows(source):
+    for number, row in by_evidence(list(read_rows(source))):  # the order of the whole input
         if number in done:
             summary.skipped += 1
         else:
