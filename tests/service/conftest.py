@@ -48,6 +48,13 @@ def live_server():
 
 
 @pytest.fixture(scope="package")
+def short_context_server():
+    """A server whose context budget is a few tokens, so every context gets cut."""
+    with LiveServer(ServiceSettings(max_context_tokens=12)) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
 def wait_ready():
     """Poll /readyz through a ``get(path)`` callable until the scorer is loaded."""
     return _wait_ready

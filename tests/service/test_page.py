@@ -71,3 +71,18 @@ def test_review_page_shows_errors(live_server, browser):
     browser.find_element(By.ID, "run").click()  # no answer
     error = WebDriverWait(browser, 60).until(ec.visibility_of_element_located((By.ID, "error")))
     assert "answer" in error.text
+
+
+
+def test_review_page_marks_the_cut_context(short_context_server, browser):
+    browser.get(short_context_server.url + "/")
+    wait = WebDriverWait(browser, 300)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
+    evidence = "The bridge opened in 1937. " * 3 + "It is painted International Orange. " * 6
+    browser.find_element(By.ID, "evidence").send_keys(evidence)
+    browser.find_element(By.ID, "answer").send_keys("The bridge opened in 1937.")
+    browser.find_element(By.ID, "run").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "support")))
+    assert "context tokens were cut" in browser.find_element(By.ID, "notes").text
+    cut = browser.find_element(By.CSS_SELECTOR, "#context-view .cut")
+    assert "Orange" in cut.text and "not scored" in browser.find_element(By.ID, "context-view").text

@@ -156,7 +156,14 @@ function drawContext(request, result, support) {
     view.append(el);
     cursor = chunk.end;
   }
-  view.append(text.slice(cursor));
+  const rest = text.slice(cursor);
+  if (result.truncated.context && rest.trim()) {
+    const cut = Object.assign(document.createElement("span"), { className: "cut", textContent: rest });
+    cut.title = "cut: past the scorer's context budget, not seen by the scorer";
+    view.append(Object.assign(document.createElement("span"), { className: "cut-label", textContent: "\n[not scored: past the context budget]\n" }), cut);
+  } else {
+    view.append(rest);
+  }
   const mark = view.querySelector("mark");
   if (mark) view.scrollTop = mark.offsetTop - view.offsetTop - 20;
 }
