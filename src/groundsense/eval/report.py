@@ -185,11 +185,16 @@ def _interval(frame: pd.DataFrame, value: str = "auc") -> pd.Series:
     return frame.apply(lambda r: f"{r[value]:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]", axis=1)
 
 
+def _scoring_seconds(sentences: pd.DataFrame) -> float:
+    return float(sentences.drop_duplicates("case_id")["seconds"].astype(float).sum())
+
+
 def _set_markdown(result: BenchmarkResult) -> list[str]:
     f = result.features
     lines = [f"## {result.title}", "",
              f"{f.sentences['case_id'].nunique()} answers, {len(f.sentences)} sentences "
-             f"({len(f.sentences) - len(f.table)} unscored and left out), {len(f.errors)} answers failed.", ""]
+             f"({len(f.sentences) - len(f.table)} unscored and left out), {len(f.errors)} answers failed; "
+             f"scoring took {_scoring_seconds(f.sentences):,.0f} s in all (sum over answers).", ""]
     e = result.evaluation
     if e is None:
         lines += [f"Not evaluated: {result.skipped}.", ""]
