@@ -96,7 +96,9 @@ class Detector:
         scores = self.scorer.score(prompt, leave_one_out=self.mode == "full")
         owner = assign_tokens(prompt.answer.offsets, spans)
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
-        return self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
+        result = self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
+        result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
+        return result
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
         """Detect on each row (keys as in :func:`row_arguments`), keeping going past bad

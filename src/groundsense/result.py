@@ -87,9 +87,10 @@ class DetectionResult:
     answer: AnswerSummary
     truncated: Truncation
     chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
-    # Cost accounting, not part of to_dict(): it depends on what the scorer's evidence
-    # cache already held, and the same input must always give the same output.
+    # Cost accounting, not part of to_dict(): tokens_processed depends on what the scorer's
+    # evidence cache already held, and the same input must always give the same output.
     tokens_processed: int = 0
+    prompt_tokens: int = 0  # tokens one full-context pass feeds (prompt + answer): the unit of cost
 
     def to_dict(self) -> dict:
         return {

@@ -21,7 +21,6 @@ from pathlib import Path
 import pandas as pd
 
 from ..detector import Detector, Outcome
-from ..evidence import build_evidence
 from ..features import FEATURES
 from ..result import DetectionResult
 from .cases import Case
@@ -80,20 +79,12 @@ def cached_case_ids(folder: Path) -> set[str]:
     return {case_id for part in folder.glob("part-*.parquet") for case_id in pd.read_parquet(part, columns=["case_id"])["case_id"]}
 
 
-def prompt_tokens(detector: Detector, case: Case) -> int:
-    """Tokens of one full-context pass (prompt + answer): the unit of the cost estimate."""
-    evidence = build_evidence(detector.scorer, case.context, case.passages, detector.k, detector.max_context_tokens)
-    chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
-    prompt = detector.scorer.encode(case.question, chunk_texts, case.answer, detector.max_answer_tokens)
-    return len(prompt.condition_ids())
-
-
-def sentence_rows(case: Case, result: DetectionResult, seconds: float, pass_tokens: int) -> list[dict]:
+def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[dict]:
     """One row per labelled sentence: labels, the eight features, per-chunk lists, cost."""
     cost = {
         "seconds": seconds,
         "tokens_processed": result.tokens_processed,
-        "prompt_tokens": pass_tokens,
+        "prompt_tokens": result.prompt_tokens,
         "n_chunks": len(result.chunks),
     }
     return [
@@ -170,7 +161,7 @@ def extract(
                 rows.append(error_row(case, outcome.error))
                 summary.errors += 1
             else:
-                rows.extend(sentence_rows(case, outcome.result, seconds, prompt_tokens(detector, case)))
+                rows.extend(sentence_rows(case, outcome.result, seconds))
             summary.written += 1
             if summary.written % batch_size == 0:
                 write_part(folder, pd.DataFrame(rows))
