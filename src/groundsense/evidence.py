@@ -20,7 +20,6 @@ class Evidence:
     context: str  # the string every chunk span indexes (passages joined by a blank line)
     chunks: list[Chunk]
     tokens_removed: int  # context tokens cut from the end to fit the budget
-    from_passages: bool
 
     def chunk_text(self, chunk: Chunk) -> str:
         """The exact characters that leaving ``chunk`` out removes."""
@@ -43,7 +42,7 @@ def build_evidence(
     while True:
         cut, removed = _cut(scorer, text, budget)
         kept = _clip(chunks, cut) if passages is not None else chunk_context(text[:cut], k)
-        evidence = Evidence(text, kept, removed, passages is not None)
+        evidence = Evidence(text, kept, removed)
         excess = sum(len(scorer.tokenize(evidence.chunk_text(c))) for c in kept) - max_tokens
         if excess <= 0 or budget <= 0:
             return evidence

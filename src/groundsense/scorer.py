@@ -90,6 +90,10 @@ def _crop(cache, length: int) -> None:
     cache.crop(length - cache.get_seq_length())
 
 
+def _cache_bytes(cache) -> int:
+    return sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values))
+
+
 def _cropped_copy(cache, length: int):
     copy = deepcopy(cache)
     _crop(copy, length)
@@ -300,8 +304,7 @@ class Scorer:
         return cache
 
     def _fits(self, cache, tokens: int, total_tokens: int) -> bool:
-        bytes_per_token = sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values)) / max(tokens, 1)
-        return bytes_per_token * total_tokens <= self.evidence_cache_bytes
+        return _cache_bytes(cache) / max(tokens, 1) * total_tokens <= self.evidence_cache_bytes
 
     def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
         self._evidence_lru[key] = kept
@@ -309,10 +312,7 @@ class Scorer:
             self._evidence_lru.popitem(last=False)
 
     def _lru_bytes(self) -> int:
-        return sum(
-            t.nbytes for kept in self._evidence_lru.values() for c in kept.caches for layer in c.layers
-            for t in (layer.keys, layer.values)
-        )
+        return sum(_cache_bytes(c) for kept in self._evidence_lru.values() for c in kept.caches)
 
     def _forward(self, ids: list[int], cache, n_answer: int):
         inputs = torch.tensor([ids], device=self.device)
