@@ -38,7 +38,8 @@ def feature_bars(intervals: pd.DataFrame, path: Path) -> Path:
     """AUC of each single feature (``auc``, ``lo``, ``hi`` columns) with its 95% interval."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(len(intervals))
-    errors = np.vstack([intervals["auc"] - intervals["lo"], intervals["hi"] - intervals["auc"]])
+    # On a small test set the full-set AUC can fall outside its bootstrap interval: no negative bar.
+    errors = np.clip(np.vstack([intervals["auc"] - intervals["lo"], intervals["hi"] - intervals["auc"]]), 0, None)
     ax.bar(x, intervals["auc"], yerr=errors, capsize=3, color="tab:blue")
     ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
     ax.set_xticks(x, intervals.index, rotation=30, ha="right")
