@@ -21,7 +21,10 @@ ROW = {
     "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
 }
 SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support"}
-FEATURE_KEYS = {"gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens"}
+FEATURE_KEYS = {
+    "gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens",
+    "drop_min", "neg_drop_mass", "gap_rest",
+}
 
 
 def run(*args, input=None):

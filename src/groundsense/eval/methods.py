@@ -11,6 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from lightgbm import LGBMClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 GROUNDING = ["gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]
 BASELINES = ["surprisal", "n_tokens"]
@@ -60,6 +63,16 @@ def lightgbm_scores(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[st
     columns = list(features)
     model.fit(dev[columns].to_numpy(), dev["label"].to_numpy())
     return model.predict_proba(test[columns].to_numpy())[:, 1]
+
+
+def logistic_scores(
+    dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str], target: str = "label"
+) -> np.ndarray:
+    """P(``target`` = 1) on ``test`` from a standardised logistic regression fit on ``dev``."""
+    columns = list(features)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(dev[columns].to_numpy(dtype=float), dev[target].to_numpy())
+    return model.predict_proba(test[columns].to_numpy(dtype=float))[:, 1]
 
 
 def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
