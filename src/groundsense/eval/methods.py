@@ -75,6 +75,16 @@ def logistic_scores(
     return model.predict_proba(test[columns].to_numpy(dtype=float))[:, 1]
 
 
+def two_pass_scores(test: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The methods that need no leave-one-out pass and no fitting (answer columns required)."""
+    return {
+        "perplexity": test["surprisal"].to_numpy(),
+        "length": test["n_tokens"].to_numpy(dtype=float),
+        "answer gap": -test["answer_gap"].to_numpy(),
+        "sentence gap": -test["gap"].to_numpy(),
+    }
+
+
 def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
     """Every compared method's score for the ``test`` sentences (answer columns required).
 
@@ -82,10 +92,7 @@ def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[
     claims, so more chances to overlap an unsupported span.
     """
     return {
-        "perplexity": test["surprisal"].to_numpy(),
-        "length": test["n_tokens"].to_numpy(dtype=float),
-        "answer gap": -test["answer_gap"].to_numpy(),
-        "sentence gap": -test["gap"].to_numpy(),
+        **two_pass_scores(test),
         "standardised sum": standardised_sum(dev, test),
         "sensitivity": lightgbm_scores(dev, test, GROUNDING, seed),
         "sensitivity + baselines": lightgbm_scores(dev, test, GROUNDING + BASELINES, seed),
