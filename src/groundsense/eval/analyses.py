@@ -51,8 +51,11 @@ def bracketed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Section:
-    separation = kind_separation(result.dev, result.test, seed, n_resamples)
     section = Section(["### Signed sensitivity: conflict vs baseless (test)", ""])
+    if "drops" not in result.test.columns:
+        section.lines += ["Not computed: the feature set has no per-chunk drops.", ""]
+        return section
+    separation = kind_separation(result.dev, result.test, seed, n_resamples)
     if separation is None:
         section.lines += ["Not computed: the development or test partition lacks conflicting or baseless "
                           "unsupported sentences (the benchmark has no types, or too few).", ""]
