@@ -59,3 +59,23 @@ def test_cascade_at_full_escalation_lets_the_verifier_clear_the_copied_sentence(
 def test_cascade_rejects_an_object_without_score_sentences(detector):
     with pytest.raises(InputError):
         Cascade(detector, object())
+
+
+def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
+    from groundsense.eval.attribution import case_chunks
+    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.text import join_passages
+
+    context = " ".join(PASSAGES) + " Its colour, International Orange, was chosen to stand out in fog."
+    cases = [
+        Case("t:1", "s1", "QA", "", context, None, ANSWER, [LabelledSentence(0, 10, False)], "test"),
+        Case("t:2", "s2", "QA", "", None, PASSAGES, ANSWER, [LabelledSentence(0, 10, False)], "test"),
+    ]
+    config = {"k": detector.k, "max_context_tokens": 40}  # a cap that cuts the context
+    chunks = case_chunks(cases, scorer, config)
+    for case in cases:
+        small = type(detector)(scorer, k=detector.k, calibration=False, max_context_tokens=40)
+        result = small.detect(answer=case.answer, context=case.context, passages=case.passages)
+        text = case.context if case.context is not None else join_passages(case.passages)[0]
+        assert chunks[case.id] == [text[c["start"] : c["end"]] for c in result.chunks]
+        assert result.truncated.context
