@@ -94,7 +94,7 @@ def verifier_section(
 
     where = root / result.features.benchmark
     if not comparisons:
-        return Section([f"### Verifiers (Tables 7 and 8, cascade)", "",
+        return Section(["### Verifiers (Tables 7 and 8, cascade)", "",
                         f"No verifier scores under `{where}`: {VERIFIER_HINT}.", ""])
     t7, t8 = table7(comparisons), table8(comparisons)
     section = Section(

@@ -3,9 +3,11 @@ Tables 3, 4, 5, 6 and 9, a JSON file of every number, and PNG figures.
 
 Each full-mode feature set (benchmark x scorer x configuration) is evaluated with
 :func:`metrics.evaluate` on its seeded source-level 60/40 split; two-pass sets (no
-leave-one-out features) contribute their cost only. With more than one benchmark under one
-configuration, a transfer matrix trains Sensitivity on one benchmark's dev partition and
-scores another's test partition.
+leave-one-out features) contribute their cost and their gap methods' place on the cost
+frontier. With more than one benchmark under one configuration, a transfer matrix trains
+Sensitivity on one benchmark's dev partition and scores another's test partition. The
+sections beyond the paper's tables (signed sensitivity, verifiers, cascade, attribution,
+cost frontier) come from :mod:`analyses`.
 """
 
 from __future__ import annotations
@@ -142,8 +144,9 @@ def write_report(
     """Write ``report.md``, ``report.json`` and ``figures/*.png`` under ``out``; return the Markdown path.
 
     ``verifiers`` is the root of the verifier score cache and ``attribution`` of the
-    attribution pairs and ratings (see :mod:`analyses`); without them those sections say
-    where their inputs would be.
+    attribution pairs and ratings (see :mod:`analyses`; default ``results/verifiers`` and
+    ``results/attribution`` under the working directory); where they hold nothing for a
+    set, its sections say where they looked.
     """
     out = Path(out)
     folder = out / "figures"
