@@ -132,8 +132,13 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, max_cont
               show_default=True)
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def report(cache, scorer, output, resamples, seed):
-    """Tables, JSON and figures from the feature cache (no scorer needed)."""
+@click.option("--verifiers", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Verifier score cache [default: verifiers/ beside the feature cache].")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Attribution pairs and ratings [default: attribution/ beside the feature cache].")
+def report(cache, scorer, output, resamples, seed, verifiers, attribution):
+    """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
+    comparisons and attribution ratings where those caches exist."""
     from .extract import load_cache
     from .report import write_report
 
@@ -142,7 +147,42 @@ def report(cache, scorer, output, resamples, seed):
         raise click.ClickException(f"no cached features under {cache}: run `groundsense eval extract` first")
     for s in sets:
         click.echo(f"{s.benchmark} {s.key}: {s.rows['case_id'].nunique()} answers, {len(s.errors)} errors", err=True)
-    click.echo(write_report(sets, output, seed, resamples))
+    verifiers = verifiers or cache.parent / "verifiers"
+    attribution = attribution or cache.parent / "attribution"
+    click.echo(write_report(sets, output, seed, resamples, verifiers, attribution))
+
+
+@eval_group.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
+@click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="The feature set's scorer [default: the only one cached].")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output root [default: attribution/ beside the feature cache].")
+@click.option("--seed", type=int, default=0, show_default=True)
+def attribution_pairs(benchmark, cache, scorer, attribution, seed):
+    """Write the chunks a judge rates for attribution quality: per grounded sentence, the
+    detector's support chunk, a random chunk and the most word-overlapping chunk."""
+    from ..scorer import Scorer
+    from .attribution import attribution_pairs as pairs_of, case_chunks
+    from .extract import load_cache
+
+    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.config["mode"] == "full"]
+    if len(sets) != 1:
+        found = ", ".join(s.key for s in sets) or "none"
+        raise click.UsageError(f"need exactly one full-mode {benchmark} feature set under {cache} (found: {found}); "
+                               "choose one with --scorer")
+    features = sets[0]
+    table = features.table
+    wanted = set(table["case_id"])
+    splits = sorted(set(table["split"].dropna())) or DEFAULT_SPLITS[benchmark]
+    cases = [c for c in load_benchmark(benchmark, splits)[0] if c.id in wanted]
+    chunks = case_chunks(cases, Scorer(features.config["scorer"], device="cpu"), features.config)
+    pairs = pairs_of(table[table["case_id"].isin(chunks)], chunks, seed)
+    folder = (attribution or cache.parent / "attribution") / benchmark / features.key
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs.to_parquet(folder / "pairs.parquet", index=False)
+    click.echo(f"{folder / 'pairs.parquet'}: {len(pairs)} rows ({pairs['case_id'].nunique()} answers); "
+               f"{len(wanted) - len(chunks)} cached answers not found in the benchmark", err=True)
 
 
 @eval_group.command(context_settings=CONTEXT_SETTINGS)
