@@ -104,6 +104,6 @@ class ContextCiteVerifier(Verifier):
             score=-(best if p["variant"] == "raw" else per_token),
             gflops=np.full(n, float(gflops(len(distinct) * one_pass, self.n_parameters)) / n),
             extra={"attribution_max": best, "attribution_max_per_token": per_token,
-                   "passes": np.full(n, float(len(distinct))), "tokens_processed": np.full(n, processed / n)},
+                   "passes": np.full(n, float(len(distinct))), "tokens_as_run": np.full(n, processed / n)},
             support_chunk=support,
         )

@@ -68,7 +68,7 @@ class JudgeVerifier(Verifier):
             extra={
                 "p_supported": p_supported,
                 "answer_mass": mass,  # how much of the next-token distribution is Yes or No
-                "tokens_processed": own + (processed - own.sum()) / len(tails),  # as run: the evidence encoded once
+                "tokens_as_run": own + (processed - own.sum()) / len(tails),  # as run: the evidence encoded once
             },
         )
 
