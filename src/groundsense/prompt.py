@@ -3,7 +3,8 @@
 Layout: ``prefix | chunk_1 ... chunk_K | middle | answer``. The evidence comes first so
 that answers over the same evidence share its encoding; the question sits in ``middle``.
 Each piece is tokenised on its own, so leaving a chunk out removes exactly its tokens and
-the answer's token ids are identical in every condition.
+the answer's token ids are identical in every condition. The LLM judge's prompt
+(:class:`JudgeLayout`) starts the same way, so it shares the evidence's encoding too.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..features import FEATURES
 from ..result import DetectionResult
 from .cases import Case
 from .rows import case_row
-from .store import benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
+from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
 
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
 
@@ -48,14 +48,6 @@ class ExtractionConfig:
         digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
         scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", self.scorer)
         return f"{scorer}__{self.mode}-k{self.k}-{digest}"
-
-
-@dataclass
-class ExtractionSummary:
-    folder: Path
-    written: int = 0
-    skipped: int = 0  # already cached
-    errors: int = 0
 
 
 def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) -> Path:
@@ -101,7 +93,7 @@ def extract(
     limit: int | None = None,
     batch_size: int = 10,
     progress: bool = True,
-) -> ExtractionSummary:
+) -> RunSummary:
     """Extract features of ``cases`` (one benchmark) into the cache, skipping cached ones.
 
     Cases are taken in :func:`.store.ordered` order; ``limit`` keeps the first ``limit`` of them.
@@ -115,7 +107,7 @@ def extract(
         for case, outcome, seconds in _timed(detector, pending, progress)
     )
     written, errors = write_cases(folder, case_rows, batch_size)
-    return ExtractionSummary(folder, written=written, skipped=skipped, errors=errors)
+    return RunSummary(folder, written=written, skipped=skipped, errors=errors)
 
 
 @dataclass

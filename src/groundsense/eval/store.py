@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +28,16 @@ _TYPES = {
     ),
     **dict.fromkeys(["split", "type", "error"], "string"),
 }
+
+
+@dataclass
+class RunSummary:
+    """What one run did to a cache folder, in cases."""
+
+    folder: Path
+    written: int = 0
+    skipped: int = 0  # already cached
+    errors: int = 0
 
 
 def ordered(cases: Sequence[Case]) -> list[Case]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +24,7 @@ from ..errors import GroundsenseError
 from ..progress import track
 from ..verifiers import Verdicts, Verifier
 from .cases import Case
-from .store import benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
-
-
-@dataclass
-class VerifySummary:
-    folder: Path
-    written: int = 0
-    skipped: int = 0  # already cached
-    errors: int = 0
+from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
 
 
 def verdict_rows(case: Case, verdicts: Verdicts, seconds: float) -> list[dict]:
@@ -68,7 +59,7 @@ def verify(
     limit: int | None = None,
     batch_size: int = 10,
     progress: bool = True,
-) -> VerifySummary:
+) -> RunSummary:
     """Score ``cases`` (one benchmark) with ``verifier`` into the cache, skipping cached ones.
 
     Cases are taken in the feature extraction's order (:func:`.store.ordered`), so ``limit``
@@ -77,7 +68,7 @@ def verify(
     write_json(folder, verifier.config())
     pending, skipped = pending_cases(cases, folder, limit)
     written, errors = write_cases(folder, _case_rows(verifier, pending, progress), batch_size)
-    return VerifySummary(folder, written=written, skipped=skipped, errors=errors)
+    return RunSummary(folder, written=written, skipped=skipped, errors=errors)
 
 
 def _case_rows(verifier: Verifier, cases: list[Case], progress: bool) -> Iterator[list[dict]]:
