@@ -79,3 +79,20 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
         text = case.context if case.context is not None else join_passages(case.passages)[0]
         assert chunks[case.id] == [text[c["start"] : c["end"]] for c in result.chunks]
         assert result.truncated.context
+
+
+def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector):
+    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.verifiers.judge import JudgeVerifier
+
+    judge = JudgeVerifier(detector.scorer)  # the default scorer is an instruct model: it can judge
+    result = Cascade(detector, judge, escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert result.cascade["verifier"] == "judge:smollm2-135m-instruct" and result.cascade["n_escalated"] == 2
+    spans = [LabelledSentence(s.start, s.end, unsupported=False) for s in result.sentences]
+    case = Case(id="x", source_id="x", task="QA", question="", context=None, passages=PASSAGES, answer=ANSWER,
+                sentences=spans, benchmark="test")
+    alone = judge.verify(case).score
+    for sentence, expected in zip(result.sentences, alone):
+        assert 0.0 <= sentence.verifier_score <= 1.0
+        assert sentence.verifier_score == pytest.approx(expected, abs=1e-4)
+        assert sentence.flagged is bool(expected >= 0.5)

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.eval.cases import Case, LabelledSentence
 from groundsense.eval.store import read_parts
-from groundsense.eval.verify import load_verifier_cache, verdict_rows, verify
+from groundsense.eval.verifier_scores import load_verifier_cache
+from groundsense.eval.verify import verdict_rows, verify
 from groundsense.verifiers import Verdicts
 from groundsense.verifiers.judge import JudgeVerifier
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .extract import read_parts
+from .store import read_parts
 
 KEY = ["case_id", "sentence_index"]
 REQUIRED = ["case_id", "sentence_index", "score", "seconds", "gflops", "status"]

@@ -12,19 +12,17 @@ out over its sentences in proportion to their GFLOPs.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import GroundsenseError
 from ..progress import track
 from ..verifiers import Verdicts, Verifier
 from .cases import Case
-from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
+from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, write_cases, write_json
 
 
 def verdict_rows(case: Case, verdicts: Verdicts, seconds: float) -> list[dict]:
@@ -80,16 +78,3 @@ def _case_rows(verifier: Verifier, cases: list[Case], progress: bool) -> Iterato
             yield [error_row(case, exc)]
             continue
         yield verdict_rows(case, verdicts, time.perf_counter() - start)
-
-
-def load_verifier_cache(root: str | Path, benchmark: str) -> dict[str, pd.DataFrame]:
-    """Every verifier run cached for ``benchmark`` under ``root``: folder key -> rows (with
-    the run's ``config.json`` in ``frame.attrs["config"]``). Join to the feature cache on
-    ``(case_id, sentence_index)``."""
-    runs = {}
-    for config_file in sorted((Path(root) / benchmark).glob("*/config.json")):
-        rows = read_parts(config_file.parent)
-        if len(rows):
-            rows.attrs["config"] = json.loads(config_file.read_text())
-            runs[config_file.parent.name] = rows
-    return runs

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..eval.cases import Case
+from ..eval.cases import Case, LabelledSentence
 
 VERSION = 1  # bump when a verifier's scores change for the same configuration
 
@@ -53,6 +53,23 @@ class Verifier(ABC):
     @abstractmethod
     def verify(self, case: Case) -> Verdicts:
         """Score every labelled sentence of ``case``; raise on input it cannot score."""
+
+    @property
+    def name(self) -> str:
+        """The spec that builds this verifier, as reported by a cascade."""
+        return f"{self.kind}:{self.model_name}"
+
+    def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]:
+        """The :class:`~groundsense.cascade.Verifier` protocol: ``sentences`` scored against the
+        detector's ``chunks``, given as the passages (so the evidence is the detector's)."""
+        spans, answer = [], ""
+        for text in sentences:
+            answer += " " if answer else ""
+            spans.append(LabelledSentence(len(answer), len(answer) + len(text), unsupported=False))
+            answer += text
+        case = Case(id="cascade", source_id="cascade", task="cascade", question=question, context=None,
+                    passages=list(chunks), answer=answer, sentences=spans, benchmark="cascade")
+        return self.verify(case).score.tolist()
 
     def config(self) -> dict:
         """What makes two runs comparable (the cache key hashes it), plus the model size."""
