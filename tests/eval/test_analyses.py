@@ -9,7 +9,7 @@ import pytest
 from groundsense.eval.attribution import attribution_pairs, attribution_summary
 from groundsense.eval.compare import compare_verifier, table7, table8
 from groundsense.eval.escalation import cascade_scores, cascade_table
-from groundsense.eval.extract import write_part
+from groundsense.eval.store import write_part
 from groundsense.eval.frontier import frontier_table
 from groundsense.eval.methods import GROUNDING
 from groundsense.eval.metrics import auc_or_nan
