@@ -358,21 +358,20 @@ def masked_table(items: list[Item], m: Measurement) -> tuple[str, dict]:
 
 
 def feature_agreement(items: list[Item], a: list[TokenScores], b: list[TokenScores]) -> dict[str, dict[str, float]]:
-    """Pearson, Spearman and largest absolute difference of each grounding feature over all sentences."""
+    """Pearson, Spearman and absolute differences of each feature over all sentences
+    (``groundsense.eval.compare.agreement``, as `eval compare` reports them)."""
     import pandas as pd
 
-    from groundsense.features import GROUNDING
+    from groundsense.eval.compare import AGREEMENT, agreement
 
     def values(scores: list[TokenScores]) -> pd.DataFrame:
         frames = []
         for item, s in zip(items, scores):
             f = sentence_features(s.logp, s.jsd, assign_tokens(item.prompt.answer.offsets, item.spans), len(item.spans))
-            frames.append(pd.DataFrame({name: f.values[name] for name in GROUNDING}))
+            frames.append(pd.DataFrame({**{name: f.values[name] for name in AGREEMENT}, "drops": list(f.drops)}))
         return pd.concat(frames, ignore_index=True)
 
-    x, y = values(a), values(b)
-    return {name: {"pearson": x[name].corr(y[name]), "spearman": x[name].corr(y[name], method="spearman"),
-                   "max_abs_diff": float((x[name] - y[name]).abs().max())} for name in x.columns}
+    return agreement(values(a), values(b)).to_dict("index")
 
 
 def rss_table(items: list[Item], threads: int | None) -> tuple[str, dict]:

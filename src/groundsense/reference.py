@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .scorer import EncodedPrompt, Scorer, TokenScores, js_divergence
+from .scorer import EncodedPrompt, Scorer, TokenScores, additive_mask, js_divergence
 
 
 def condition_sequences(prompt: EncodedPrompt, leave_one_out: bool = True) -> list[list[int]]:
@@ -52,11 +52,7 @@ def _scores(scorer: Scorer, prompt: EncodedPrompt, conditions: list[tuple[list[i
     jsd = np.zeros_like(logp)
     full = None
     for row, (ids, visible) in enumerate(conditions):
-        mask = None
-        if visible is not None:
-            dtype = scorer.model.dtype
-            mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, torch.finfo(dtype).min)
-            mask = mask[None, None].to(scorer.device)
+        mask = None if visible is None else additive_mask(visible, scorer.model.dtype)[None, None].to(scorer.device)
         logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), attention_mask=mask, use_cache=False).logits
         logq = torch.log_softmax(logits[0, -n_answer:].float(), dim=-1)
         full = logq if full is None else full

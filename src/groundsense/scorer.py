@@ -117,6 +117,12 @@ def _jsd(p: Distributions, logq: torch.Tensor) -> torch.Tensor:
     return (0.5 * (p.plogp + q.plogp - s_log_s + LN2 * (p.mass + q.mass))).clamp(0.0, LN2)
 
 
+def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A float attention mask from a boolean one (True = may attend): 0 where visible, the
+    dtype's lowest value elsewhere. Float masks work with sdpa and eager attention alike."""
+    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, torch.finfo(dtype).min)
+
+
 def _crop(cache, length: int) -> None:
     """Keep the first ``length`` positions of a KV cache."""
     cache.crop(length - cache.get_seq_length())
@@ -311,8 +317,7 @@ class Scorer:
             visible[i, :, :length] = True
             visible[i, :, start:stop] = False
             visible[i, :, length + i * n : length + (i + 1) * n] = own
-        dtype = self.model.dtype
-        mask = torch.zeros(visible.shape, dtype=dtype, device=self.device).masked_fill_(~visible, torch.finfo(dtype).min)
+        mask = additive_mask(visible, self.model.dtype)
         positions = torch.arange(length, length + n, device=self.device).repeat(copies)
         logits = self.model(
             input_ids=torch.tensor([tail * copies], device=self.device),
