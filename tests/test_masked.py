@@ -41,9 +41,9 @@ def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
     assert np.abs(masked.jsd[:2] - exact.jsd[:2]).max() <= 1e-4
 
 
-@pytest.mark.parametrize("pack_tokens", [scorer_module.PACK_TOKENS, 1])  # all tails in one pass; one per pass
-def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_tokens):
-    monkeypatch.setattr(scorer_module, "PACK_TOKENS", pack_tokens)
+@pytest.mark.parametrize("pack_attention", [10**9, 1])  # every tail in one pass; one per pass
+def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention):
+    monkeypatch.setattr(scorer_module, "PACK_ATTENTION", pack_attention)
     fast, slow = scorer.score(prompt, masked=True), masked_token_scores(scorer, prompt)
     assert fast.logp.shape == slow.logp.shape == (2 + len(prompt.chunks), len(prompt.answer.ids))
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4

@@ -36,7 +36,7 @@ from .prompt import PromptLayout
 LN2 = math.log(2.0)
 TINY = torch.finfo(torch.float32).tiny  # keeps log(0) finite; adds nothing to s·log s
 ENCODE_PIECE = 512  # evidence tokens per forward call
-PACK_TOKENS = 512  # masked leave-one-out: tail tokens packed into one forward call
+PACK_ATTENTION = 2**19  # masked leave-one-out: query-key pairs one packed forward call may hold
 
 
 @dataclass(frozen=True)
@@ -289,13 +289,18 @@ class Scorer:
         over that encoding with chunk k's positions masked out, its position ids unchanged;
         the question's and the later chunks' cached states still carry what they read in
         chunk k, which is what this approximates. Row 0 (nothing hidden) and the masked rows
-        run packed into one sequence per ``PACK_TOKENS`` tail tokens (:meth:`_masked_tails`).
+        run packed into one sequence, as many per forward call as keep its attention scores
+        within ``PACK_ATTENTION`` query-key pairs (:meth:`_masked_tails`): on RAGTruth-length
+        contexts that is all of them or a few per call, and one per call near 4k tokens,
+        where packing more raised the peak memory more than it saved time.
         """
         (_, full, full_encoded), (_, bare, bare_encoded) = self._evidence_caches(prompt, 2, lead)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
         hidden = [(0, 0)] + list(zip(ends[:-1], ends[1:]))  # row 0 hides nothing; row 2 + k chunk k
         rows = [0] + [2 + k for k in range(len(prompt.chunks))]
-        per_pass = max(1, PACK_TOKENS // len(tail))
+        per_pass, n, length = 1, len(tail), full.get_seq_length()
+        while per_pass < len(rows) and (per_pass + 1) * n * (length + (per_pass + 1) * n) <= PACK_ATTENTION:
+            per_pass += 1
         for start in range(0, len(rows), per_pass):
             logits = self._masked_tails(tail, full, hidden[start : start + per_pass])
             for i, row in enumerate(rows[start : start + per_pass]):
