@@ -359,10 +359,10 @@ def masked_table(items: list[Item], m: Measurement) -> tuple[str, dict]:
 
 def feature_agreement(items: list[Item], a: list[TokenScores], b: list[TokenScores]) -> dict[str, dict[str, float]]:
     """Pearson, Spearman and absolute differences of each feature over all sentences
-    (``groundsense.eval.compare.agreement``, as `eval compare` reports them)."""
+    (``groundsense.eval.configurations.agreement``, as `eval compare` reports them)."""
     import pandas as pd
 
-    from groundsense.eval.compare import AGREEMENT, agreement
+    from groundsense.eval.configurations import AGREEMENT, agreement
 
     def values(scores: list[TokenScores]) -> pd.DataFrame:
         frames = []

@@ -170,7 +170,7 @@ def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
     Prints span AUC of each method under each, the paired source-level bootstrap interval of
     A - B, and the agreement (Pearson, Spearman) of each feature.
     """
-    from .compare import compare as run_compare
+    from .configurations import compare as run_compare
     from .extract import load_cache
 
     sets = load_cache(cache)

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundsense.cli import cli
-from groundsense.eval.compare import compare
+from groundsense.eval.configurations import compare
 from groundsense.eval.extract import FeatureSet, write_part
 from test_report import CONFIG, feature_set
 
