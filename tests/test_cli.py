@@ -20,8 +20,11 @@ ROW = {
     ],
     "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
 }
-SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support"}
-FEATURE_KEYS = {"gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens"}
+SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support", "verifier_score"}
+FEATURE_KEYS = {
+    "gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens",
+    "drop_min", "neg_drop_mass", "gap_rest",
+}
 
 
 def run(*args, input=None):
@@ -34,6 +37,7 @@ def test_detect_json_follows_the_contract():
     data = json.loads(result.output)
     assert {"scorer", "sentences", "answer", "truncated"} <= data.keys()
     assert data["scorer"] == "smollm2-135m-instruct"
+    assert data["cascade"] is None  # set only by a Cascade
     for sentence in data["sentences"]:
         assert SENTENCE_KEYS <= sentence.keys()
         assert set(sentence["features"]) == FEATURE_KEYS

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import torch
 
-from groundsense.features import assign_tokens, sentence_features
+from groundsense.features import assign_tokens, sentence_features, signed_features, support_chunk
 from groundsense.scorer import js_divergence
 from groundsense.text import Span
 
@@ -71,3 +71,24 @@ def test_two_pass_features_leave_leave_one_out_undefined():
     f = sentence_features(np.array([[-1.0], [-2.0]]), np.zeros((2, 1)), np.array([0]), 1)
     assert f.drops.shape == (1, 0)
     assert np.isnan(f.values["drop_max"]).all() and f.values["gap"][0] == 1.0
+
+
+def test_signed_features_keep_the_sign_of_the_drops():
+    # full, none, without chunk 0 (raises the sentence: a contradiction), without chunk 1 (lowers it)
+    logp = np.array([[-1.0, -1.0], [-3.0, -3.0], [-0.5, -0.5], [-2.0, -2.0]])
+    f = sentence_features(logp, np.zeros_like(logp), np.array([0, 0]), 1).values
+    assert f["drop_min"][0] == -0.5 and f["neg_drop_mass"][0] == 0.5
+    assert f["gap_rest"][0] == 2.0 - 1.0  # the context without chunk 1 still gains 1 nat over none
+
+
+def test_signed_features_take_ragged_drops_and_none():
+    f = signed_features(np.array([1.0, 2.0, 0.5]), [[0.2, -0.1, -0.3], [0.4, 0.1], []])
+    assert np.allclose(f["drop_min"][:2], [-0.3, 0.1]) and np.isnan(f["drop_min"][2])
+    assert np.allclose(f["neg_drop_mass"][:2], [0.4, 0.0])
+    assert np.allclose(f["gap_rest"][:2], [0.8, 1.6]) and np.isnan(f["gap_rest"][2])
+
+
+def test_support_is_the_largest_positive_drop():
+    assert support_chunk(np.array([0.1, np.nan, 0.3])) == 2
+    assert support_chunk(np.array([-0.1, 0.0])) is None
+    assert support_chunk(np.array([])) is None

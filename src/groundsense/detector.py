@@ -12,7 +12,7 @@ import numpy as np
 from .calibration import Calibration, gap_score, shipped_calibration
 from .errors import GroundsenseError, InputError
 from .evidence import EMPTY_EVIDENCE, Evidence, build_evidence
-from .features import FEATURES, SentenceFeatures, assign_tokens, sentence_features
+from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, Truncation
 from .scorer import EncodedAnswer, Scorer
 from .text import Span, segment_sentences
@@ -162,7 +162,7 @@ class Detector:
                     index=i, start=span.start, end=span.end, text=span.of(answer),
                     score=float(score[i]) if scored else None,
                     flagged=bool(score[i] >= threshold) if scored and threshold is not None else None,
-                    features={name: float(values[name][i]) for name in FEATURES},
+                    features={name: float(values[name][i]) for name in FEATURES + SIGNED},
                     drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
                     support=_support(evidence, features.drops[i]) if scored else None,
                     status="scored" if scored else "unscored", reason=unscored[i],
@@ -170,8 +170,7 @@ class Detector:
             )
         return DetectionResult(
             scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=self.detector,
-            threshold=threshold,
-            sentences=sentences, answer=_summary(sentences),
+            threshold=threshold, sentences=sentences, answer=answer_summary(sentences),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[
                 {"index": c.index, "start": c.content.start, "end": c.content.end, "passage": c.passage}
@@ -206,14 +205,15 @@ def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> lis
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
-    if not len(drops) or not (np.nan_to_num(drops, nan=-np.inf) > 0).any():
-        return None  # no chunk's removal lowers the sentence: nothing supports it
-    k = int(np.nanargmax(drops))
+    k = support_chunk(drops)
+    if k is None:
+        return None
     chunk = evidence.chunks[k]
     return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]), chunk.passage)
 
 
-def _summary(sentences: list[SentenceResult]) -> AnswerSummary:
+def answer_summary(sentences: list[SentenceResult]) -> AnswerSummary:
+    """The answer-level summary of its sentence results."""
     scored = [s for s in sentences if s.status == "scored"]
     n = np.array([s.features["n_tokens"] for s in scored])
     gaps = np.array([s.features["gap"] for s in scored])

@@ -11,3 +11,7 @@ class InputError(GroundsenseError, ValueError):
 
 class ScorerUnavailable(GroundsenseError):
     """The scorer is unknown or its weights are not installed."""
+
+
+class VerifierUnavailable(GroundsenseError):
+    """A verifier's model cannot be loaded, or does not fit the verifier."""

@@ -2,10 +2,18 @@
 
 Every feature is a mean over the sentence's answer tokens. Row 0 of the token scores is
 the full context, row 1 no context, row ``2 + k`` the context without chunk ``k``.
+
+The :data:`SIGNED` features keep the sign of the leave-one-out drops (a sentence that
+contradicts a chunk may *gain* likelihood when that chunk is removed): ``drop_min`` (the
+most negative drop), ``neg_drop_mass`` (the sum of the negative drops' sizes) and
+``gap_rest`` (the likelihood gain of the context without its best chunk over no context,
+``gap - drop_max``). They are reported, not used by the detectors; on RAGTruth they do not
+separate conflicting from baseless sentences (docs/results.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +23,7 @@ from .text import Span
 GROUNDING = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean")
 BASELINES = ("surprisal", "n_tokens")
 FEATURES = GROUNDING + BASELINES
+SIGNED = ("drop_min", "neg_drop_mass", "gap_rest")
 
 
 @dataclass(frozen=True)
@@ -58,5 +67,33 @@ def sentence_features(logp: np.ndarray, jsd: np.ndarray, owner: np.ndarray, n_se
         "jsd_loo_mean": reduce(np.mean, jsds),
         "surprisal": -logp_mean[0],
         "n_tokens": n_tokens,
+        **signed_features(logp_mean[0] - logp_mean[1], drops),
     }
     return SentenceFeatures(values, drops, jsds)
+
+
+def signed_features(gap: np.ndarray, drops: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """The :data:`SIGNED` features from each sentence's gap and per-chunk drops.
+
+    ``drops`` holds one 1-D array per sentence (rows of a [S, K] array, or lists of
+    different lengths, as in the feature cache); a sentence without drops gets NaN.
+    """
+    rows = [np.asarray(d, dtype=float) for d in drops]
+
+    def per_sentence(fn) -> np.ndarray:
+        return np.array([fn(d) if d.size else np.nan for d in rows], dtype=float).reshape(len(rows))
+
+    return {
+        "drop_min": per_sentence(np.min),
+        "neg_drop_mass": per_sentence(lambda d: np.clip(-d, 0.0, None).sum()),
+        "gap_rest": np.asarray(gap, dtype=float) - per_sentence(np.max),
+    }
+
+
+def support_chunk(drops: np.ndarray) -> int | None:
+    """The chunk whose removal lowers the sentence's likelihood most, or None when no
+    chunk's removal lowers it (then nothing supports the sentence)."""
+    drops = np.nan_to_num(np.asarray(drops, dtype=float), nan=-np.inf)
+    if not drops.size or not (drops > 0).any():
+        return None
+    return int(np.argmax(drops))

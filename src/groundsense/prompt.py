@@ -3,7 +3,8 @@
 Layout: ``prefix | chunk_1 ... chunk_K | middle | answer``. The evidence comes first so
 that answers over the same evidence share its encoding; the question sits in ``middle``.
 Each piece is tokenised on its own, so leaving a chunk out removes exactly its tokens and
-the answer's token ids are identical in every condition.
+the answer's token ids are identical in every condition. The LLM judge's prompt
+(:class:`JudgeLayout`) starts the same way, so it shares the evidence's encoding too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _CONTEXT_SLOT = "\x00GROUNDSENSE_CONTEXT\x00"
+_SENTENCE_SLOT = "\x00GROUNDSENSE_SENTENCE\x00"
 
 
 def user_message(context: str, question: str) -> str:
@@ -32,14 +34,40 @@ class PromptLayout:
 
     @classmethod
     def for_tokenizer(cls, tokenizer, question: str) -> "PromptLayout":
-        rendered = user_message(_CONTEXT_SLOT, question)
-        if getattr(tokenizer, "chat_template", None):
-            rendered = tokenizer.apply_chat_template(
-                [{"role": "user", "content": rendered}], tokenize=False, add_generation_prompt=True
-            )
-            lead = ""
-        else:
-            rendered += "\nAnswer:"
-            lead = " "
+        rendered, lead = render_user_turn(tokenizer, user_message(_CONTEXT_SLOT, question))
         prefix, middle = rendered.split(_CONTEXT_SLOT)
         return cls(prefix, middle, lead)
+
+
+def render_user_turn(tokenizer, message: str) -> tuple[str, str]:
+    """The prompt text for one user ``message`` up to the assistant's answer (the chat
+    template where the tokenizer has one, else ``message`` + ``Answer:``), and the lead
+    the answer's text takes (a space after a plain ``Answer:``)."""
+    if getattr(tokenizer, "chat_template", None):
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+        )
+        return rendered, ""
+    return message + "\nAnswer:", " "
+
+
+JUDGE_INSTRUCTION = "Is the following sentence supported by the context? Answer Yes or No."
+
+
+@dataclass(frozen=True)
+class JudgeLayout:
+    """The judge prompt ``prefix | chunks | lead | sentence | suffix``: the context as in
+    :class:`PromptLayout` (so the judge shares the scorer's evidence encoding), then the
+    question, the instruction and the sentence, and the text up to the judge's answer."""
+
+    prefix: str
+    lead: str
+    suffix: str
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, question: str) -> "JudgeLayout":
+        message = user_message(_CONTEXT_SLOT, question) + f"\n\n{JUDGE_INSTRUCTION}\nSentence: {_SENTENCE_SLOT}"
+        rendered, _ = render_user_turn(tokenizer, message)
+        prefix, rest = rendered.split(_CONTEXT_SLOT)
+        lead, suffix = rest.split(_SENTENCE_SLOT)
+        return cls(prefix, lead, suffix)

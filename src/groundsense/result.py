@@ -40,10 +40,12 @@ class SentenceResult:
     support: Support | None
     status: str = "scored"  # or "unscored"
     reason: str | None = None  # why a sentence is unscored
+    verifier_score: float | None = None  # set when a cascade escalated the sentence to its verifier
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["score"] = _finite(self.score)
+        data["verifier_score"] = _finite(self.verifier_score)
         data["features"] = {k: _finite(v) for k, v in self.features.items()}
         data["drops"] = [_finite(v) for v in self.drops]
         data["jsds"] = [_finite(v) for v in self.jsds]
@@ -88,6 +90,7 @@ class DetectionResult:
     answer: AnswerSummary
     truncated: Truncation
     chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
+    cascade: dict | None = None  # {verifier, escalate, threshold, n_escalated} from a Cascade
     # Cost accounting, not part of to_dict(): tokens_processed depends on what the scorer's
     # evidence cache already held, and the same input must always give the same output.
     tokens_processed: int = 0
@@ -104,6 +107,7 @@ class DetectionResult:
             "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},
             "truncated": self.truncated.to_dict(),
             "chunks": self.chunks,
+            "cascade": self.cascade,
         }
 
     def to_df(self):
@@ -114,7 +118,7 @@ class DetectionResult:
             [
                 {
                     "index": s.index, "start": s.start, "end": s.end, "text": s.text,
-                    "score": s.score, "flagged": s.flagged, "status": s.status,
+                    "score": s.score, "flagged": s.flagged, "status": s.status, "verifier_score": s.verifier_score,
                     **s.features, "support_chunk": s.support.chunk if s.support else None,
                 }
                 for s in self.sentences

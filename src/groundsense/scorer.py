@@ -220,15 +220,19 @@ class Scorer:
         self, question: str, chunk_texts: list[str], answer: str, max_answer_tokens: int
     ) -> EncodedPrompt:
         layout = PromptLayout.for_tokenizer(self.tokenizer, question)
-        prefix = self.tokenize(layout.prefix)
-        if self._bos and prefix[: len(self._bos)] != self._bos:
-            prefix = self._bos + prefix
         return EncodedPrompt(
-            prefix=prefix,
+            prefix=self.encode_prefix(layout.prefix),
             chunks=[self.tokenize(text) for text in chunk_texts],
             middle=self.tokenize(layout.middle),
             answer=self._encode_answer(layout.answer_lead + answer, len(layout.answer_lead), max_answer_tokens),
         )
+
+    def encode_prefix(self, text: str) -> list[int]:
+        """Token ids of a prompt's opening text, with the BOS token the model expects."""
+        prefix = self.tokenize(text)
+        if self._bos and prefix[: len(self._bos)] != self._bos:
+            prefix = self._bos + prefix
+        return prefix
 
     def _encode_answer(self, text: str, lead: int, cap: int) -> EncodedAnswer:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
@@ -271,7 +275,7 @@ class Scorer:
         self, prompt: EncodedPrompt, rows: int, lead: tuple[int, ...], tail: list[int]
     ) -> Iterator[tuple[int, torch.Tensor, int]]:
         """``(row, tail logits, tokens encoded for the row)`` of each condition, exactly."""
-        evidence = self._evidence_caches(prompt, rows, lead)
+        evidence = self._evidence_caches(prompt.prefix, prompt.chunks, rows, lead)
         if not self.batch_conditions:  # one condition at a time: only the caches being used are in memory
             for row, cache, encoded in evidence:
                 yield row, self._tail_logits(tail, cache, len(tail)), encoded + len(tail)
@@ -296,7 +300,7 @@ class Scorer:
         contexts that is all of them or a few per call, and one per call near 4k tokens,
         where packing more raised the peak memory more than it saved time.
         """
-        (_, full, full_encoded), (_, bare, bare_encoded) = self._evidence_caches(prompt, 2, lead)
+        (_, full, full_encoded), (_, bare, bare_encoded) = self._evidence_caches(prompt.prefix, prompt.chunks, 2, lead)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
         hidden = [(0, 0)] + list(zip(ends[:-1], ends[1:]))  # row 0 hides nothing; row 2 + k chunk k
         rows = [0] + [2 + k for k in range(len(prompt.chunks))]
@@ -334,6 +338,55 @@ class Scorer:
         _crop(cache, length)
         return logits.reshape(copies, n, -1)
 
+    @torch.inference_mode()
+    def next_token_logprobs(
+        self, prefix: list[int], chunks: list[list[int]], lead: list[int], tails: list[list[int]], token_ids: list[int]
+    ) -> tuple[np.ndarray, int]:
+        """Log-probabilities of ``token_ids`` as the next token after ``prefix + chunks +
+        lead + tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens
+        encoded. The evidence and lead are encoded once (or taken from the evidence LRU)."""
+        [(_, cache, processed)] = list(self._evidence_caches(prefix, chunks, 1, tuple(lead)))
+        ids = torch.tensor(token_ids, device=self.device)
+        out = np.zeros((len(tails), len(token_ids)))
+        for row, tail in enumerate(tails):
+            logits = self._tail_logits(tail, cache, 1)
+            out[row] = torch.log_softmax(logits[0, -1].float(), dim=-1)[ids].double().cpu().numpy()
+            processed += len(tail)
+        return out, processed
+
+    @torch.inference_mode()
+    def subset_logprobs(self, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
+        """Answer-token log-probs (shape [len(keep), answer tokens]) with only the chunks
+        marked in each row of ``keep`` (bool, [n, K]) left in the context, and the tokens
+        encoded. A row's evidence starts from the full context's cache cut back to its first
+        left-out chunk, so rows that keep every chunk are the full-context condition."""
+        lead, tail = prompt.middle[:-1], prompt.middle[-1:] + prompt.answer.ids[:-1]
+        n_answer = len(prompt.answer.ids)
+        target = torch.tensor(prompt.answer.ids, device=self.device)
+        [(_, full, processed)] = list(self._evidence_caches(prompt.prefix, prompt.chunks, 1, tuple(lead)))
+        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
+        logp = np.zeros((len(keep), n_answer))
+        for row, mask in enumerate(np.asarray(keep, dtype=bool)):
+            cache, encoded = full, 0
+            if not mask.all():
+                cache, encoded = self._condition_cache(full, prompt.chunks, ends, mask.tolist())
+                self._encode(list(lead), cache)
+                encoded += len(lead)
+            logq = torch.log_softmax(self._tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
+            logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
+            processed += encoded + len(tail)
+        return logp, processed
+
+    def _condition_cache(self, full, chunks: list[list[int]], ends: np.ndarray, keep: list[bool]) -> tuple[object, int]:
+        """The cache of the evidence with only the chunks marked in ``keep`` (at least one
+        left out): a copy of ``full`` cut back to the first chunk left out, then the kept
+        chunks after it encoded. Returns it and the tokens encoded."""
+        first = keep.index(False)
+        cache = _cropped_copy(full, int(ends[first]))
+        rest = list(chain.from_iterable(c for c, kept in zip(chunks[first:], keep[first:]) if kept))
+        self._encode(rest, cache)
+        return cache, len(rest)
+
     def _tail_logits(self, tail: list[int], cache, n_answer: int) -> torch.Tensor:
         length = cache.get_seq_length()
         logits = self._forward(tail, cache, n_answer).logits
@@ -364,9 +417,12 @@ class Scorer:
         ).logits
         return [logits[row : row + 1] for row in range(len(caches))]
 
-    def _evidence_caches(self, prompt: EncodedPrompt, rows: int, lead: tuple[int, ...]) -> Iterator[tuple[int, object, int]]:
+    def _evidence_caches(
+        self, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...]
+    ) -> Iterator[tuple[int, object, int]]:
         """``(row, KV cache of that condition's prompt up to the last token, tokens encoded
-        for it)``: the condition's evidence, then ``lead`` (the question and template).
+        for it)`` for the first ``rows`` conditions: the condition's evidence, then ``lead``
+        (the question and template).
 
         Evidence seen before comes from the LRU, and its question too when it is the same
         as last time. Otherwise prefix + all chunks are encoded once, and the condition
@@ -374,7 +430,7 @@ class Scorer:
         only the chunks after it. The caches are kept for later answers when they fit the
         byte budget; else each is dropped after use, so memory stays at two caches.
         """
-        key = (tuple(prompt.prefix), tuple(map(tuple, prompt.chunks)))
+        key = (tuple(prefix), tuple(map(tuple, chunks)))
         kept = self._evidence_lru.get(key)
         if kept is not None and len(kept.caches) >= rows:
             self._evidence_lru.move_to_end(key)
@@ -389,21 +445,17 @@ class Scorer:
             else:
                 kept.lead = lead
             return
-        full_ids = prompt.prefix + list(chain.from_iterable(prompt.chunks))
+        full_ids = prefix + list(chain.from_iterable(chunks))
         full = self._encode(full_ids, None)
-        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
-        lengths = [len(full_ids), len(prompt.prefix)] + [len(full_ids) - len(c) for c in prompt.chunks[: rows - 2]]
+        ends = np.cumsum([len(prefix)] + [len(c) for c in chunks])
+        lengths = ([len(full_ids), len(prefix)] + [len(full_ids) - len(c) for c in chunks])[:rows]
         keep = self._fits(full, len(full_ids), sum(lengths) + rows * len(lead))
         caches = []
         for row in range(rows):
             if row == 0:
                 cache, encoded = full, len(full_ids)
-            else:
-                cut = len(prompt.prefix) if row == 1 else int(ends[row - 2])
-                cache = _cropped_copy(full, cut)
-                rest = [] if row == 1 else list(chain.from_iterable(prompt.chunks[row - 1 :]))
-                self._encode(rest, cache)
-                encoded = len(rest)
+            else:  # row 1: no chunk; row 2 + k: every chunk but k
+                cache, encoded = self._condition_cache(full, chunks, ends, [row != 1 and k != row - 2 for k in range(len(chunks))])
             self._encode(list(lead), cache)
             yield row, cache, encoded + len(lead)
             if keep:

@@ -8,14 +8,8 @@ import pytest
 
 from groundsense.detector import Detector
 from groundsense.eval.rows import case_row
-from groundsense.eval.extract import (
-    ExtractionConfig,
-    cached_case_ids,
-    extract,
-    load_cache,
-    ordered,
-    read_parts,
-)
+from groundsense.eval.extract import ExtractionConfig, extract, load_cache
+from groundsense.eval.store import cached_case_ids, ordered, read_parts
 from groundsense.features import FEATURES
 
 

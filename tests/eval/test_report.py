@@ -64,7 +64,8 @@ def test_report_command_reads_the_parquet_cache(tmp_path):
     from click.testing import CliRunner
 
     from groundsense.cli import cli
-    from groundsense.eval.extract import ExtractionConfig, write_config, write_part
+    from groundsense.eval.extract import ExtractionConfig, write_config
+    from groundsense.eval.store import write_part
 
     fs = feature_set("ragtruth", 0)
     config = ExtractionConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"})

@@ -1,4 +1,4 @@
-"""``groundsense eval``: extract benchmark features into the cache, report from it, show a case."""
+"""``groundsense eval``: extract benchmark features (or verifier scores) into a cache, report from it, show a case."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the package's modules load pandas/torch: imported where use
     from .cases import Case, DropLog
 
 DEFAULT_CACHE = Path("runs/features")  # relative to the working directory; /runs/ is gitignored
+DEFAULT_VERIFIER_CACHE = Path("runs/verifiers")
 BENCHMARKS = ("ragtruth", "tofueval", "ragbench")
 DEFAULT_SPLITS = {"ragtruth": ("test",), "tofueval": ("dev", "test"), "ragbench": ("test",)}
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -81,14 +82,41 @@ def eval_group() -> None:
     """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
 
 
+def _case_options(func):
+    """The options that select a benchmark's cases, shared by ``extract`` and ``verify``."""
+    options = [
+        click.argument("benchmark", type=click.Choice(BENCHMARKS)),
+        click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
+                     help="paper (RAGTruth: 300 hallucinated + 300 clean; others: all), full, or N answers (balanced)."),
+        click.option("--split", "splits", multiple=True,
+                     help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test]."),
+        click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found]."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (by source id)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def selected_cases(benchmark: str, sample: str, splits: Sequence[str], subsets: str | None) -> list[Case]:
+    """Load and select a benchmark's cases as the options say, reporting what was dropped."""
+    from .cases import cases_summary
+
+    splits = splits or DEFAULT_SPLITS[benchmark]
+    cases, dropped = load_benchmark(benchmark, splits, subsets.split(",") if subsets else None)
+    click.echo(f"{benchmark}: {len(cases)} cases loaded; {dropped.summary()}", err=True)
+    try:
+        cases = select(cases, benchmark, sample, splits)
+    except ValueError as exc:  # more answers asked for than there are
+        raise click.BadParameter(str(exc), param_hint="--sample") from exc
+    if not cases:
+        raise click.ClickException("no cases selected: check --split and --subsets")
+    click.echo(cases_summary(cases), err=True)
+    return cases
+
+
 @eval_group.command(context_settings=CONTEXT_SETTINGS)
-@click.argument("benchmark", type=click.Choice(BENCHMARKS))
-@click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
-              help="paper (RAGTruth: 300 hallucinated + 300 clean; others: all), full, or N answers (balanced).")
-@click.option("--split", "splits", multiple=True,
-              help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test].")
-@click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found].")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (by source id).")
+@_case_options
 @click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [default: smollm2-135m-instruct].")
 @click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True)
@@ -104,25 +132,58 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_on
     """Score a benchmark's cases into the feature cache; rerun to resume."""
     from ..detector import Detector
     from ..errors import GroundsenseError
-    from .cases import cases_summary
     from .extract import extract as run_extract
 
-    splits = splits or DEFAULT_SPLITS[benchmark]
-    cases, dropped = load_benchmark(benchmark, splits, subsets.split(",") if subsets else None)
-    click.echo(f"{benchmark}: {len(cases)} cases loaded; {dropped.summary()}", err=True)
-    try:
-        cases = select(cases, benchmark, sample, splits)
-    except ValueError as exc:  # more answers asked for than there are
-        raise click.BadParameter(str(exc), param_hint="--sample") from exc
-    if not cases:
-        raise click.ClickException("no cases selected: check --split and --subsets")
-    click.echo(cases_summary(cases), err=True)
+    cases = selected_cases(benchmark, sample, splits, subsets)
     try:
         detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
                             max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
     except GroundsenseError as exc:
         raise click.ClickException(str(exc)) from exc
     summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
+    click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
+               f"{summary.errors} errors", err=True)
+
+
+def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r}: use NAME=VALUE", param_hint="--option")
+        pairs[name] = setting
+    return pairs
+
+
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@_case_options
+@click.option("--verifier", "spec", required=True, metavar="KIND:MODEL",
+              help="judge:<scorer>, contextcite:<scorer>, nli:<id or path>, minicheck:<id or path>, "
+                   "alignscore:<id or path>.")
+@click.option("-o", "--option", "options", multiple=True, callback=_option_pairs, metavar="NAME=VALUE",
+              help="A verifier setting, e.g. -o k=5, -o premise=context, -o label=1 (see docs/verifiers.md).")
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_VERIFIER_CACHE,
+              show_default=True)
+@click.option("--no-progress", is_flag=True)
+def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cache, no_progress):
+    """Score the same cases as `eval extract` with a verifier into the verifier cache; rerun to resume.
+
+    \b
+      groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
+      groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
+    """
+    from ..cli import Failure
+    from ..errors import GroundsenseError
+    from ..verifiers import make_verifier
+    from .verify import verify as run_verify
+
+    try:  # before the cases load (a minute for RAGTruth), so a bad spec fails fast
+        verifier = make_verifier(spec, options, device=device)
+    except GroundsenseError as exc:  # an unknown verifier or option, a model that cannot load: exit 2
+        raise Failure(str(exc)) from exc
+    cases = selected_cases(benchmark, sample, splits, subsets)
+    summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
 
@@ -134,8 +195,13 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_on
               show_default=True)
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def report(cache, scorer, output, resamples, seed):
-    """Tables, JSON and figures from the feature cache (no scorer needed)."""
+@click.option("--verifiers", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Verifier score cache [default: verifiers/ beside the feature cache].")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Attribution pairs and ratings [default: attribution/ beside the feature cache].")
+def report(cache, scorer, output, resamples, seed, verifiers, attribution):
+    """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
+    comparisons and attribution ratings where those caches exist."""
     from .extract import load_cache
     from .report import write_report
 
@@ -144,7 +210,42 @@ def report(cache, scorer, output, resamples, seed):
         raise click.ClickException(f"no cached features under {cache}: run `groundsense eval extract` first")
     for s in sets:
         click.echo(f"{s.benchmark} {s.key}: {s.rows['case_id'].nunique()} answers, {len(s.errors)} errors", err=True)
-    click.echo(write_report(sets, output, seed, resamples))
+    verifiers = verifiers or cache.parent / "verifiers"
+    attribution = attribution or cache.parent / "attribution"
+    click.echo(write_report(sets, output, seed, resamples, verifiers, attribution))
+
+
+@eval_group.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
+@click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="The feature set's scorer [default: the only one cached].")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output root [default: attribution/ beside the feature cache].")
+@click.option("--seed", type=int, default=0, show_default=True)
+def attribution_pairs(benchmark, cache, scorer, attribution, seed):
+    """Write the chunks a judge rates for attribution quality: per grounded sentence, the
+    detector's support chunk, a random chunk and the most word-overlapping chunk."""
+    from ..scorer import Scorer
+    from .attribution import attribution_pairs as pairs_of, case_chunks
+    from .extract import load_cache
+
+    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.config["mode"] == "full"]
+    if len(sets) != 1:
+        found = ", ".join(s.key for s in sets) or "none"
+        raise click.UsageError(f"need exactly one full-mode {benchmark} feature set under {cache} (found: {found}); "
+                               "choose one with --scorer")
+    features = sets[0]
+    table = features.table
+    wanted = set(table["case_id"])
+    splits = sorted(set(table["split"].dropna())) or DEFAULT_SPLITS[benchmark]
+    cases = [c for c in load_benchmark(benchmark, splits)[0] if c.id in wanted]
+    chunks = case_chunks(cases, Scorer(features.config["scorer"], device="cpu"), features.config)
+    pairs = pairs_of(table[table["case_id"].isin(chunks)], chunks, seed)
+    folder = (attribution or cache.parent / "attribution") / benchmark / features.key
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs.to_parquet(folder / "pairs.parquet", index=False)
+    click.echo(f"{folder / 'pairs.parquet'}: {len(pairs)} rows ({pairs['case_id'].nunique()} answers); "
+               f"{len(wanted) - len(chunks)} cached answers not found in the benchmark", err=True)
 
 
 @eval_group.command(context_settings=CONTEXT_SETTINGS)

@@ -1,17 +1,15 @@
 """Resumable feature extraction: run benchmark cases through the detector into a Parquet cache.
 
 Layout: ``<cache>/<benchmark>/<scorer>__<mode>-k<K>-<hash>/`` holds ``config.json`` (scorer,
-K, mode, leave-one-out kind, token caps, scorer parameters) and ``part-NNNNN.parquet`` files, each written
-atomically (temp file + rename) every ``batch_size`` cases. One row per labelled sentence;
-a case that raised gets one row with ``status="error"`` and its message. A rerun skips every
-case id already in a part, so a kill loses at most the unwritten batch.
+K, mode, leave-one-out kind, token caps, scorer parameters) and ``part-NNNNN.parquet`` files
+(see :mod:`.store` for how they are written and resumed). One row per labelled sentence; a
+case that raised gets one row with ``status="error"`` and its message.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -25,14 +23,9 @@ from ..features import FEATURES
 from ..result import DetectionResult
 from .cases import Case
 from .rows import case_row
+from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
 
-CASE_COLUMNS = ["case_id", "source_id", "task", "benchmark", "split"]
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
-# Stable Parquet types whichever rows a part holds (error rows lack most columns; a type may be all null).
-_TYPES = {
-    **dict.fromkeys(["sentence_index", "start", "end", "label", "tokens_processed", "prompt_tokens", "n_chunks"], "Int32"),
-    **dict.fromkeys(["split", "type", "error"], "string"),
-}
 
 
 @dataclass(frozen=True)
@@ -65,26 +58,8 @@ class ExtractionConfig:
         return f"{scorer}__{mode}-k{self.k}-{digest}"
 
 
-@dataclass
-class ExtractionSummary:
-    folder: Path
-    written: int = 0
-    skipped: int = 0  # already cached
-    errors: int = 0
-
-
-def ordered(cases: Sequence[Case]) -> list[Case]:
-    """Cases sharing evidence next to each other (by source id, then id)."""
-    return sorted(cases, key=lambda c: (c.source_id, c.id))
-
-
 def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) -> Path:
     return Path(cache) / benchmark / config.key
-
-
-def cached_case_ids(folder: Path) -> set[str]:
-    """Ids of the cases (scored or errored) already written under ``folder``."""
-    return {case_id for part in folder.glob("part-*.parquet") for case_id in pd.read_parquet(part, columns=["case_id"])["case_id"]}
 
 
 def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[dict]:
@@ -97,7 +72,7 @@ def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[d
     }
     return [
         {
-            **_case_columns(case),
+            **case_columns(case),
             "sentence_index": i,
             "sentence": s.text,
             "start": s.start,
@@ -115,29 +90,8 @@ def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[d
     ]
 
 
-def error_row(case: Case, error: Exception) -> dict:
-    return {**_case_columns(case), "status": "error", "error": f"{type(error).__name__}: {error}"}
-
-
-def _case_columns(case: Case) -> dict:
-    return {"case_id": case.id, "source_id": case.source_id, "task": case.task, "benchmark": case.benchmark, "split": case.split}
-
-
-def write_part(folder: Path, rows: pd.DataFrame) -> Path:
-    """Write ``rows`` as the next part file, atomically."""
-    numbers = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet")]
-    path = folder / f"part-{max(numbers, default=-1) + 1:05d}.parquet"
-    tmp = path.with_suffix(".tmp")
-    rows.astype({c: t for c, t in _TYPES.items() if c in rows.columns}).to_parquet(tmp, index=False, compression="zstd")
-    os.replace(tmp, path)
-    return path
-
-
 def write_config(folder: Path, config: ExtractionConfig, n_parameters: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "config.json.tmp"
-    tmp.write_text(json.dumps({**asdict(config), "n_parameters": n_parameters}, indent=2) + "\n")
-    os.replace(tmp, folder / "config.json")
+    write_json(folder, {**asdict(config), "n_parameters": n_parameters})
 
 
 def extract(
@@ -147,56 +101,21 @@ def extract(
     limit: int | None = None,
     batch_size: int = 10,
     progress: bool = True,
-) -> ExtractionSummary:
+) -> RunSummary:
     """Extract features of ``cases`` (one benchmark) into the cache, skipping cached ones.
 
-    Cases are taken in :func:`ordered` order; ``limit`` keeps the first ``limit`` of them.
+    Cases are taken in :func:`.store.ordered` order; ``limit`` keeps the first ``limit`` of them.
     """
-    benchmarks = {c.benchmark for c in cases}
-    if len(benchmarks) != 1:
-        raise ValueError(f"extract the cases of one benchmark at a time, not {sorted(benchmarks) or 'none'}")
-    selected = ordered(cases)[:limit]
     config = ExtractionConfig.of(detector)
-    folder = cache_folder(cache, benchmarks.pop(), config)
+    folder = cache_folder(cache, benchmark_of(cases), config)
     write_config(folder, config, detector.scorer.n_parameters)
-    done = cached_case_ids(folder)
-    pending = [c for c in selected if c.id not in done]
-    summary = ExtractionSummary(folder, skipped=len(selected) - len(pending))
-    rows: list[dict] = []
-    try:
-        for case, outcome, seconds in _timed(detector, pending, progress):
-            if outcome.error is not None:
-                rows.append(error_row(case, outcome.error))
-                summary.errors += 1
-            else:
-                rows.extend(sentence_rows(case, outcome.result, seconds))
-            summary.written += 1
-            if summary.written % batch_size == 0:
-                write_part(folder, pd.DataFrame(rows))
-                rows = []
-    finally:  # an interrupt keeps the finished cases
-        if rows:
-            write_part(folder, pd.DataFrame(rows))
-    compact(folder)
-    return summary
-
-
-def compact(folder: Path) -> None:
-    """Merge the part files into one (a crash midway leaves duplicates that readers drop)."""
-    parts = sorted(folder.glob("part-*.parquet"))
-    if len(parts) > 1:
-        write_part(folder, read_parts(folder))
-        for part in parts:
-            part.unlink()
-
-
-def read_parts(folder: Path) -> pd.DataFrame:
-    """All rows cached under ``folder``, duplicates from an interrupted compaction dropped."""
-    parts = sorted(folder.glob("part-*.parquet"))
-    if not parts:
-        return pd.DataFrame(columns=CASE_COLUMNS)
-    table = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-    return table.drop_duplicates(subset=["case_id", "sentence_index"], keep="last", ignore_index=True)
+    pending, skipped = pending_cases(cases, folder, limit)
+    case_rows = (
+        [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds)
+        for case, outcome, seconds in _timed(detector, pending, progress)
+    )
+    written, errors = write_cases(folder, case_rows, batch_size)
+    return RunSummary(folder, written=written, skipped=skipped, errors=errors)
 
 
 @dataclass

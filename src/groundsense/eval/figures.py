@@ -38,7 +38,8 @@ def feature_bars(intervals: pd.DataFrame, path: Path) -> Path:
     """AUC of each single feature (``auc``, ``lo``, ``hi`` columns) with its 95% interval."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(len(intervals))
-    errors = np.vstack([intervals["auc"] - intervals["lo"], intervals["hi"] - intervals["auc"]])
+    # On a small test set the full-set AUC can fall outside its bootstrap interval: no negative bar.
+    errors = np.clip(np.vstack([intervals["auc"] - intervals["lo"], intervals["hi"] - intervals["auc"]]), 0, None)
     ax.bar(x, intervals["auc"], yerr=errors, capsize=3, color="tab:blue")
     ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
     ax.set_xticks(x, intervals.index, rotation=30, ha="right")
@@ -68,4 +69,32 @@ def transfer_heatmap(matrix: pd.DataFrame, path: Path) -> Path:
     for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
         ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white" if value < 0.75 else "black")
     fig.colorbar(image, ax=ax)
+    return _save(fig, path)
+
+
+def cost_frontier(frame: pd.DataFrame, path: Path) -> Path:
+    """Span AUC against GFLOPs per sentence (log scale): detectors by scorer, verifiers apart."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (kind, scorer), group in frame.groupby(["kind", "scorer"], sort=True):
+        marker = "o" if kind == "detector" else "s"
+        ax.scatter(group["gflops"], group["auc"], marker=marker, label=scorer if kind == "detector" else f"{scorer} (verifier)")
+        for _, row in group.iterrows():
+            ax.annotate(row["method"].split(" (")[0], (row["gflops"], row["auc"]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set(xlabel="GFLOPs per sentence (log scale)", ylabel="span AUC (test)", title="Cost and accuracy")
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def cascade_curve(table: pd.DataFrame, path: Path) -> Path:
+    """AUC (with interval) against GFLOPs per sentence along a cascade's escalation rates."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    errors = np.vstack([table["auc"] - table["lo"], table["hi"] - table["auc"]])
+    ax.errorbar(table["gflops"], table["auc"], yerr=errors, marker="o", capsize=3)
+    for name, row in table.iterrows():
+        ax.annotate(str(name), (row["gflops"], row["auc"]), fontsize=7, xytext=(4, -10), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set(xlabel="GFLOPs per sentence (log scale)", ylabel="span AUC (test)", title="Cascade")
     return _save(fig, path)

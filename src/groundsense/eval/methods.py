@@ -11,6 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from lightgbm import LGBMClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 GROUNDING = ["gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]
 BASELINES = ["surprisal", "n_tokens"]
@@ -62,6 +65,26 @@ def lightgbm_scores(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[st
     return model.predict_proba(test[columns].to_numpy())[:, 1]
 
 
+def logistic_scores(
+    dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str], target: str = "label"
+) -> np.ndarray:
+    """P(``target`` = 1) on ``test`` from a standardised logistic regression fit on ``dev``."""
+    columns = list(features)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(dev[columns].to_numpy(dtype=float), dev[target].to_numpy())
+    return model.predict_proba(test[columns].to_numpy(dtype=float))[:, 1]
+
+
+def two_pass_scores(test: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The methods that need no leave-one-out pass and no fitting (answer columns required)."""
+    return {
+        "perplexity": test["surprisal"].to_numpy(),
+        "length": test["n_tokens"].to_numpy(dtype=float),
+        "answer gap": -test["answer_gap"].to_numpy(),
+        "sentence gap": -test["gap"].to_numpy(),
+    }
+
+
 def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
     """Every compared method's score for the ``test`` sentences (answer columns required).
 
@@ -69,10 +92,7 @@ def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[
     claims, so more chances to overlap an unsupported span.
     """
     return {
-        "perplexity": test["surprisal"].to_numpy(),
-        "length": test["n_tokens"].to_numpy(dtype=float),
-        "answer gap": -test["answer_gap"].to_numpy(),
-        "sentence gap": -test["gap"].to_numpy(),
+        **two_pass_scores(test),
         "standardised sum": standardised_sum(dev, test),
         "sensitivity": lightgbm_scores(dev, test, GROUNDING, seed),
         "sensitivity + baselines": lightgbm_scores(dev, test, GROUNDING + BASELINES, seed),

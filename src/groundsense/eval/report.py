@@ -3,9 +3,11 @@ Tables 3, 4, 5, 6 and 9, a JSON file of every number, and PNG figures.
 
 Each full-mode feature set (benchmark x scorer x configuration) is evaluated with
 :func:`metrics.evaluate` on its seeded source-level 60/40 split; two-pass sets (no
-leave-one-out features) contribute their cost only. With more than one benchmark under one
-configuration, a transfer matrix trains Sensitivity on one benchmark's dev partition and
-scores another's test partition.
+leave-one-out features) contribute their cost and their gap methods' place on the cost
+frontier. With more than one benchmark under one configuration, a transfer matrix trains
+Sensitivity on one benchmark's dev partition and scores another's test partition. The
+sections beyond the paper's tables (signed sensitivity, verifiers, cascade, attribution,
+cost frontier) come from :mod:`analyses`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures
+from . import analyses, figures
 from .extract import FeatureSet
 from .methods import GROUNDING, add_answer_columns, lightgbm_scores, method_scores
 from .metrics import Evaluation, auc_or_nan, evaluate
@@ -121,10 +123,10 @@ def transfer_matrix(sets: list[FeatureSet], seed: int = 0) -> pd.DataFrame:
 def evaluate_set(features: FeatureSet, seed: int = 0, n_resamples: int = 2000) -> BenchmarkResult:
     """Cost, and for a full-mode set with both labels in both partitions, the evaluation."""
     result = BenchmarkResult(features, cost_table(features))
-    if features.config["mode"] != "full":
-        result.skipped = "two-pass extraction: no leave-one-out features, cost only"
-        return result
     result.dev, result.test = partitioned(features.table, seed)
+    if features.config["mode"] != "full":
+        result.skipped = "two-pass extraction: no leave-one-out features; cost and the cost frontier only"
+        return result
     if not all(set(part["label"]) == {0, 1} for part in (result.dev, result.test)):
         result.skipped = "too few answers: the dev or test partition lacks grounded or unsupported sentences"
         return result
@@ -133,19 +135,44 @@ def evaluate_set(features: FeatureSet, seed: int = 0, n_resamples: int = 2000) -
 
 
 def write_report(
-    sets: list[FeatureSet], out: str | Path, seed: int = 0, n_resamples: int = 2000
+    sets: list[FeatureSet],
+    out: str | Path,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    verifiers: str | Path | None = None,
+    attribution: str | Path | None = None,
 ) -> Path:
-    """Write ``report.md``, ``report.json`` and ``figures/*.png`` under ``out``; return the Markdown path."""
+    """Write ``report.md``, ``report.json`` and ``figures/*.png`` under ``out``; return the Markdown path.
+
+    ``verifiers`` is the root of the verifier score cache and ``attribution`` of the
+    attribution pairs and ratings (see :mod:`analyses`; default ``results/verifiers`` and
+    ``results/attribution`` under the working directory); where they hold nothing for a
+    set, its sections say where they looked.
+    """
     out = Path(out)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    folder = out / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    verifiers, attribution = Path(verifiers or "results/verifiers"), Path(attribution or "results/attribution")
     results = [evaluate_set(s, seed, n_resamples) for s in sets]
     sections, numbers = ["# groundsense evaluation", ""], {"seed": seed, "n_resamples": n_resamples, "sets": {}}
+    comparisons: dict[str, list] = {}
     for result in results:
         name = f"{result.features.benchmark}-{result.features.key}"
         sections += _set_markdown(result)
         numbers["sets"][name] = _set_numbers(result)
         if result.evaluation is not None:
-            sections += _figures_markdown(_set_figures(result, out / "figures", name, seed))
+            sections += _figures_markdown(_set_figures(result, folder, name, seed))
+            comparisons[name] = analyses.verifier_comparisons(result, verifiers, seed, n_resamples)
+            for key, section in {
+                "signed": analyses.signed_section(result, seed, n_resamples),
+                "verifiers": analyses.verifier_section(result, comparisons[name], verifiers, folder, name, seed, n_resamples),
+                "attribution": analyses.attribution_section(result, attribution),
+            }.items():
+                sections += section.lines
+                numbers["sets"][name][key] = section.numbers
+    frontier = analyses.frontier_section(results, comparisons, folder)
+    sections += frontier.lines
+    numbers.update(frontier.numbers)
     for key, group in _transfer_groups(sets).items():
         matrix = transfer_matrix(group, seed)
         path = figures.transfer_heatmap(matrix, out / "figures" / f"transfer-{key}.png")

@@ -1,0 +1,155 @@
+"""Report sections beyond Tables 3-9: signed sensitivity, verifiers (Tables 7 and 8, the
+cascade), attribution quality and the cost frontier. Each returns Markdown lines and a
+JSON-ready dict; a section whose inputs are missing says which command produces them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from . import figures
+from .attribution import attribution_summary
+from .compare import DETECTORS, VerifierComparison, compare_verifier, table7, table8
+from .escalation import cascade_table
+from .frontier import frontier_table
+from .signed import CANDIDATE, KIND_MIN_AUC, kind_separation
+from .verifier_scores import load_verifier_cache
+
+if TYPE_CHECKING:
+    from .report import BenchmarkResult
+
+VERIFIER_HINT = ("a verifier writes its scores there (one folder per verifier: config.json and part-*.parquet, "
+                 "format in docs/evaluation.md, \"Verifier scores\")")
+ATTRIBUTION_HINT = ("`groundsense eval attribution-pairs` writes the chunk pairs to rate; the judge's ratings "
+                    "go beside them as ratings-*.parquet (format in docs/evaluation.md, \"Attribution quality\")")
+
+
+@dataclass
+class Section:
+    lines: list[str] = field(default_factory=list)
+    numbers: dict = field(default_factory=dict)
+
+
+def bracketed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Merge every ``X``, ``X lo``, ``X hi`` column triple into one ``X [95% CI]`` text column."""
+    out = pd.DataFrame(index=frame.index)
+    for column in frame.columns:
+        if column.endswith((" lo", " hi")) and column[:-3] in frame.columns:
+            continue
+        if f"{column} lo" in frame.columns:
+            out[f"{column} [95% CI]"] = [
+                f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if pd.notna(v) else "—"
+                for v, lo, hi in zip(frame[column], frame[f"{column} lo"], frame[f"{column} hi"])
+            ]
+        else:
+            out[column] = frame[column]
+    return out
+
+
+def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Section:
+    section = Section(["### Signed sensitivity: conflict vs baseless (test)", ""])
+    if "drops" not in result.test.columns:
+        section.lines += ["Not computed: the feature set has no per-chunk drops.", ""]
+        return section
+    separation = kind_separation(result.dev, result.test, seed, n_resamples)
+    if separation is None:
+        section.lines += ["Not computed: the development or test partition lacks conflicting or baseless "
+                          "unsupported sentences (the benchmark has no types, or too few).", ""]
+        return section
+    from .report import markdown_table  # report imports this module
+
+    table = separation.table()
+    shown = table.assign(**{"AUC [95% CI]": [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
+                                            zip(table["auc"], table["lo"], table["hi"])]})[["AUC [95% CI]", "higher means"]]
+    added = separation.added
+    verdict = "met: a `kind` hint would be justified" if separation.reliable else "not met: no `kind` hint"
+    section.lines += [
+        f"Unsupported test sentences: {separation.n_conflict} conflict, {separation.n_baseless} baseless, "
+        f"from {separation.n_sources} sources; AUC of telling conflict (positive) from baseless.", "",
+        markdown_table(shown), "",
+        f"Signed features added to the grounding logistic: Δ AUC {added['diff']:.3f} "
+        f"[{added['lo']:.3f}, {added['hi']:.3f}].",
+        f"Rule for a `kind` hint ({CANDIDATE} AUC ≥ {KIND_MIN_AUC} with its interval excluding 0.5): {verdict}.", "",
+    ]
+    section.numbers = {"auc": table.to_dict("index"), "added_to_grounding": added, "reliable": separation.reliable,
+                       "n_conflict": separation.n_conflict, "n_baseless": separation.n_baseless}
+    return section
+
+
+def verifier_comparisons(result: BenchmarkResult, root: Path, seed: int, n_resamples: int) -> list[VerifierComparison]:
+    caches = load_verifier_cache(root, result.features.benchmark)
+    comparisons = [compare_verifier(result.dev, result.test, rows, key, seed, n_resamples) for key, rows in caches.items()]
+    return [c for c in comparisons if c is not None]
+
+
+def verifier_section(
+    result: BenchmarkResult, comparisons: list[VerifierComparison], root: Path, folder: Path, name: str,
+    seed: int, n_resamples: int,
+) -> Section:
+    from .report import markdown_table
+
+    where = root / result.features.benchmark
+    if not comparisons:
+        return Section(["### Verifiers (Tables 7 and 8, cascade)", "",
+                        f"No verifier scores under `{where}`: {VERIFIER_HINT}.", ""])
+    t7, t8 = table7(comparisons), table8(comparisons)
+    section = Section(
+        ["### Table 7: verifiers against the detector (span AUC, test)", "",
+         "On the test sentences each verifier scored; `beats`: a detector the verifier beats with a "
+         "source-level paired interval excluding zero.", "", markdown_table(bracketed(t7)), "",
+         "### Table 8: complementarity (logistic regressions fit on dev, span AUC on test)", "",
+         "Δ1 = verifier + grounding − verifier alone; Δ2 = verifier + grounding − verifier + perplexity, length; "
+         "ρ: Spearman correlation of the verifier's score with each detector's.", "",
+         markdown_table(bracketed(t8)), ""],
+        {"table7": _records(t7), "table8": _records(t8), "cascade": {}},
+    )
+    for c in comparisons:
+        for detector in DETECTORS:
+            table = cascade_table(c, detector, result.cost, seed=seed, n_resamples=n_resamples)
+            path = figures.cascade_curve(table, folder / f"{name}-cascade-{c.name}-{detector.replace(' ', '-')}.png")
+            section.lines += [f"### Cascade: {detector} → {c.name}", "",
+                              markdown_table(bracketed(table.rename(columns={"auc": "AUC", "lo": "AUC lo", "hi": "AUC hi",
+                                                                            "Δ lo": "Δ vs verifier lo", "Δ hi": "Δ vs verifier hi"}))),
+                              "", f"![cascade](figures/{path.name})", ""]
+            section.numbers["cascade"][f"{c.name} | {detector}"] = _records(table)
+    return section
+
+
+def attribution_section(result: BenchmarkResult, root: Path) -> Section:
+    from .report import markdown_table
+
+    folder = root / result.features.benchmark / result.features.key
+    files = sorted(folder.glob("ratings-*.parquet"))
+    section = Section(["### Attribution quality (grounded sentences, judge ratings)", ""])
+    if not files:
+        section.lines += [f"No ratings under `{folder}`: {ATTRIBUTION_HINT}.", ""]
+        return section
+    for path in files:
+        summary = attribution_summary(pd.read_parquet(path))
+        section.lines += [f"`{path.name}`: supported = rated full or partial; Wilcoxon signed-rank on the paired "
+                          "four-level ratings.", "", markdown_table(summary.rates), "", markdown_table(summary.tests), ""]
+        section.numbers[path.stem] = {"rates": _records(summary.rates), "tests": _records(summary.tests)}
+    return section
+
+
+def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]], folder: Path) -> Section:
+    from .report import markdown_table
+
+    frame = frontier_table(results, comparisons)
+    section = Section(["## Figure 4: cost and accuracy", "",
+                       "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured where "
+                       "`seconds_measured`, else scaled by GFLOPs (Table 9).", ""])
+    for benchmark, group in frame.groupby("benchmark", sort=True):
+        path = figures.cost_frontier(group, folder / f"frontier-{benchmark}.png")
+        section.lines += [f"### {benchmark}", "", markdown_table(group.drop(columns="benchmark").set_index("method")),
+                          "", f"![frontier](figures/{path.name})", ""]
+    section.numbers = {"frontier": frame.to_dict("records")}
+    return section
+
+
+def _records(frame: pd.DataFrame) -> dict:
+    return {str(k): v for k, v in frame.to_dict("index").items()}

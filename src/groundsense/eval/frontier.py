@@ -1,0 +1,56 @@
+"""The cost-accuracy frontier (the paper's Figure 4): span AUC on the test partition against
+GFLOPs per sentence, for every detector method of every cached configuration (each scorer
+size, full and two-pass) and every verifier, with measured seconds beside it.
+
+Detector cost comes from each set's Table 9 (:func:`report.cost_table`); two-pass sets are
+scored with the methods they can run (:func:`methods.two_pass_scores`). A verifier's cost is
+the mean of its cached per-sentence ``gflops`` and ``seconds`` over the test sentences it
+scored; it is listed once per benchmark (from the first configuration it was compared on).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from .compare import VerifierComparison
+from .methods import two_pass_scores
+from .metrics import auc_or_nan
+
+if TYPE_CHECKING:
+    from .report import BenchmarkResult
+
+COLUMNS = ["benchmark", "kind", "scorer", "method", "auc", "gflops", "seconds", "seconds_measured"]
+
+
+def detector_aucs(result: BenchmarkResult) -> dict[str, float]:
+    """Span AUC of each detector method the set can score (empty when it cannot be evaluated)."""
+    if result.evaluation is not None:
+        return dict(result.evaluation.span.point)
+    if result.test is None or set(result.test["label"]) != {0, 1}:
+        return {}
+    y = result.test["label"].to_numpy()
+    return {m: auc_or_nan(y, s) for m, s in two_pass_scores(result.test).items()}
+
+
+def frontier_table(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]]) -> pd.DataFrame:
+    """One row per (benchmark, detector configuration and method) and per (benchmark,
+    verifier). ``comparisons`` maps a set's name (``benchmark-key``) to its verifier comparisons."""
+    rows, seen = [], set()
+    for result in results:
+        f = result.features
+        for method, auc in detector_aucs(result).items():
+            cost = result.cost.loc[method]
+            rows.append({"benchmark": f.benchmark, "kind": "detector", "scorer": f.config["scorer"],
+                         "method": f"{method} ({f.config['mode']}, K={f.config['k']})", "auc": auc,
+                         "gflops": cost["gflops"], "seconds": cost["seconds"],
+                         "seconds_measured": bool(cost["seconds_measured"])})
+        for c in comparisons.get(f"{f.benchmark}-{f.key}", []):
+            if (f.benchmark, c.name) in seen:
+                continue
+            seen.add((f.benchmark, c.name))
+            rows.append({"benchmark": f.benchmark, "kind": "verifier", "scorer": c.name, "method": c.name,
+                         "auc": c.span.point[c.name], "gflops": float(c.test["verifier_gflops"].mean()),
+                         "seconds": float(c.test["verifier_seconds"].mean()), "seconds_measured": True})
+    return pd.DataFrame(rows, columns=COLUMNS)

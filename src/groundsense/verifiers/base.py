@@ -1,0 +1,85 @@
+"""What every verifier shares: the per-case output, the cost estimate and the cache key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..eval.cases import Case, LabelledSentence
+
+VERSION = 1  # bump when a verifier's scores change for the same configuration
+
+
+@dataclass
+class Verdicts:
+    """A verifier's output for one case, one entry per labelled sentence.
+
+    ``score`` is the probability (or score) that the sentence is unsupported, higher = more
+    suspicious, NaN where the sentence could not be scored. ``gflops`` is the cost estimate
+    (tokens through the model x 2 x parameters / 1e9, counting every pass in full, as if no
+    cache were reused). ``extra`` holds verifier-specific columns; ``support_chunk`` is set by
+    attribution verifiers (the chunk index credited with the sentence, or None)."""
+
+    score: np.ndarray
+    gflops: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    support_chunk: list[int | None] | None = None
+
+
+def gflops(tokens: np.ndarray | float, n_parameters: int) -> np.ndarray:
+    """Forward-pass cost of ``tokens`` tokens: 2 FLOPs per parameter per token, in GFLOPs."""
+    return np.asarray(tokens, dtype=float) * 2 * n_parameters / 1e9
+
+
+class Verifier(ABC):
+    """Scores the labelled sentences of a case against its evidence.
+
+    Subclasses set ``kind`` and ``options`` (option name -> type, the settings a user may
+    pass as ``-o NAME=VALUE``), and fill ``model_name``, ``n_parameters`` and ``params``
+    (the settings in effect, which go into the cache key)."""
+
+    kind: ClassVar[str]
+    options: ClassVar[dict[str, type]] = {}
+    model_name: str
+    n_parameters: int
+    params: dict
+
+    @abstractmethod
+    def verify(self, case: Case) -> Verdicts:
+        """Score every labelled sentence of ``case``; raise on input it cannot score."""
+
+    @property
+    def name(self) -> str:
+        """The spec that builds this verifier, as reported by a cascade."""
+        return f"{self.kind}:{self.model_name}"
+
+    def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]:
+        """The :class:`~groundsense.cascade.Verifier` protocol: ``sentences`` scored against the
+        detector's ``chunks``, given as the passages (so the evidence is the detector's)."""
+        spans, answer = [], ""
+        for text in sentences:
+            answer += " " if answer else ""
+            spans.append(LabelledSentence(len(answer), len(answer) + len(text), unsupported=False))
+            answer += text
+        case = Case(id="cascade", source_id="cascade", task="cascade", question=question, context=None,
+                    passages=list(chunks), answer=answer, sentences=spans, benchmark="cascade")
+        return self.verify(case).score.tolist()
+
+    def config(self) -> dict:
+        """What makes two runs comparable (the cache key hashes it), plus the model size."""
+        return {"verifier": self.kind, "model": self.model_name, "params": self.params, "version": VERSION,
+                "n_parameters": self.n_parameters}
+
+    @property
+    def key(self) -> str:
+        """Cache folder name: ``<kind>-<model name>__<hash of the configuration>``."""
+        identity = {k: v for k, v in self.config().items() if k != "n_parameters"}
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model_name.rstrip("/").split("/")[-1])
+        return f"{self.kind}-{name}__{digest}"

@@ -1,0 +1,109 @@
+"""ContextCite (Cohen-Wang et al., 2024) on our scorer: a linear surrogate over random
+context ablations, and each sentence's largest positive attribution.
+
+The surrogate is the one of the ``context-cite`` package (0.0.4), re-implemented on the
+scorer's cached evidence encoding (docs/verifiers.md says why the package is not used):
+
+- ``ablations`` masks over the K chunks (the detector's chunks), chunk j kept with
+  probability ``keep_prob``, mask i drawn by ``numpy.random.RandomState(seed + i)`` as the
+  package does; each distinct mask is scored once;
+- per sentence and mask, the target is the logit of the sentence's probability given the
+  answer before it, ``log p - log(1 - p)`` (the package's ``logit_prob``);
+- Lasso (``alpha`` 0.01) on the standardised masks with the target divided by the
+  sentence's token count, weights mapped back to mask units and multiplied by it again.
+
+Per sentence: ``attribution_max`` = the largest weight clipped at 0 (the ``raw`` variant)
+and ``attribution_max_per_token`` = it divided by the sentence's tokens (``per_token``);
+``score`` = minus the chosen variant, so higher = less supported. ``support_chunk`` is the
+chunk with the largest positive weight (None when no weight is positive).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..detector import check_inputs
+from ..eval.cases import Case
+from ..errors import InputError
+from ..evidence import build_evidence
+from ..features import assign_tokens
+from ..scorer import Scorer
+from ..text import Span
+from .base import Verdicts, Verifier, gflops
+
+VARIANTS = ("raw", "per_token")
+
+
+def ablation_masks(n_chunks: int, n_masks: int, keep_prob: float, seed: int = 0) -> np.ndarray:
+    """[n_masks, n_chunks] bool: which chunks each ablation keeps (the package's draws)."""
+    return np.array([
+        np.random.RandomState(seed + i).choice([False, True], size=n_chunks, p=[1 - keep_prob, keep_prob])
+        for i in range(n_masks)
+    ]).reshape(n_masks, n_chunks)
+
+
+def sequence_logit(logp: np.ndarray) -> np.ndarray:
+    """log p - log(1 - p) of sequences from their total log-probability ``logp``."""
+    logp = np.minimum(logp, -1e-12)  # p = 1 would make the logit infinite
+    return logp - np.log(-np.expm1(logp))
+
+
+def lasso_attributions(masks: np.ndarray, outputs: np.ndarray, n_tokens: int, alpha: float) -> np.ndarray:
+    """Per-chunk weights of the package's ``LassoRegression`` solver."""
+    from sklearn.linear_model import Lasso
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    scaler, lasso = StandardScaler(), Lasso(alpha=alpha, random_state=0, fit_intercept=True)
+    make_pipeline(scaler, lasso).fit(masks.astype(np.float32), outputs / n_tokens)
+    return lasso.coef_ / scaler.scale_ * n_tokens
+
+
+class ContextCiteVerifier(Verifier):
+    """``contextcite:<scorer>``: the ContextCite surrogate with a built-in scorer, a local
+    directory or a Hugging Face id as the model; chunks and token caps as the detector's."""
+
+    kind = "contextcite"
+    options = {"k": int, "max_context_tokens": int, "max_answer_tokens": int, "ablations": int,
+               "keep_prob": float, "alpha": float, "variant": str, "seed": int}
+
+    def __init__(self, scorer: Scorer | str | None = None, k: int = 5, max_context_tokens: int = 1800,
+                 max_answer_tokens: int = 256, ablations: int = 64, keep_prob: float = 0.5, alpha: float = 0.01,
+                 variant: str = "raw", seed: int = 0, device: str | None = None):
+        if variant not in VARIANTS:
+            raise InputError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+        if ablations < 2 or not 0 < keep_prob < 1:
+            raise InputError("ContextCite needs at least 2 ablations and a keep probability strictly between 0 and 1")
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
+        self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
+                       "ablations": ablations, "keep_prob": keep_prob, "alpha": alpha, "variant": variant, "seed": seed}
+
+    def verify(self, case: Case) -> Verdicts:
+        p = self.params
+        check_inputs(case.answer, case.context, case.passages)
+        evidence = build_evidence(self.scorer, case.context, case.passages, p["k"], p["max_context_tokens"])
+        prompt = self.scorer.encode(case.question, [evidence.chunk_text(c) for c in evidence.chunks], case.answer,
+                                    p["max_answer_tokens"])
+        masks = ablation_masks(len(prompt.chunks), p["ablations"], p["keep_prob"], p["seed"])
+        distinct, inverse = np.unique(masks, axis=0, return_inverse=True)
+        logp, processed = self.scorer.subset_logprobs(prompt, distinct)
+        logp = logp[inverse.reshape(-1)]  # [ablations, answer tokens]
+        owner = assign_tokens(prompt.answer.offsets, [Span(s.start, s.end) for s in case.sentences])
+        n = len(case.sentences)
+        best, support = np.full(n, np.nan), [None] * n
+        n_tokens = np.array([(owner == i).sum() for i in range(n)], dtype=float)
+        for i in np.flatnonzero(n_tokens):  # sentences past the answer cap have no token: unscored
+            weights = lasso_attributions(masks, sequence_logit(logp[:, owner == i].sum(axis=1)), int(n_tokens[i]), p["alpha"])
+            top = int(np.argmax(weights))
+            best[i] = max(float(weights[top]), 0.0)
+            support[i] = top if weights[top] > 0 else None
+        per_token = best / np.where(n_tokens > 0, n_tokens, np.nan)
+        one_pass = len(prompt.condition_ids()) + 1  # prompt and answer tokens of the full-context pass
+        return Verdicts(
+            score=-(best if p["variant"] == "raw" else per_token),
+            gflops=np.full(n, float(gflops(len(distinct) * one_pass, self.n_parameters)) / n),
+            extra={"attribution_max": best, "attribution_max_per_token": per_token,
+                   "passes": np.full(n, float(len(distinct))), "tokens_as_run": np.full(n, processed / n)},
+            support_chunk=support,
+        )

@@ -1,0 +1,41 @@
+"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import InputError
+from .base import Verifier
+from .contextcite import ContextCiteVerifier
+from .judge import JudgeVerifier
+from .seqclf import AlignScoreVerifier, MiniCheckVerifier, NLIVerifier
+
+KINDS: dict[str, type[Verifier]] = {
+    cls.kind: cls for cls in (JudgeVerifier, NLIVerifier, MiniCheckVerifier, AlignScoreVerifier, ContextCiteVerifier)
+}
+SPEC_HELP = (
+    "judge:<scorer>, contextcite:<scorer> (a built-in scorer, local directory or Hugging Face id), "
+    "nli:<id or path>, minicheck:<id or path>, alignscore:<id or path>"
+)
+
+
+def parse_options(kind: type[Verifier], options: Mapping[str, str]) -> dict:
+    """``NAME=VALUE`` strings as the verifier's typed keyword arguments."""
+    parsed = {}
+    for name, value in options.items():
+        if name not in kind.options:
+            raise InputError(f"{kind.kind} has no option {name!r}; its options: {', '.join(kind.options) or 'none'}")
+        try:
+            parsed[name] = kind.options[name](value)
+        except ValueError as exc:
+            raise InputError(f"option {name}={value!r}: expected {kind.options[name].__name__}") from exc
+    return parsed
+
+
+def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> Verifier:
+    """The verifier a spec names, with ``options`` (strings, as from the command line)."""
+    kind, _, model = spec.partition(":")
+    if kind not in KINDS or not model:
+        raise InputError(f"unknown verifier {spec!r}: use {SPEC_HELP}")
+    cls = KINDS[kind]
+    return cls(model, device=device, **parse_options(cls, options or {}))

@@ -1,0 +1,82 @@
+"""LLM judge: an instruct scorer asked, per sentence, whether the context supports it.
+
+The prompt is the context (chunked and cut to the token budget exactly as the detector
+does), the question, ``Is the following sentence supported by the context? Answer Yes or
+No.`` and the sentence. P(supported) is read from the next-token distribution: the
+probability of every single-token spelling of Yes (``Yes``, ``yes``, ``YES``, with or
+without a leading space) over that of Yes and No together. The context is encoded once per
+case and kept in the scorer's evidence cache, so each sentence encodes only its own tokens,
+and answers over the same evidence reuse it too. The raw probability is stored; calibration
+(a logistic fit on the development split) is left to the analysis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..detector import check_inputs
+from ..errors import VerifierUnavailable
+from ..eval.cases import Case
+from ..evidence import build_evidence
+from ..prompt import JudgeLayout
+from ..scorer import Scorer
+from .base import Verdicts, Verifier, gflops
+
+YES, NO = ("Yes", "yes", "YES"), ("No", "no", "NO")
+
+
+def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
+    """Ids of the spellings of ``words`` (with and without a leading space) that are one token."""
+    ids = [scorer.tokenize(w) for word in words for w in (word, " " + word)]
+    return sorted({i[0] for i in ids if len(i) == 1})
+
+
+class JudgeVerifier(Verifier):
+    """``judge:<scorer>``: any causal LM that follows instructions (a built-in scorer name,
+    a local directory or a Hugging Face id). ``k`` and ``max_context_tokens`` chunk and cut
+    the context as the detector does."""
+
+    kind = "judge"
+    options = {"k": int, "max_context_tokens": int}
+
+    def __init__(self, scorer: Scorer | str | None = None, k: int = 5, max_context_tokens: int = 1800,
+                 device: str | None = None):
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
+        self.k, self.max_context_tokens = k, max_context_tokens
+        self.params = {"k": k, "max_context_tokens": max_context_tokens}
+        self.yes, self.no = answer_token_ids(self.scorer, YES), answer_token_ids(self.scorer, NO)
+        if not self.yes or not self.no:
+            raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
+                                      "it cannot be the judge")
+
+    def verify(self, case: Case) -> Verdicts:
+        check_inputs(case.answer, case.context, case.passages)
+        scorer = self.scorer
+        evidence = build_evidence(scorer, case.context, case.passages, self.k, self.max_context_tokens)
+        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, case.question)
+        prefix, lead, suffix = scorer.encode_prefix(layout.prefix), scorer.tokenize(layout.lead), scorer.tokenize(layout.suffix)
+        chunks = [scorer.tokenize(evidence.chunk_text(c)) for c in evidence.chunks]
+        tails = [scorer.tokenize(case.sentence_text(s)) + suffix for s in case.sentences]
+        logp, processed = scorer.next_token_logprobs(prefix, chunks, lead, tails, self.yes + self.no)
+        p_supported, mass = yes_probability(logp, len(self.yes))
+        shared = len(prefix) + sum(map(len, chunks)) + len(lead)
+        own = np.array([len(t) for t in tails], dtype=float)
+        return Verdicts(
+            score=1.0 - p_supported,
+            gflops=gflops(shared + own, self.n_parameters),
+            extra={
+                "p_supported": p_supported,
+                "answer_mass": mass,  # how much of the next-token distribution is Yes or No
+                "tokens_as_run": own + (processed - own.sum()) / len(tails),  # as run: the evidence encoded once
+            },
+        )
+
+
+def yes_probability(logp: np.ndarray, n_yes: int) -> tuple[np.ndarray, np.ndarray]:
+    """From next-token log-probs of the Yes ids (first ``n_yes`` columns) then the No ids:
+    P(Yes) / (P(Yes) + P(No)) per row, and P(Yes) + P(No)."""
+    yes = np.logaddexp.reduce(logp[:, :n_yes], axis=1)
+    no = np.logaddexp.reduce(logp[:, n_yes:], axis=1)
+    both = np.logaddexp(yes, no)
+    return np.exp(yes - both), np.exp(both)

@@ -1,0 +1,98 @@
+"""The cascade wrapper end to end: the real default scorer, then a real (lexical) verifier."""
+
+import numpy as np
+import pytest
+
+from groundsense.cascade import Cascade, escalation_mask
+from groundsense.errors import InputError
+from groundsense.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
+
+PASSAGES = [
+    "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
+    "The bridge's main span is 4,200 feet long, the longest in the world until 1964.",
+]
+ANSWER = (
+    "The bridge's main span is 4,200 feet long. "
+    "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."
+)
+
+
+def test_escalation_takes_the_most_suspicious_share_and_skips_nan():
+    scores = np.array([0.1, 0.9, np.nan, 0.5, 0.9])
+    assert escalation_mask(scores, 0.5).tolist() == [False, True, False, False, True]
+    assert escalation_mask(scores, 0.75).tolist() == [False, True, False, True, True]
+    assert escalation_mask(scores, 0.05).tolist() == [False, True, False, False, False]  # ties: earlier first
+    assert escalation_mask(scores, 0.0).sum() == 0 and escalation_mask(scores, 1.0).sum() == 4
+    with pytest.raises(InputError):
+        escalation_mask(scores, 1.5)
+
+
+def test_lexical_overlap_finds_the_copied_chunk():
+    sentence = "The main span is 4,200 feet long."
+    assert lexical_chunk(sentence, PASSAGES) == 1
+    assert overlap(sentence, PASSAGES)[1] == 1.0
+    scores = LexicalOverlapVerifier().score_sentences("", PASSAGES, [sentence, "Eiffel painted it red."])
+    assert scores[0] == 0.0 and scores[1] > 0.5
+
+
+def test_cascade_escalates_the_suspicious_sentence_to_the_verifier(detector):
+    alone = detector.detect(answer=ANSWER, passages=PASSAGES)
+    cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)
+    result = cascade.detect(answer=ANSWER, passages=PASSAGES)
+    copied, invented = result.sentences
+    assert invented.verifier_score is not None and invented.verifier_score > 0.5 and invented.flagged is True
+    assert copied.verifier_score is None and copied.flagged == alone.sentences[0].flagged
+    assert copied.score == pytest.approx(alone.sentences[0].score)
+    data = result.to_dict()
+    assert data["cascade"] == {"verifier": "lexical-overlap", "escalate": 0.5, "threshold": 0.5, "n_escalated": 1}
+    assert data["sentences"][1]["verifier_score"] == invented.verifier_score
+    assert result.answer.n_flagged >= 1 and result.answer.flagged is True
+
+
+def test_cascade_at_full_escalation_lets_the_verifier_clear_the_copied_sentence(detector):
+    result = Cascade(detector, LexicalOverlapVerifier(), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    copied, invented = result.sentences
+    assert copied.verifier_score < 0.2 and copied.flagged is False
+    assert invented.flagged is True
+
+
+def test_cascade_rejects_an_object_without_score_sentences(detector):
+    with pytest.raises(InputError):
+        Cascade(detector, object())
+
+
+def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
+    from groundsense.eval.attribution import case_chunks
+    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.text import join_passages
+
+    context = " ".join(PASSAGES) + " Its colour, International Orange, was chosen to stand out in fog."
+    cases = [
+        Case("t:1", "s1", "QA", "", context, None, ANSWER, [LabelledSentence(0, 10, False)], "test"),
+        Case("t:2", "s2", "QA", "", None, PASSAGES, ANSWER, [LabelledSentence(0, 10, False)], "test"),
+    ]
+    config = {"k": detector.k, "max_context_tokens": 40}  # a cap that cuts the context
+    chunks = case_chunks(cases, scorer, config)
+    for case in cases:
+        small = type(detector)(scorer, k=detector.k, calibration=False, max_context_tokens=40)
+        result = small.detect(answer=case.answer, context=case.context, passages=case.passages)
+        text = case.context if case.context is not None else join_passages(case.passages)[0]
+        assert chunks[case.id] == [text[c["start"] : c["end"]] for c in result.chunks]
+        assert result.truncated.context
+
+
+def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector):
+    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.verifiers.judge import JudgeVerifier
+
+    judge = JudgeVerifier(detector.scorer)  # the default scorer is an instruct model: it can judge
+    result = Cascade(detector, judge, escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert result.cascade["verifier"] == "judge:smollm2-135m-instruct" and result.cascade["n_escalated"] == 2
+    spans = [LabelledSentence(s.start, s.end, unsupported=False) for s in result.sentences]
+    case = Case(id="x", source_id="x", task="QA", question="", context=None, passages=PASSAGES, answer=ANSWER,
+                sentences=spans, benchmark="test")
+    alone = judge.verify(case).score
+    for sentence, expected in zip(result.sentences, alone):
+        assert 0.0 <= sentence.verifier_score <= 1.0
+        assert sentence.verifier_score == pytest.approx(expected, abs=1e-4)
+        assert sentence.flagged is bool(expected >= 0.5)

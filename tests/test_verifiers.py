@@ -1,0 +1,206 @@
+"""Verifiers on the real default scorer (judge, ContextCite) and on a tiny sequence
+classifier built here from a config (its weights are random: plumbing, not accuracy)."""
+
+import numpy as np
+import pytest
+import torch
+
+from groundsense.errors import InputError, VerifierUnavailable
+from groundsense.eval.cases import Case, LabelledSentence
+from groundsense.evidence import build_evidence
+from groundsense.prompt import JudgeLayout
+from groundsense.verifiers import make_verifier
+from groundsense.verifiers.contextcite import ContextCiteVerifier, ablation_masks, lasso_attributions, sequence_logit
+from groundsense.verifiers.judge import JudgeVerifier, yes_probability
+from groundsense.verifiers.seqclf import NLIVerifier, premises, support_label
+
+PASSAGES = [
+    "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair.",
+    "The Colosseum is in Rome. It could hold about 50,000 spectators.",
+    "Bananas are yellow when ripe. They grow in tropical climates.",
+]
+
+
+def make_case(answer_sentences: list[tuple[str, bool]], case_id: str = "t:1", passages=PASSAGES) -> Case:
+    answer, spans = "", []
+    for text, unsupported in answer_sentences:
+        answer += (" " if answer else "")
+        spans.append(LabelledSentence(len(answer), len(answer) + len(text), unsupported))
+        answer += text
+    return Case(case_id, "t:source", "QA", "Tell me about these places.", None, list(passages), answer, spans, "t")
+
+
+CASE = make_case([("The Colosseum could hold about 50,000 spectators.", False),
+                  ("The Eiffel Tower was painted blue by Picasso.", True)])
+
+
+# --- the LLM judge ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def judge(scorer):
+    return JudgeVerifier(scorer)
+
+
+def test_judge_gives_probabilities_and_costs(judge):
+    verdicts = judge.verify(CASE)
+    p = verdicts.extra["p_supported"]
+    assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
+    np.testing.assert_allclose(verdicts.score, 1 - p)
+    assert ((verdicts.extra["answer_mass"] > 0) & (verdicts.extra["answer_mass"] <= 1)).all()
+    assert (verdicts.gflops > 0).all() and (verdicts.extra["tokens_as_run"] > 0).all()
+
+
+def test_judge_context_cache_equals_independent_passes(scorer, judge):
+    """The evidence encoded once (and reused by a second answer over it) gives the
+    probabilities of one plain forward pass per sentence, without any cache."""
+    other = make_case([("Bananas grow in tropical climates.", False)], case_id="t:2")
+    first, second = judge.verify(CASE), judge.verify(other)
+    assert second.extra["tokens_as_run"][0] < second.gflops[0] / (2 * scorer.n_parameters / 1e9)  # evidence reused
+    for case, verdicts in ((CASE, first), (other, second)):
+        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, case.question)
+        evidence = build_evidence(scorer, case.context, case.passages, 5, 1800)
+        context = [t for c in evidence.chunks for t in scorer.tokenize(evidence.chunk_text(c))]
+        for i, sentence in enumerate(case.sentences):
+            ids = (scorer.encode_prefix(layout.prefix) + context + scorer.tokenize(layout.lead)
+                   + scorer.tokenize(case.sentence_text(sentence)) + scorer.tokenize(layout.suffix))
+            with torch.inference_mode():
+                logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
+            logp = torch.log_softmax(logits.float(), -1)[judge.yes + judge.no].double().numpy()
+            p, _ = yes_probability(logp[None], len(judge.yes))
+            assert abs(p[0] - verdicts.extra["p_supported"][i]) <= 1e-4
+
+
+def test_yes_probability_sums_spellings():
+    logp = np.log(np.array([[0.2, 0.1, 0.05, 0.05]]))  # two Yes ids, then two No ids
+    p, mass = yes_probability(logp, 2)
+    assert p[0] == pytest.approx(0.3 / 0.4) and mass[0] == pytest.approx(0.4)
+
+
+# --- ContextCite ---------------------------------------------------------------------------
+
+def test_subset_passes_equal_the_detector_conditions(scorer):
+    """The ablation passes reuse the condition machinery: full, no-context and leave-one-out
+    masks give the detector's rows."""
+    prompt = scorer.encode("q", [p + " " for p in PASSAGES], CASE.answer, 256)
+    k = len(PASSAGES)
+    keep = np.array([[True] * k, [False] * k] + [[j != i for j in range(k)] for i in range(k)])
+    logp, _ = scorer.subset_logprobs(prompt, keep)
+    assert np.abs(logp - scorer.score(prompt).logp).max() <= 1e-4
+
+
+def test_contextcite_credits_a_copied_sentence_to_its_source_chunk(scorer):
+    verifier = ContextCiteVerifier(scorer, ablations=32)
+    verdicts = verifier.verify(CASE)
+    assert verdicts.support_chunk[0] == 1  # the Colosseum passage
+    best = verdicts.extra["attribution_max"]
+    assert (best >= 0).all() and best[0] > 0
+    np.testing.assert_allclose(verdicts.score, -best)
+    assert (verdicts.gflops > 0).all() and (verdicts.extra["passes"] <= 2 ** len(PASSAGES)).all()
+    per_token = ContextCiteVerifier(scorer, ablations=32, variant="per_token").verify(CASE)
+    np.testing.assert_allclose(per_token.extra["attribution_max"], best)
+    assert per_token.score[0] == pytest.approx(-per_token.extra["attribution_max_per_token"][0])
+
+
+def test_contextcite_leaves_sentences_past_the_answer_cap_unscored(scorer):
+    verdicts = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(CASE)
+    assert np.isfinite(verdicts.score[0]) and np.isnan(verdicts.score[1]) and verdicts.support_chunk[1] is None
+
+
+def test_lasso_recovers_a_planted_attribution():
+    masks = ablation_masks(4, 64, 0.5, seed=0)
+    outputs = 3.0 * masks[:, 2] - 1.0 * masks[:, 0] + 0.5
+    weights = lasso_attributions(masks, outputs, n_tokens=10, alpha=0.01)
+    # Lasso shrinks each weight by about alpha x n_tokens / std(mask) = 0.2, in mask units
+    assert weights.argmax() == 2 and weights[2] == pytest.approx(3.0, abs=0.35) and weights[0] < -0.5
+    assert weights[1] == 0 and weights[3] == 0
+    assert masks.shape == (64, 4) and 0.3 < masks.mean() < 0.7
+
+
+def test_sequence_logit_is_finite_at_probability_one():
+    assert np.isfinite(sequence_logit(np.array([0.0, -1e-20]))).all()
+    assert sequence_logit(np.array([np.log(0.5)]))[0] == pytest.approx(0.0)
+
+
+# --- sequence classifiers (tiny model built from a config) ----------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_nli(tmp_path_factory, scorer):
+    """A 2-layer BERT NLI classifier with random weights, and the default scorer's tokenizer."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(scorer.tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=512, pad_token_id=scorer.tokenizer.pad_token_id,
+                        id2label={0: "ENTAILMENT", 1: "neutral", 2: "contradiction"})
+    folder = tmp_path_factory.mktemp("tiny-nli")
+    BertForSequenceClassification(config).save_pretrained(folder)
+    scorer.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_classifier_scores_one_minus_the_best_chunk(tiny_nli):
+    verifier = NLIVerifier(tiny_nli)
+    assert verifier.label == 0  # "entailment" found case-insensitively
+    verdicts = verifier.verify(CASE)
+    chunks = premises(CASE, "chunks", 5)
+    assert len(chunks) == len(PASSAGES)
+    for i, s in enumerate(CASE.sentences):
+        probs, tokens = verifier.support_probabilities(chunks, [CASE.sentence_text(s)] * len(chunks))
+        assert verdicts.extra["p_supported"][i] == pytest.approx(probs.max(), abs=1e-6)
+        assert verdicts.extra["best_chunk"][i] == probs.argmax()
+        assert verdicts.score[i] == pytest.approx(1 - probs.max(), abs=1e-6)
+        assert verdicts.gflops[i] == pytest.approx(tokens.sum() * 2 * verifier.n_parameters / 1e9)
+
+
+def test_classifier_batching_and_whole_context_premise(tiny_nli):
+    one_by_one = NLIVerifier(tiny_nli, batch_size=1).verify(CASE)
+    np.testing.assert_allclose(NLIVerifier(tiny_nli, batch_size=16).verify(CASE).score, one_by_one.score, atol=1e-5)
+    whole = NLIVerifier(tiny_nli, premise="context")
+    context = premises(CASE, "context", 5)
+    assert context == ["\n\n".join(PASSAGES)]
+    probs, _ = whole.support_probabilities(context * 2, [CASE.sentence_text(s) for s in CASE.sentences])
+    np.testing.assert_allclose(whole.verify(CASE).score, 1 - probs, atol=1e-6)
+
+
+def test_classifier_truncates_long_premises(tiny_nli):
+    long_case = make_case([("The Colosseum is in Rome.", False)], passages=[" ".join(PASSAGES * 40)])
+    verdicts = NLIVerifier(tiny_nli, premise="context", max_length=64).verify(long_case)
+    assert verdicts.gflops[0] == pytest.approx(64 * 2 * NLIVerifier(tiny_nli).n_parameters / 1e9)
+
+
+def test_single_logit_head_is_a_sigmoid(tmp_path, scorer):
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=len(scorer.tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=37, num_labels=1, pad_token_id=scorer.tokenizer.pad_token_id)
+    BertForSequenceClassification(config).save_pretrained(tmp_path)
+    scorer.tokenizer.save_pretrained(tmp_path)
+    verifier = make_verifier(f"minicheck:{tmp_path}")
+    probs, _ = verifier.support_probabilities(["The sky is blue."], ["The sky is blue."])
+    batch = verifier.tokenizer(["The sky is blue."], ["The sky is blue."], return_tensors="pt")
+    with torch.inference_mode():
+        logit = verifier.model(**batch).logits[0, 0]
+    assert verifier.params["label"] is None and probs[0] == pytest.approx(torch.sigmoid(logit).item(), abs=1e-6)
+
+
+def test_label_lookup():
+    labels = {0: "ENTAILMENT", 1: "neutral", 2: "contradiction"}
+    assert support_label(labels, "entailment") == 0 and support_label(labels, "2") == 2
+    with pytest.raises(VerifierUnavailable, match=r"no label 'supported' \(its labels: 0=ENTAILMENT, 1=neutral"):
+        support_label(labels, "supported")
+
+
+def test_clear_errors(tiny_nli, tmp_path):
+    with pytest.raises(VerifierUnavailable, match="no label 'aligned'.*-o label="):
+        make_verifier(f"alignscore:{tiny_nli}")
+    assert make_verifier(f"alignscore:{tiny_nli}", {"label": "entailment"}).label == 0
+    with pytest.raises(VerifierUnavailable, match="no model directory at"):
+        make_verifier(f"nli:{tmp_path / 'missing'}")
+    with pytest.raises(InputError, match="unknown verifier 'selfcheck:x'"):
+        make_verifier("selfcheck:x")
+    with pytest.raises(InputError, match="nli has no option 'ablations'"):
+        make_verifier(f"nli:{tiny_nli}", {"ablations": "3"})
+    with pytest.raises(InputError, match="option k='five': expected int"):
+        make_verifier(f"nli:{tiny_nli}", {"k": "five"})
+    with pytest.raises(InputError, match="premise must be one of chunks, context"):
+        make_verifier(f"nli:{tiny_nli}", {"premise": "passages"})
