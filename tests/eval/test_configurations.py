@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.eval.configurations import compare
-from groundsense.eval.extract import FeatureSet, write_part
+from groundsense.eval.extract import FeatureSet
+from groundsense.eval.store import write_part
 from test_report import CONFIG, feature_set
 
 
