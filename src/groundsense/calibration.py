@@ -40,6 +40,11 @@ class Calibration:
     thresholds: dict[str, float]  # detector -> flag when score >= threshold
     made_with: dict = field(default_factory=dict)  # provenance: data, sizes, rule, metrics
 
+    @property
+    def leave_one_out(self) -> str:
+        """How the leave-one-out features it was fitted on were computed (older files: exact)."""
+        return self.made_with.get("leave_one_out", "exact")
+
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":
             return gap_score(features)

@@ -18,7 +18,7 @@ def _overlaps(start: int, end: int, spans: list[dict]) -> bool:
 
 
 def fit_from_batch(
-    source: Path, features_path: Path, scorer: str, k: int, target_recall: float | None = None,
+    source: Path, features_path: Path, scorer: str, k: int, leave_one_out: str = "exact", target_recall: float | None = None,
     target_precision: float | None = None, flag_rate: float = 0.1,
 ) -> Calibration:
     rows = {number: row for number, row in read_rows(source) if isinstance(row, dict)}
@@ -46,5 +46,5 @@ def fit_from_batch(
         {name: np.array(v, dtype=float) for name, v in values.items()}, scorer, k,
         labels=np.array(labels) if labelled else None, target_recall=target_recall,
         target_precision=target_precision, flag_rate=flag_rate,
-        made_with={"source": source.name, "answers": answers, "labelled": labelled},
+        made_with={"source": source.name, "answers": answers, "labelled": labelled, "leave_one_out": leave_one_out},
     )

@@ -22,6 +22,14 @@ class Failure(click.ClickException):
     exit_code = 2
 
 
+LOO_OPTION = click.option(
+    "--loo", "leave_one_out", type=click.Choice(["exact", "masked"]), default="exact", show_default=True,
+    help="Full mode's leave-one-out rows: exact re-encodes the context without each chunk; masked hides the "
+         "chunk from the answer over one encoding of the full context (an approximation, cheaper; the shipped "
+         "calibration then serves the gap detector only).",
+)
+
+
 def _detector_options(func):
     options = [
         click.option("--scorer", "-m", default=None, metavar="NAME",
@@ -30,6 +38,7 @@ def _detector_options(func):
                      help="Chunks a single context string is split into (passages are chunks as given)."),
         click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
                      help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper."),
+        LOO_OPTION,
         click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer]."),
         click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True),
@@ -41,11 +50,11 @@ def _detector_options(func):
     return func
 
 
-def _make_detector(scorer, k, mode, calibration, max_context_tokens, max_answer_tokens, device):
+def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_tokens, max_answer_tokens, device):
     from .detector import Detector
 
     return Detector(scorer, k=k, mode=mode, calibration=calibration, max_context_tokens=max_context_tokens,
-                    max_answer_tokens=max_answer_tokens, device=device)
+                    max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -178,7 +187,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
         detector = _make_detector(**{**detector_options, "mode": "full", "calibration": False})
         run_batch(detector, source, features, progress=not no_progress)
         calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
-                                     target_recall=target_recall, target_precision=target_precision, flag_rate=flag_rate)
+                                     leave_one_out=detector.leave_one_out, target_recall=target_recall, target_precision=target_precision, flag_rate=flag_rate)
     except GroundsenseError as exc:
         raise Failure(str(exc)) from exc
     calibration.save(output)

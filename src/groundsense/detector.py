@@ -20,6 +20,7 @@ from .text import Span, segment_sentences
 log = logging.getLogger(__name__)
 
 MODES = ("full", "two_pass")
+LEAVE_ONE_OUT = ("exact", "masked")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class Detector:
     ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
     one shipped for the scorer and K is used, and without one nothing is flagged (with a
     warning; ``calibration=False`` asks for no calibration and no warning).
+
+    ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
+    ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
+    of the full context (cheaper; see docs/performance.md). The shipped calibrations are
+    fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
+    ``sensitivity`` pass a calibration fitted with masked features.
     """
 
     def __init__(
@@ -52,20 +59,34 @@ class Detector:
         max_context_tokens: int = 1800,
         max_answer_tokens: int = 256,
         device: str | None = None,
+        leave_one_out: str = "exact",
     ):
         if mode not in MODES:
             raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if leave_one_out not in LEAVE_ONE_OUT:
+            raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {leave_one_out!r}")
         if k < 1:
             raise InputError("k (the number of context chunks) must be at least 1")
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.k, self.mode = k, mode
+        self.leave_one_out = leave_one_out if mode == "full" else None  # two-pass mode has none
         self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
         self.detector = "sensitivity" if mode == "full" else "gap"
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
+        if isinstance(calibration, Calibration) and self.detector == "sensitivity":
+            if calibration.leave_one_out != leave_one_out:
+                raise InputError(
+                    f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
+                    f"{leave_one_out} ones: fit one with `groundsense calibrate --loo {leave_one_out}`"
+                )
         elif calibration is None:
-            # The gap's threshold does not depend on K, so two-pass mode takes any K's file.
-            calibration = shipped_calibration(self.scorer.name, None if mode == "two_pass" else k)
+            # The gap's threshold does not depend on K or on the leave-one-out rows, so two-pass
+            # and masked modes take any K's file, for the gap detector.
+            gap_only = mode == "two_pass" or leave_one_out == "masked"
+            calibration = shipped_calibration(self.scorer.name, None if gap_only else k)
+            if gap_only:
+                self.detector = "gap"
             if calibration is None:
                 log.warning(
                     "no calibration for scorer %s at K=%d: scores are -gap and nothing is flagged; "
@@ -93,7 +114,7 @@ class Detector:
         evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
         chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
         prompt = self.scorer.encode(question or "", chunk_texts, answer, self.max_answer_tokens)
-        scores = self.scorer.score(prompt, leave_one_out=self.mode == "full")
+        scores = self.scorer.score(prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked")
         owner = assign_tokens(prompt.answer.offsets, spans)
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
         result = self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
@@ -148,8 +169,8 @@ class Detector:
                 )
             )
         return DetectionResult(
-            scorer=self.scorer.name, mode=self.mode, detector=self.detector, threshold=threshold,
-            sentences=sentences, answer=answer_summary(sentences),
+            scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=self.detector,
+            threshold=threshold, sentences=sentences, answer=answer_summary(sentences),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[
                 {"index": c.index, "start": c.content.start, "end": c.content.end, "passage": c.passage}

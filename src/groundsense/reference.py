@@ -1,14 +1,19 @@
 """The method by its definition: one independent forward pass per condition, batch size 1,
 no KV cache, logits at every position (the answer positions sliced afterwards). Slow on
 purpose: the tests check the fast path in :mod:`groundsense.scorer` against it, and the
-speed benchmark uses it as the naive baseline."""
+speed benchmark uses it as the naive baseline.
+
+:func:`masked_token_scores` is the same for the masked leave-one-out approximation: each
+leave-one-out row is one pass over the full-context sequence in which the tail (the last
+prompt token and the answer) cannot attend to chunk k's positions.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from .scorer import EncodedPrompt, Scorer, TokenScores, js_divergence
+from .scorer import EncodedPrompt, Scorer, TokenScores, additive_mask, js_divergence
 
 
 def condition_sequences(prompt: EncodedPrompt, leave_one_out: bool = True) -> list[list[int]]:
@@ -19,18 +24,38 @@ def condition_sequences(prompt: EncodedPrompt, leave_one_out: bool = True) -> li
     return conditions
 
 
-@torch.inference_mode()
 def independent_token_scores(scorer: Scorer, prompt: EncodedPrompt, leave_one_out: bool = True) -> TokenScores:
+    return _scores(scorer, prompt, [(ids, None) for ids in condition_sequences(prompt, leave_one_out)])
+
+
+def masked_token_scores(scorer: Scorer, prompt: EncodedPrompt) -> TokenScores:
+    """Rows full and none as in :func:`independent_token_scores`; row ``2 + k`` from the
+    full-context sequence with a causal mask in which the tail's rows do not see chunk k."""
+    ids = prompt.condition_ids()
+    tail_start = len(ids) - len(prompt.answer.ids)  # the last prompt token, then the answer
+    ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
+    conditions = [(ids, None), (prompt.condition_ids(no_context=True), None)]
+    for start, stop in zip(ends[:-1], ends[1:]):
+        visible = torch.ones(len(ids), len(ids), dtype=torch.bool).tril()
+        visible[tail_start:, start:stop] = False
+        conditions.append((ids, visible))
+    return _scores(scorer, prompt, conditions)
+
+
+@torch.inference_mode()
+def _scores(scorer: Scorer, prompt: EncodedPrompt, conditions: list[tuple[list[int], torch.Tensor | None]]) -> TokenScores:
+    """One forward pass per ``(ids, visible)`` condition; ``visible`` ([L, L], True = may
+    attend) replaces the causal mask when given."""
     n_answer = len(prompt.answer.ids)
     target = torch.tensor(prompt.answer.ids, device=scorer.device)
-    conditions = condition_sequences(prompt, leave_one_out)
     logp = np.zeros((len(conditions), n_answer))
     jsd = np.zeros_like(logp)
     full = None
-    for row, ids in enumerate(conditions):
-        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), use_cache=False).logits
+    for row, (ids, visible) in enumerate(conditions):
+        mask = None if visible is None else additive_mask(visible, scorer.model.dtype)[None, None].to(scorer.device)
+        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), attention_mask=mask, use_cache=False).logits
         logq = torch.log_softmax(logits[0, -n_answer:].float(), dim=-1)
         full = logq if full is None else full
         logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
         jsd[row] = js_divergence(full, logq).double().cpu().numpy()
-    return TokenScores(logp=logp, jsd=jsd, tokens_processed=sum(map(len, conditions)))
+    return TokenScores(logp=logp, jsd=jsd, tokens_processed=sum(len(ids) for ids, _ in conditions))

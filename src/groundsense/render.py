@@ -28,7 +28,8 @@ def _mark(sentence: SentenceResult) -> str:
 
 def render(result: DetectionResult, console: Console) -> None:
     threshold = "uncalibrated: nothing flagged" if result.threshold is None else f"flag at score ≥ {result.threshold:.3f}"
-    console.print(Text(f"scorer {result.scorer} · mode {result.mode} · detector {result.detector} · {threshold}", style="dim"))
+    mode = result.mode + (" (masked leave-one-out)" if result.leave_one_out == "masked" else "")
+    console.print(Text(f"scorer {result.scorer} · mode {mode} · detector {result.detector} · {threshold}", style="dim"))
     for s in result.sentences:
         line = Text()
         line.append(f"[{s.index}] {_mark(s)} ", style=_style(s))

@@ -83,6 +83,7 @@ class Truncation:
 class DetectionResult:
     scorer: str
     mode: str  # "full" (K+2 conditions) or "two_pass"
+    leave_one_out: str | None  # full mode: "exact" (chunk removed) or "masked" (chunk hidden); None in two-pass
     detector: str  # "sensitivity" or "gap"
     threshold: float | None  # None: uncalibrated, nothing is flagged
     sentences: list[SentenceResult]
@@ -99,6 +100,7 @@ class DetectionResult:
         return {
             "scorer": self.scorer,
             "mode": self.mode,
+            "leave_one_out": self.leave_one_out,
             "detector": self.detector,
             "threshold": _finite(self.threshold),
             "sentences": [s.to_dict() for s in self.sentences],

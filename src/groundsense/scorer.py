@@ -12,7 +12,9 @@ so each condition is "its evidence part" + "question and answer" (the tail):
   encodes only its own tokens under each condition (and the question, when it changed);
 - logits are computed only at answer positions, and divergences in position blocks.
 
-The result equals independent forward passes (see :mod:`groundsense.reference`).
+The result equals independent forward passes (see :mod:`groundsense.reference`). Opt-in,
+``score(masked=True)`` approximates the leave-one-out rows by hiding chunk k from the tail
+with an attention mask over the full context's encoding instead of re-encoding without it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import math
 from collections import OrderedDict
 from copy import deepcopy
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from collections.abc import Iterator
 from itertools import chain
 
@@ -33,7 +36,9 @@ from .errors import InputError, ScorerUnavailable
 from .prompt import PromptLayout
 
 LN2 = math.log(2.0)
+TINY = torch.finfo(torch.float32).tiny  # keeps log(0) finite; adds nothing to s·log s
 ENCODE_PIECE = 512  # evidence tokens per forward call
+PACK_ATTENTION = 2**19  # masked leave-one-out: query-key pairs one packed forward call may hold
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,48 @@ class _KeptEvidence:
     lead: tuple[int, ...]
 
 
+class Distributions(NamedTuple):
+    """Rows of next-token distributions with the sums the JSD needs: the probabilities,
+    sum p·log p and sum p (a log-softmax row sums to 1 only up to rounding)."""
+
+    probs: torch.Tensor
+    plogp: torch.Tensor
+    mass: torch.Tensor
+
+    @classmethod
+    def of(cls, logp: torch.Tensor) -> "Distributions":
+        probs = logp.exp()
+        return cls(probs, _dot(probs, logp), probs.sum(-1))
+
+    def rows(self, start: int, stop: int) -> "Distributions":
+        return Distributions(*(t[start:stop] for t in self))
+
+
+def _dot(probs: torch.Tensor, logs: torch.Tensor) -> torch.Tensor:
+    """Row sums of probs·logs, with 0·log 0 = 0 (log-probs of -inf are clamped)."""
+    return torch.linalg.vecdot(probs, logs.clamp_min(torch.finfo(logs.dtype).min))
+
+
 def js_divergence(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence (natural log, so in [0, ln 2]) between rows of log-probs."""
-    logm = torch.logaddexp(logp, logq) - LN2
-    p, q = logp.exp(), logq.exp()
-    kl_pm = torch.where(p > 0, p * (logp - logm), 0.0).sum(-1)
-    kl_qm = torch.where(q > 0, q * (logq - logm), 0.0).sum(-1)
-    return (0.5 * (kl_pm + kl_qm)).clamp(0.0, LN2)
+    return _jsd(Distributions.of(logp), logq)
+
+
+def _jsd(p: Distributions, logq: torch.Tensor) -> torch.Tensor:
+    """JSD in its entropy form, H(M) - (H(P) + H(Q))/2 with M = (P + Q)/2, written as
+    (Σ p log p + Σ q log q - Σ s log s + ln 2 · Σ s)/2 with s = p + q: the same value as
+    the two KL terms, with one logarithm per entry instead of a log-add-exp, and P's sums
+    computed once for all conditions (see docs/performance.md for the speed-up)."""
+    q = Distributions.of(logq)
+    s = p.probs + q.probs
+    s_log_s = torch.linalg.vecdot(s, (s + TINY).log_())
+    return (0.5 * (p.plogp + q.plogp - s_log_s + LN2 * (p.mass + q.mass))).clamp(0.0, LN2)
+
+
+def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A float attention mask from a boolean one (True = may attend): 0 where visible, the
+    dtype's lowest value elsewhere. Float masks work with sdpa and eager attention alike."""
+    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, torch.finfo(dtype).min)
 
 
 def _crop(cache, length: int) -> None:
@@ -160,6 +200,10 @@ class Scorer:
         self._evidence_lru: OrderedDict = OrderedDict()
         self._bos = _leading_special_ids(self.tokenizer) if self.tokenizer is not None else []
 
+    def forget_evidence(self) -> None:
+        """Drop the evidence encodings kept for later answers (the next answer starts cold)."""
+        self._evidence_lru.clear()
+
     @property
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
@@ -198,30 +242,101 @@ class Scorer:
         return EncodedAnswer(enc.input_ids[:cap], offsets[:cap], max(0, len(enc.input_ids) - cap))
 
     @torch.inference_mode()
-    def score(self, prompt: EncodedPrompt, leave_one_out: bool = True) -> TokenScores:
-        """Score the answer under every condition; the evidence's encoding is reused."""
+    def score(self, prompt: EncodedPrompt, leave_one_out: bool = True, masked: bool = False) -> TokenScores:
+        """Score the answer under every condition; the evidence's encoding is reused.
+
+        ``masked`` approximates the leave-one-out rows: instead of re-encoding the context
+        without chunk k, the question-and-answer tail runs once more over the full
+        context's encoding with chunk k's positions hidden from it (see
+        :meth:`_masked_conditions`). The full- and no-context rows stay exact.
+        """
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
         # Everything up to the last prompt token stays in the caches (the question too,
         # shared by answers to the same question); the tail predicts the answer tokens.
-        lead, tail = prompt.middle[:-1], prompt.middle[-1:] + prompt.answer.ids[:-1]
+        lead, tail = tuple(prompt.middle[:-1]), prompt.middle[-1:] + prompt.answer.ids[:-1]
         rows = 2 + len(prompt.chunks) if leave_one_out else 2
         logp = np.zeros((rows, n_answer), dtype=np.float64)
         jsd = np.zeros_like(logp)
-        evidence = self._evidence_caches(prompt.prefix, prompt.chunks, rows, tuple(lead))
-        if self.batch_conditions:
-            evidence = list(evidence)
-            pairs = zip(evidence, self._batched_tails(tail, [cache for _, cache, _ in evidence], n_answer))
-        else:  # one condition at a time: only the caches being used are in memory
-            pairs = ((item, self._tail_logits(tail, item[1], n_answer)) for item in evidence)
+        if leave_one_out and masked:
+            conditions = self._masked_conditions(prompt, lead, tail)
+        else:
+            conditions = self._exact_conditions(prompt, rows, lead, tail)
         full = None
         processed = 0
-        for (row, _, encoded), logits in pairs:
-            if full is None:
-                full = torch.log_softmax(logits[0].float(), dim=-1)
+        for row, logits, encoded in conditions:
+            if full is None:  # row 0 comes first
+                full = Distributions.of(torch.log_softmax(logits[0].float(), dim=-1))
             logp[row], jsd[row] = self._compare(full, logits, target)
-            processed += encoded + len(tail)
+            processed += encoded
         return TokenScores(logp=logp, jsd=jsd, tokens_processed=processed)
+
+    def _exact_conditions(
+        self, prompt: EncodedPrompt, rows: int, lead: tuple[int, ...], tail: list[int]
+    ) -> Iterator[tuple[int, torch.Tensor, int]]:
+        """``(row, tail logits, tokens encoded for the row)`` of each condition, exactly."""
+        evidence = self._evidence_caches(prompt.prefix, prompt.chunks, rows, lead)
+        if not self.batch_conditions:  # one condition at a time: only the caches being used are in memory
+            for row, cache, encoded in evidence:
+                yield row, self._tail_logits(tail, cache, len(tail)), encoded + len(tail)
+            return
+        evidence = list(evidence)
+        logits = self._batched_tails(tail, [cache for _, cache, _ in evidence], len(tail))
+        for (row, _, encoded), row_logits in zip(evidence, logits):
+            yield row, row_logits, encoded + len(tail)
+
+    def _masked_conditions(
+        self, prompt: EncodedPrompt, lead: tuple[int, ...], tail: list[int]
+    ) -> Iterator[tuple[int, torch.Tensor, int]]:
+        """The same rows as :meth:`_exact_conditions`, the leave-one-out ones approximated.
+
+        The full context and the question are encoded once (their caches come from the
+        evidence LRU like the exact conditions' do). The tail of row ``2 + k`` then runs
+        over that encoding with chunk k's positions masked out, its position ids unchanged;
+        the question's and the later chunks' cached states still carry what they read in
+        chunk k, which is what this approximates. Row 0 (nothing hidden) and the masked rows
+        run packed into one sequence, as many per forward call as keep its attention scores
+        within ``PACK_ATTENTION`` query-key pairs (:meth:`_masked_tails`): on RAGTruth-length
+        contexts that is all of them or a few per call, and one per call near 4k tokens,
+        where packing more raised the peak memory more than it saved time.
+        """
+        (_, full, full_encoded), (_, bare, bare_encoded) = self._evidence_caches(prompt.prefix, prompt.chunks, 2, lead)
+        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
+        hidden = [(0, 0)] + list(zip(ends[:-1], ends[1:]))  # row 0 hides nothing; row 2 + k chunk k
+        rows = [0] + [2 + k for k in range(len(prompt.chunks))]
+        per_pass, n, length = 1, len(tail), full.get_seq_length()
+        while per_pass < len(rows) and (per_pass + 1) * n * (length + (per_pass + 1) * n) <= PACK_ATTENTION:
+            per_pass += 1
+        for start in range(0, len(rows), per_pass):
+            logits = self._masked_tails(tail, full, hidden[start : start + per_pass])
+            for i, row in enumerate(rows[start : start + per_pass]):
+                yield row, logits[i : i + 1], (full_encoded if row == 0 else 0) + len(tail)
+        yield 1, self._tail_logits(tail, bare, len(tail)), bare_encoded + len(tail)
+
+    def _masked_tails(self, tail: list[int], cache, hidden: list[tuple[int, int]]) -> torch.Tensor:
+        """Logits ``[len(hidden), len(tail), vocab]`` of ``tail`` run after ``cache`` once
+        per ``(start, stop)`` in ``hidden``, with those cache positions masked out.
+
+        The copies are packed into one sequence (batch 1, so the cache is not copied): each
+        copy attends to the cache minus its hidden span and causally to its own tokens,
+        never to another copy, and takes the positions it would have had alone.
+        """
+        length, n, copies = cache.get_seq_length(), len(tail), len(hidden)
+        visible = torch.zeros(copies, n, length + copies * n, dtype=torch.bool, device=self.device)
+        own = torch.ones(n, n, dtype=torch.bool, device=self.device).tril()
+        for i, (start, stop) in enumerate(hidden):
+            visible[i, :, :length] = True
+            visible[i, :, start:stop] = False
+            visible[i, :, length + i * n : length + (i + 1) * n] = own
+        mask = additive_mask(visible, self.model.dtype)
+        positions = torch.arange(length, length + n, device=self.device).repeat(copies)
+        logits = self.model(
+            input_ids=torch.tensor([tail * copies], device=self.device),
+            attention_mask=mask.reshape(1, 1, copies * n, -1), position_ids=positions[None],
+            cache=cache, use_cache=True, logits_to_keep=copies * n,
+        ).logits
+        _crop(cache, length)
+        return logits.reshape(copies, n, -1)
 
     @torch.inference_mode()
     def next_token_logprobs(
@@ -370,12 +485,12 @@ class Scorer:
         inputs = torch.tensor([ids], device=self.device)
         return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_answer)
 
-    def _compare(self, full: torch.Tensor, logits: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    def _compare(self, full: Distributions, logits: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Token log-probs under one condition and their JSD to the full-context rows."""
         logq = torch.log_softmax(logits[0].float(), dim=-1)
         token_logp = logq.gather(1, target[:, None])[:, 0]
         blocks = [
-            js_divergence(full[i : i + self.block_size], logq[i : i + self.block_size])
+            _jsd(full.rows(i, i + self.block_size), logq[i : i + self.block_size])
             for i in range(0, len(target), self.block_size)
         ]
         return token_logp.double().cpu().numpy(), torch.cat(blocks).double().cpu().numpy()

@@ -120,13 +120,15 @@ def selected_cases(benchmark: str, sample: str, splits: Sequence[str], subsets: 
 @click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [default: smollm2-135m-instruct].")
 @click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True)
+@click.option("--loo", "leave_one_out", type=click.Choice(["exact", "masked"]), default="exact", show_default=True,
+              help="Leave-one-out rows: exact, or masked (approximate; cached under its own key).")
 @click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True)
 @click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--no-progress", is_flag=True)
-def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, max_context_tokens, max_answer_tokens,
-            device, cache, no_progress):
+def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_one_out, max_context_tokens,
+            max_answer_tokens, device, cache, no_progress):
     """Score a benchmark's cases into the feature cache; rerun to resume."""
     from ..detector import Detector
     from ..errors import GroundsenseError
@@ -135,7 +137,7 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, max_cont
     cases = selected_cases(benchmark, sample, splits, subsets)
     try:
         detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
-                            max_answer_tokens=max_answer_tokens, device=device)
+                            max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
     except GroundsenseError as exc:
         raise click.ClickException(str(exc)) from exc
     summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
@@ -244,6 +246,50 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed):
     pairs.to_parquet(folder / "pairs.parquet", index=False)
     click.echo(f"{folder / 'pairs.parquet'}: {len(pairs)} rows ({pairs['case_id'].nunique()} answers); "
                f"{len(wanted) - len(chunks)} cached answers not found in the benchmark", err=True)
+
+
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("key_a")
+@click.argument("key_b")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
+              help="The benchmark, where a key is cached for more than one.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the numbers as JSON.")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
+    """Compare two cached configurations of one benchmark and scorer over the same answers.
+
+    KEY_A and KEY_B are cache folder names (as `eval report` lists them), e.g. exact and
+    masked leave-one-out:
+
+    \b
+      groundsense eval compare --cache results/features \\
+        smollm2-135m-instruct__full-k5-cd42f428 smollm2-135m-instruct__full-masked-k5-a35ad123
+
+    Prints span AUC of each method under each, the paired source-level bootstrap interval of
+    A - B, and the agreement (Pearson, Spearman) of each feature.
+    """
+    from .configurations import compare as run_compare
+    from .extract import load_cache
+
+    sets = load_cache(cache)
+    chosen = []
+    for key, hint in ((key_a, "KEY_A"), (key_b, "KEY_B")):
+        matches = [s for s in sets if s.key == key and benchmark in (None, s.benchmark)]
+        if len(matches) != 1:
+            known = ", ".join(sorted({f"{s.benchmark}/{s.key}" for s in sets})) or "none"
+            problem = "is cached for several benchmarks: pass --benchmark" if matches else f"is not under {cache}"
+            raise click.BadParameter(f"{key} {problem} (cached: {known})", param_hint=hint)
+        chosen.append(matches[0])
+    try:
+        comparison = run_compare(*chosen, seed=seed, n_resamples=resamples)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(comparison.report())
+    if output:
+        output.write_text(json.dumps(comparison.to_dict(), indent=2) + "\n")
 
 
 @eval_group.command(context_settings=CONTEXT_SETTINGS)

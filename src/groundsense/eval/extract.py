@@ -1,9 +1,9 @@
 """Resumable feature extraction: run benchmark cases through the detector into a Parquet cache.
 
 Layout: ``<cache>/<benchmark>/<scorer>__<mode>-k<K>-<hash>/`` holds ``config.json`` (scorer,
-K, mode, token caps, scorer parameters) and ``part-NNNNN.parquet`` files (see :mod:`.store`
-for how they are written and resumed). One row per labelled sentence; a case that raised
-gets one row with ``status="error"`` and its message.
+K, mode, leave-one-out kind, token caps, scorer parameters) and ``part-NNNNN.parquet`` files
+(see :mod:`.store` for how they are written and resumed). One row per labelled sentence; a
+case that raised gets one row with ``status="error"`` and its message.
 """
 
 from __future__ import annotations
@@ -37,17 +37,25 @@ class ExtractionConfig:
     mode: str
     max_context_tokens: int
     max_answer_tokens: int
+    leave_one_out: str | None = "exact"  # full mode: exact or masked; None in two-pass mode
 
     @classmethod
     def of(cls, detector: Detector) -> ExtractionConfig:
-        return cls(detector.scorer.name, detector.k, detector.mode, detector.max_context_tokens, detector.max_answer_tokens)
+        return cls(detector.scorer.name, detector.k, detector.mode, detector.max_context_tokens,
+                   detector.max_answer_tokens, detector.leave_one_out)
 
     @property
     def key(self) -> str:
-        """Folder name: readable scorer, mode and K, plus a hash of the whole configuration."""
-        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+        """Folder name: readable scorer, mode (``full-masked`` for masked leave-one-out) and K,
+        plus a hash of the whole configuration. Exact leave-one-out, the only kind before
+        masked mode existed, stays out of the hash, so that older caches keep their keys."""
+        fields = asdict(self)
+        if self.leave_one_out != "masked":
+            del fields["leave_one_out"]
+        digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", self.scorer)
-        return f"{scorer}__{self.mode}-k{self.k}-{digest}"
+        mode = "full-masked" if self.leave_one_out == "masked" else self.mode
+        return f"{scorer}__{mode}-k{self.k}-{digest}"
 
 
 def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) -> Path:

@@ -53,7 +53,8 @@ class BenchmarkResult:
     @property
     def title(self) -> str:
         c = self.features.config
-        return f"{self.features.benchmark} — {c['scorer']}, {c['mode']}, K={c['k']} ({self.features.key})"
+        mode = c["mode"] + (" (masked leave-one-out)" if c.get("leave_one_out") == "masked" else "")
+        return f"{self.features.benchmark} — {c['scorer']}, {mode}, K={c['k']} ({self.features.key})"
 
 
 def partitioned(table: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

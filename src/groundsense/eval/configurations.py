@@ -1,0 +1,115 @@
+"""Paired comparison of two cached feature sets of one benchmark and scorer, e.g. exact against
+masked leave-one-out: span AUC of each method under each configuration, the source-level
+paired bootstrap interval of their difference, and how well the features agree.
+
+Only sentences scored under both configurations count. Both tables get the same seeded
+source-level 60/40 development/test split (the one :func:`metrics.evaluate` draws); trained
+methods are fitted on each configuration's own development rows, and every AUC and
+difference is taken on the shared test rows, resampled by source in pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import source_bootstrap
+from .extract import FeatureSet
+from .methods import method_scores
+from .report import _clean, _frame_numbers, markdown_table, partitioned
+from .split import assign_partition
+
+KEYS = ["case_id", "sentence_index"]
+LOO_FEATURES = ["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]  # lower = more suspicious
+AGREEMENT = ["gap", "jsd_noctx", *LOO_FEATURES, "surprisal"]
+
+
+@dataclass
+class Comparison:
+    a: str  # the two configurations' cache keys
+    b: str
+    sentences: int  # scored under both
+    answers: int
+    left_out: dict[str, int]  # scored sentences of each side without a partner in the other
+    span: pd.DataFrame  # per method: auc_a, auc_b, diff (a - b), lo, hi, significant
+    agreement: pd.DataFrame  # per feature: pearson, spearman, max_abs_diff, mean_abs_diff
+
+    def report(self) -> str:
+        return "\n".join([
+            f"A = {self.a}", f"B = {self.b}",
+            f"{self.answers} answers, {self.sentences} sentences scored under both "
+            f"(left out, scored on one side only: A {self.left_out['a']}, B {self.left_out['b']}).", "",
+            "Span-level AUC on the test partition; A - B with a 95% source-level paired bootstrap interval:", "",
+            markdown_table(self.span), "",
+            "Feature agreement over all shared sentences (drops: every chunk's drop, paired):", "",
+            markdown_table(self.agreement), "",
+        ])
+
+    def to_dict(self) -> dict:
+        """JSON-safe numbers (NaN becomes null)."""
+        return _clean({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
+                       "left_out": self.left_out, "span": _frame_numbers(self.span),
+                       "agreement": _frame_numbers(self.agreement)})
+
+
+def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The two analysis tables restricted to the sentences both scored, in the same row order,
+    and how many scored sentences each side lost."""
+    for name, s in (("A", a), ("B", b)):
+        if s.config["mode"] != "full":
+            raise ValueError(f"{name} ({s.key}) is a two-pass extraction: it has no leave-one-out features to compare")
+    if a.benchmark != b.benchmark or a.config["scorer"] != b.config["scorer"]:
+        raise ValueError(f"compare one benchmark and scorer: A is {a.benchmark}/{a.config['scorer']}, "
+                         f"B is {b.benchmark}/{b.config['scorer']}")
+    shared = a.table[KEYS].merge(b.table[KEYS], on=KEYS)
+    if shared.empty:
+        raise ValueError("A and B share no scored sentence: extract the same cases under both configurations")
+    tables = [s.table.merge(shared, on=KEYS).sort_values(KEYS, ignore_index=True) for s in (a, b)]
+    return tables[0], tables[1], {"a": len(a.table) - len(shared), "b": len(b.table) - len(shared)}
+
+
+def compared_scores(table: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The test rows of ``table`` (which carries a ``partition``) and every method's score on
+    them: the report's methods and each leave-one-out feature alone (negated)."""
+    dev, test = partitioned(table, seed)
+    scores = method_scores(dev, test, seed)
+    scores.update({feature: -test[feature].to_numpy() for feature in LOO_FEATURES})
+    return test, scores
+
+
+def agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Pearson and Spearman correlation and absolute differences of each feature between two
+    aligned tables; ``drops`` pairs every chunk's drop where both have the same chunks."""
+    pairs = {feature: (a[feature].to_numpy(float), b[feature].to_numpy(float)) for feature in AGREEMENT}
+    same_chunks = a["drops"].map(len) == b["drops"].map(len)
+    if same_chunks.any():
+        flat = lambda t: np.concatenate(t.loc[same_chunks, "drops"].map(np.asarray).tolist()).astype(float)  # noqa: E731
+        pairs["drops (per chunk)"] = (flat(a), flat(b))
+    rows = {}
+    for name, (x, y) in pairs.items():
+        x_, y_ = pd.Series(x), pd.Series(y)
+        rows[name] = {"pearson": x_.corr(y_), "spearman": x_.corr(y_, method="spearman"),
+                      "max_abs_diff": float(np.abs(x - y).max()), "mean_abs_diff": float(np.abs(x - y).mean())}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def compare(a: FeatureSet, b: FeatureSet, seed: int = 0, n_resamples: int = 2000) -> Comparison:
+    table_a, table_b, left_out = aligned(a, b)
+    partition = assign_partition(table_a, seed=seed)  # the same split for both
+    (test, scores_a), (_, scores_b) = (compared_scores(t.assign(partition=partition), seed) for t in (table_a, table_b))
+    if set(test["label"]) != {0, 1}:
+        raise ValueError("the shared test partition lacks grounded or unsupported sentences: compare more answers")
+    boot = source_bootstrap(
+        test["label"].to_numpy(),
+        {**{f"{m} [A]": s for m, s in scores_a.items()}, **{f"{m} [B]": s for m, s in scores_b.items()}},
+        test["source_id"].to_numpy(), n_resamples, seed,
+    )
+    span = pd.DataFrame.from_dict(
+        {m: {"auc_a": boot.point[f"{m} [A]"], "auc_b": boot.point[f"{m} [B]"], **boot.difference(f"{m} [A]", f"{m} [B]")}
+         for m in scores_a},
+        orient="index",
+    )
+    return Comparison(a.key, b.key, len(table_a), int(table_a["case_id"].nunique()), left_out, span,
+                      agreement(table_a, table_b))

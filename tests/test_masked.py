@@ -1,0 +1,112 @@
+"""Masked (approximate) leave-one-out, end to end with the real default scorer."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from groundsense import scorer as scorer_module
+from groundsense.calibration import Calibration
+from groundsense.detector import Detector
+from groundsense.errors import InputError
+from groundsense.eval.extract import ExtractionConfig
+from groundsense.features import GROUNDING, assign_tokens, sentence_features
+from groundsense.reference import masked_token_scores
+from groundsense.text import chunk_context, segment_sentences
+from test_cli import run
+from test_detector import ANSWER, PASSAGES
+
+CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
+
+
+@pytest.fixture(scope="module")
+def prompt(scorer):
+    chunks = chunk_context(CONTEXT, 4)
+    return scorer.encode("Tell me about the bridge.", [c.removal.of(CONTEXT) for c in chunks], ANSWER, 256)
+
+
+def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
+    exact = scorer.score(prompt)
+    prompt.chunks.append([])  # a chunk with no tokens: its mask hides nothing
+    try:
+        masked = scorer.score(prompt, masked=True)
+    finally:
+        prompt.chunks.pop()
+    assert masked.logp.shape == (2 + 5, len(prompt.answer.ids))
+    assert np.abs(masked.logp[-1] - masked.logp[0]).max() <= 1e-5
+    assert np.abs(masked.jsd[-1]).max() <= 1e-5
+    # the full- and no-context rows are the exact ones
+    assert np.abs(masked.logp[:2] - exact.logp[:2]).max() <= 1e-4
+    assert np.abs(masked.jsd[:2] - exact.jsd[:2]).max() <= 1e-4
+
+
+@pytest.mark.parametrize("pack_attention", [10**9, 1])  # every tail in one pass; one per pass
+def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention):
+    monkeypatch.setattr(scorer_module, "PACK_ATTENTION", pack_attention)
+    fast, slow = scorer.score(prompt, masked=True), masked_token_scores(scorer, prompt)
+    assert fast.logp.shape == slow.logp.shape == (2 + len(prompt.chunks), len(prompt.answer.ids))
+    assert np.abs(fast.logp - slow.logp).max() <= 1e-4
+    assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+    spans = segment_sentences(ANSWER)
+    owner = assign_tokens(prompt.answer.offsets, spans)
+    a = sentence_features(fast.logp, fast.jsd, owner, len(spans)).values
+    b = sentence_features(slow.logp, slow.jsd, owner, len(spans)).values
+    for name in GROUNDING:
+        assert np.abs(a[name] - b[name]).max() <= 1e-4, name
+
+
+def test_masked_mode_processes_fewer_tokens_than_exact(scorer, prompt):
+    scorer.forget_evidence()  # nothing reused from earlier answers
+    exact = scorer.score(prompt)
+    scorer.forget_evidence()
+    masked = scorer.score(prompt, masked=True)
+    evidence = len(prompt.prefix) + sum(map(len, prompt.chunks))
+    lead, tails = len(prompt.middle) - 1, (2 + len(prompt.chunks)) * len(prompt.answer.ids)
+    # the full context once, the question after it and after the bare prefix, and one tail per row
+    assert masked.tokens_processed == evidence + 2 * lead + tails
+    assert masked.tokens_processed < exact.tokens_processed
+
+
+def test_masked_detection_separates_copied_from_invented(scorer):
+    detector = Detector(scorer, leave_one_out="masked")
+    result = detector.detect(answer=ANSWER, passages=PASSAGES, question="How long is the main span?")
+    copied, invented = result.sentences
+    for s in result.sentences:
+        assert all(math.isfinite(v) for v in s.features.values())
+        for name in ("jsd_noctx", "jsd_loo_max", "jsd_loo_mean"):
+            assert 0 <= s.features[name] <= math.log(2)
+        assert len(s.drops) == len(PASSAGES)
+    assert copied.features["drop_max"] > invented.features["drop_max"]
+    data = result.to_dict()
+    assert (data["mode"], data["leave_one_out"]) == ("full", "masked")
+    assert data["detector"] == "gap"  # the shipped calibration holds for the gap only
+
+
+def test_a_calibration_must_match_the_leave_one_out_kind(scorer):
+    stats = {name: (0.0, 1.0) for name in ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")}
+    exact = Calibration(scorer.name, 5, stats, {"sensitivity": 0.0, "gap": 0.0})
+    with pytest.raises(InputError, match="--loo masked"):
+        Detector(scorer, calibration=exact, leave_one_out="masked")
+    masked = Calibration(scorer.name, 5, stats, {"sensitivity": 0.0, "gap": 0.0}, {"leave_one_out": "masked"})
+    assert Detector(scorer, calibration=masked, leave_one_out="masked").detector == "sensitivity"
+    with pytest.raises(InputError, match="leave_one_out must be"):
+        Detector(scorer, leave_one_out="approximate")
+
+
+def test_cli_says_which_leave_one_out_produced_the_result():
+    masked = run("detect", "--example", "passages-qa", "--loo", "masked", "--json")
+    assert masked.exit_code == 0, masked.output
+    assert json.loads(masked.output)["leave_one_out"] == "masked"
+    shown = run("detect", "--example", "passages-qa", "--loo", "masked")
+    assert "mode full (masked leave-one-out)" in shown.output
+    two_pass = run("detect", "--example", "passages-qa", "--mode", "two_pass", "--json")
+    assert json.loads(two_pass.output)["leave_one_out"] is None
+
+
+def test_masked_features_are_cached_under_their_own_key():
+    exact = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256)
+    masked = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256, "masked")
+    assert exact.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the key of the committed results/features
+    assert masked.key.startswith("smollm2-135m-instruct__full-masked-k5-")
+    assert masked.key.split("-")[-1] != exact.key.split("-")[-1]
