@@ -132,3 +132,21 @@ def test_killed_batch_resumes_to_the_same_file(tmp_path):
     assert resumed.read_text() != whole.read_text()
     subprocess.run(command + [str(resumed)], check=True, capture_output=True)
     assert resumed.read_text() == whole.read_text()  # evidence-cache state must not leak into the output
+
+
+def test_detect_with_a_verifier_runs_a_cascade():
+    out = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "1", "--json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["cascade"]["verifier"] == "judge:smollm2-135m-instruct"
+    assert data["cascade"]["n_escalated"] == len(data["sentences"])
+    for sentence in data["sentences"]:
+        assert 0.0 <= sentence["verifier_score"] <= 1.0
+        assert sentence["flagged"] is (sentence["verifier_score"] >= 0.5)
+    view = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "0.1")
+    assert view.exit_code == 0 and "verifier judge:smollm2-135m-instruct" in view.output
+
+
+def test_detect_refuses_an_unknown_verifier_with_exit_2():
+    out = run("detect", "--example", "passages-qa", "--verifier", "oracle:x")
+    assert out.exit_code == 2 and "unknown verifier" in out.output

@@ -111,9 +111,14 @@ def _gather_input(example, question, question_file, context, context_file, passa
 @click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
 @click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@click.option("--verifier", default=None, metavar="SPEC",
+              help="Cascade: escalate the most suspicious sentences to a verifier, which decides their flag, "
+                   "e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).")
+@click.option("--escalate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="With --verifier: the share of the answer's sentences escalated (at least one).")
 @_detector_options
 def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
-           as_json, fail_on_flag, **detector_options):
+           as_json, fail_on_flag, verifier, escalate, **detector_options):
     """Check one answer against its evidence.
 
     Inputs come from options and files, from --example, or as one JSON object on stdin
@@ -127,7 +132,15 @@ def detect(example, question, question_file, context, context_file, passage_file
     try:
         row = _gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
         arguments = row_arguments(row)  # validated before the scorer loads
-        result = _make_detector(**detector_options).detect(**arguments)
+        if verifier:  # built first: a bad spec fails before the scorer loads
+            from .cascade import Cascade
+            from .verifiers import make_verifier
+
+            judge = make_verifier(verifier, device=detector_options["device"])
+            detector = Cascade(_make_detector(**detector_options), judge, escalate)
+        else:
+            detector = _make_detector(**detector_options)
+        result = detector.detect(**arguments)
     except GroundsenseError as exc:
         raise Failure(str(exc)) from exc
     if as_json:

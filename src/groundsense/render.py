@@ -36,6 +36,9 @@ def render(result: DetectionResult, console: Console) -> None:
         line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
         line.append(s.text, style=_style(s))
         console.print(line)
+        if s.verifier_score is not None:
+            console.print(Text(f"      verifier {result.cascade['verifier']}: P(unsupported) {s.verifier_score:.3f} decides the flag",
+                               style="blue"))
         if s.reason:
             console.print(Text(f"      {s.reason}", style="dim"))
         elif s.support is None:
