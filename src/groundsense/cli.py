@@ -195,14 +195,15 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
     from .calibration import Calibration
-    from .scale import Resources, run_ray_batch
+    from .scale import Resources, open_sink, run_ray_batch
 
+    sink = open_sink(output)  # a bad output name fails before Ray starts
     if detector_options["calibration"] is not None:  # actors on other nodes cannot read the driver's files
         detector_options["calibration"] = Calibration.load(detector_options["calibration"])
     threads = click.get_current_context().find_root().params["threads"]
     ray.init(address=address, ignore_reinit_error=True)
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
-    return run_ray_batch(source, output, Resources(threads=threads, detector_options=detector_options, **ray_options))
+    return run_ray_batch(source, sink, Resources(threads=threads, detector_options=detector_options, **ray_options))
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)

@@ -5,7 +5,8 @@
     records.write_parquet("s3://bucket/groundsense/")
 """
 
+from .io import open_sink
 from .pipeline import Resources, ScoreRows, detect_dataset, run_ray_batch
 from .schema import RECORD_SCHEMA, records_table, table_records
 
-__all__ = ["Resources", "ScoreRows", "detect_dataset", "run_ray_batch", "RECORD_SCHEMA", "records_table", "table_records"]
+__all__ = ["open_sink", "Resources", "ScoreRows", "detect_dataset", "run_ray_batch", "RECORD_SCHEMA", "records_table", "table_records"]

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import ray.data
 
 from ..batch import BatchSummary, evidence_key, parse_line, score_rows
-from .io import encode_row, open_sink, read_input
+from .io import Sink, encode_row, read_input
 from .schema import records_table
 
 
@@ -87,7 +87,11 @@ def _encode_rows(batch: pa.Table) -> pa.Table:
 
 def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.data.Dataset:
     """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring)."""
-    grouped = ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow").sort(["group", "line"])
+    grouped = (
+        ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")
+        .sort(["group", "line"])
+        .repartition(target_num_rows_per_block=resources.rows_per_batch)  # one actor call per block, spread over the pool
+    )
     return grouped.map_batches(
         ScoreRows,
         fn_constructor_kwargs={
@@ -118,11 +122,11 @@ def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **d
     return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources)
 
 
-def run_ray_batch(source: str, out: str, resources: Resources) -> BatchSummary:
-    """``groundsense batch --engine ray``: score ``source`` into ``out`` (see :mod:`.io`),
-    resuming a partly written ``out``. The driver writes what the actors return, keeping
-    the first record of each line, so the output has every input line exactly once."""
-    sink = open_sink(out)
+def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary:
+    """``groundsense batch --engine ray``: score ``source`` into ``sink`` (from
+    :func:`.io.open_sink`), resuming a partly written output. The driver writes what the
+    actors return, keeping the first record of each line, so the output has every input
+    line exactly once."""
     written = sink.done()
     summary = BatchSummary(skipped=len(written))
     rows = read_input(source)
