@@ -116,7 +116,7 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     local = sorted((tmp_path / "local.jsonl").read_text().splitlines())
 
     out = tmp_path / "out.jsonl"
-    resources = Resources(actors=2, cpus_per_actor=0.5, threads=1, rows_per_batch=1)
+    resources = Resources(actors=2, threads=1, rows_per_batch=1)  # the actors take both CPUs
     run = threading.Thread(target=run_ray_batch, args=(str(source), open_sink(str(out)), resources))
     run.start()
     killed = None
@@ -141,6 +141,16 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
     assert (summary.written, summary.skipped) == (5, 3)
     assert sorted(out.read_text().splitlines()) == local
+
+
+def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):
+    from groundsense.errors import ScorerUnavailable
+
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    resources = Resources(threads=1, detector_options={"scorer": str(tmp_path / "no-such-model")})
+    with pytest.raises(ScorerUnavailable, match="unknown scorer"):
+        run_ray_batch(str(source), open_sink(str(tmp_path / "out.jsonl")), resources)
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
 
 
 def test_parquet_sink_resumes_from_complete_parts(tmp_path):

@@ -3,10 +3,13 @@
 The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
 
 1. a task adds each row's evidence group (a hash of :func:`groundsense.batch.evidence_key`);
-2. the rows are sorted by ``(group, line)``: one shuffle of the input rows, which Ray
-   spills to disk when they exceed the object store, so memory stays bounded. Rows that
-   share their evidence then sit next to each other and mostly fall into one batch, where
-   the actor's scorer encodes that evidence once;
+2. the rows are sorted by ``(group, line)`` and cut into blocks of ``rows_per_batch``:
+   one shuffle of the input rows, which Ray spills to disk when they exceed the object
+   store, so memory stays bounded. It runs to the end before the actors start (an actor
+   pool that takes every CPU would otherwise starve these tasks; a sort emits nothing
+   before it has seen all rows anyway). Rows that share their evidence then sit next to
+   each other and mostly fall into one batch, where the actor's scorer encodes that
+   evidence once;
 3. ``map_batches`` with :class:`ScoreRows`, a callable class: each actor loads the scorer
    once and turns a batch into batch records (:func:`groundsense.batch.score_rows`, the
    code the local ``batch`` runs) in the Arrow schema of :mod:`.schema`. A row that fails
@@ -24,6 +27,7 @@ import pyarrow.compute as pc
 import ray.data
 
 from ..batch import BatchSummary, evidence_key, parse_line, score_rows
+from ..errors import GroundsenseError
 from .io import Sink, encode_row, read_input
 from .schema import records_table
 
@@ -58,9 +62,17 @@ class ScoreRows:
         torch.set_num_threads(threads)
         hf_logging.disable_progress_bar()
         self.source = source
-        self.detector = Detector(**detector_options)
+        # Ray keeps only the text of an error raised here, and a call's error whole, so a
+        # scorer that cannot load fails the first call, and the CLI can say what to do.
+        self.detector, self.error = None, None
+        try:
+            self.detector = Detector(**detector_options)
+        except GroundsenseError as exc:
+            self.error = exc
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        if self.error is not None:
+            raise self.error
         lines = batch.column("line").to_pylist()
         rows = [(n, parse_line(n, raw, self.source)) for n, raw in zip(lines, batch.column("raw").to_pylist())]
         return records_table(list(score_rows(self.detector, rows)))
@@ -91,8 +103,9 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")
         .sort(["group", "line"])
         .repartition(target_num_rows_per_block=resources.rows_per_batch)  # one actor call per block, spread over the pool
+        .materialize()  # before the actors start: a pool that fills the CPUs would starve these tasks
     )
-    return grouped.map_batches(
+    records = grouped.map_batches(
         ScoreRows,
         fn_constructor_kwargs={
             "source": source,
@@ -105,11 +118,14 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         num_cpus=resources.cpus_per_actor,
         num_gpus=resources.gpus_per_actor or None,
     )
+    records.context.raise_original_map_exception = True  # a scorer's error keeps its type and message
+    return records
 
 
 def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **detector_options) -> ray.data.Dataset:
     """Batch records for a Dataset of detector rows (columns ``question``, ``context`` or
-    ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``), lazily.
+    ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
+    grouping the rows runs now; the scoring runs when the result is consumed.
 
     ``detector_options`` are :class:`groundsense.Detector`'s (``scorer``, ``k``, ``mode``,
     ``calibration``, ...); they go to every actor, so a ``calibration`` should be a loaded
@@ -142,6 +158,22 @@ def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary
             sink.write(table)
             summary.written += table.num_rows
             summary.errors += table.num_rows - table.column("error").null_count
+    except Exception as exc:
+        cause = _groundsense_cause(exc)
+        if cause is None:
+            raise
+        raise cause from exc  # e.g. an actor could not load its scorer: the message says what to do
     finally:
         sink.flush()  # what arrived before a failure or Ctrl-C is kept
     return summary
+
+
+def _groundsense_cause(exc: BaseException) -> GroundsenseError | None:
+    """The innermost :class:`GroundsenseError` behind a Ray error, if any."""
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, GroundsenseError):
+            found = exc
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return found
