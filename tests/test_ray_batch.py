@@ -16,11 +16,11 @@ import ray
 import torch
 from click.testing import CliRunner
 
-from groundsense.batch import run_batch
+from groundsense.batch import run_batch, score_rows
 from groundsense.cli import cli
 from groundsense.eval.ragtruth import load_ragtruth
 from groundsense.eval.rows import case_row
-from groundsense.scale import Resources, open_sink, run_ray_batch, table_records
+from groundsense.scale import Resources, detect_dataset, open_sink, run_ray_batch, table_records
 from groundsense.scale.io import read_input
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -141,6 +141,16 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
     assert (summary.written, summary.skipped) == (5, 3)
     assert sorted(out.read_text().splitlines()) == local
+
+
+def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
+    rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
+    records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5)
+    got = {r["id"]: r for r in table_records(pa.concat_tables(records.iter_batches(batch_size=None, batch_format="pyarrow")))}
+    want = {r["id"]: {**r, "line": None} for r in score_rows(detector, [(None, row) for row in rows])}
+    assert sorted(got) == sorted(want) == ["c0", "p2", "p3"]
+    for key, record in want.items():
+        assert_same_records(got[key], record, key)
 
 
 def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):

@@ -66,7 +66,7 @@ def done_lines(out: Path) -> set[int]:
 
 def evidence_key(number: int | None, row: Row) -> str:
     """Equal for rows with identical evidence; a row without evidence gets its own key."""
-    evidence = row.get("passages", row.get("context")) if isinstance(row, dict) else None
+    evidence = (row.get("passages") if row.get("passages") is not None else row.get("context")) if isinstance(row, dict) else None
     return json.dumps(evidence, sort_keys=True) if evidence is not None else f"line {number}"
 
 

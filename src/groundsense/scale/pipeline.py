@@ -35,7 +35,9 @@ from .schema import records_table
 @dataclass(frozen=True)
 class Resources:
     """The actor pool: ``actors`` fixed, or ``(min, max)`` to autoscale; per actor CPUs,
-    GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node)."""
+    GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node).
+    Actors without a GPU score on the CPU unless ``detector_options`` names a device, so
+    that they never use a GPU Ray has not given them."""
 
     actors: int | tuple[int, int] = 1
     cpus_per_actor: float = 1.0
@@ -43,6 +45,10 @@ class Resources:
     threads: int | None = None
     rows_per_batch: int = 16
     detector_options: dict = field(default_factory=dict)
+
+    def actor_detector_options(self) -> dict:
+        device = self.detector_options.get("device") or (None if self.gpus_per_actor else "cpu")
+        return {**self.detector_options, "device": device}
 
     def pool(self) -> ray.data.ActorPoolStrategy:
         if isinstance(self.actors, tuple):
@@ -110,7 +116,7 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         fn_constructor_kwargs={
             "source": source,
             "threads": resources.threads or max(1, int(resources.cpus_per_actor)),
-            "detector_options": resources.detector_options,
+            "detector_options": resources.actor_detector_options(),
         },
         batch_size=resources.rows_per_batch,
         batch_format="pyarrow",
