@@ -180,12 +180,13 @@ def test_parquet_sink_resumes_from_complete_parts(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--engine", "ray", "-o", "out.csv"], "must end in .jsonl or .parquet"),
-    (["--engine", "ray", "-o", "s3://bucket/out.jsonl"], "must be a local file"),
-    (["-o", "out.jsonl", "--actors", "2"], "--actors only apply with --engine ray"),
-    (["--engine", "ray", "-o", "out.jsonl", "--actors", "3-2"], "MIN <= MAX"),
+    (["IN", "--engine", "ray", "-o", "out.csv"], "must end in .jsonl or .parquet"),
+    (["IN", "--engine", "ray", "-o", "s3://bucket/out.jsonl"], "must be a local file"),
+    (["IN", "-o", "out.jsonl", "--actors", "2"], "--actors only apply with --engine ray"),
+    (["IN", "--engine", "ray", "-o", "out.jsonl", "--actors", "3-2"], "MIN <= MAX"),
+    (["no-such.jsonl", "--engine", "ray", "-o", "out.jsonl"], "no-such.jsonl: no such file"),
 ])
 def test_batch_engine_options_are_checked_before_any_work(tmp_path, args, message):
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
-    result = CliRunner().invoke(cli, ["batch", str(source), *args])
+    result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output

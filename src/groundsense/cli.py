@@ -198,6 +198,8 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     from .scale import Resources, open_sink, run_ray_batch
 
     sink = open_sink(output)  # a bad output name fails before Ray starts
+    if "://" not in source and not Path(source).is_file():
+        raise InputError(f"{source}: no such file")
     if detector_options["calibration"] is not None:  # actors on other nodes cannot read the driver's files
         detector_options["calibration"] = Calibration.load(detector_options["calibration"])
     threads = click.get_current_context().find_root().params["threads"]
