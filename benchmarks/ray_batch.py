@@ -9,6 +9,8 @@ start-up (Python, torch, the scorer; for Ray also the runtime, the sort and the 
 The same command is then run again on its complete output, which scores nothing: that
 wall time is the fixed start-up cost, and the last column is the answers per second
 once started. The outputs are checked to hold the same records as the local engine's.
+With ``--repeats 2`` the configurations run in the order A B C C B A, so that a load that
+drifts during the benchmark weighs on each alike; the table gives each run and the mean.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import load_test_cases, pick_cases, results_machine, table  # noqa: E402
@@ -41,6 +44,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process / per actor")
     parser.add_argument("--actors", default="1,2", help="Ray actor counts to measure")
     parser.add_argument("--rows-per-batch", type=int, default=2, help="answers per actor call")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each configuration (order A B C C B A ...)")
     parser.add_argument("--out", type=Path, default=None, help="also write the report here")
     args = parser.parse_args()
 
@@ -50,29 +54,37 @@ def main() -> None:
         ("ray", n, ["--engine", "ray", "--actors", n, "--rows-per-batch", str(args.rows_per_batch)])
         for n in args.actors.split(",")
     ]
-    rows, outputs = [], {}
+    rows, outputs, runs = [], {}, {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.jsonl"
         source.write_text("".join(json.dumps(case_row(c)) + "\n" for c in cases))
-        for engine, actors, options in configs:
-            out = Path(folder) / f"{engine}-{actors}.jsonl"
+        order = [c if r % 2 == 0 else configs[len(configs) - 1 - i] for r in range(args.repeats) for i, c in enumerate(configs)]
+        for repeat, (engine, actors, options) in enumerate(order):
+            out = Path(folder) / f"{engine}-{actors}-{repeat}.jsonl"
             command = base + [str(source), "-o", str(out), "--no-progress", *options]
             wall = run(command)
             fixed = run(command)  # the output is complete: start-up only
-            outputs[(engine, actors)] = sorted(out.read_text().splitlines())
-            rows.append([engine, actors, f"{wall:.1f}", f"{len(cases) / wall:.3f}", f"{fixed:.1f}",
-                         f"{len(cases) / (wall - fixed):.3f}" if wall > fixed else "n/a"])
-            print(" | ".join(map(str, rows[-1])), file=sys.stderr)
-    same = all(lines == outputs[("local", "-")] for lines in outputs.values())
-    errors = sum('"error"' in line for line in outputs[("local", "-")])
+            outputs[(engine, actors, repeat)] = sorted(out.read_text().splitlines())
+            runs.setdefault((engine, actors), []).append((wall, fixed))
+            print(engine, actors, f"{wall:.1f}", f"{fixed:.1f}", file=sys.stderr)
+    for engine, actors, _ in configs:
+        measured = runs[(engine, actors)]
+        walls, fixeds = [w for w, _ in measured], [f for _, f in measured]
+        rows.append([engine, actors, " / ".join(f"{w:.1f}" for w in walls), f"{len(cases) / mean(walls):.3f}",
+                     " / ".join(f"{f:.1f}" for f in fixeds), f"{len(cases) / (mean(walls) - mean(fixeds)):.3f}"])
+    reference = outputs[next(iter(outputs))]
+    same = all(lines == reference for lines in outputs.values())
+    errors = sum('"error"' in line for line in reference)
     tasks = sorted({c.task for c in cases})
     report = "\n\n".join([
         f"Machine: {results_machine(args.threads)}",
         f"Cases: {len(cases)} RAGTruth test answers (seed {args.seed}; tasks {', '.join(tasks)}; up to "
         f"{args.per_source} per source), {errors} error records, K=5, default scorer, fp32; "
-        f"{args.threads} torch thread(s) per process or actor, {args.rows_per_batch} answers per actor call.",
-        table(["engine", "actors", "wall s", "answers/s", "start-up s (rerun, nothing to score)", "answers/s after start-up"], rows),
+        f"{args.threads} torch thread(s) per process or actor, {args.rows_per_batch} answers per actor call; "
+        f"{args.repeats} run(s) of each, in the order {' '.join(e if a == '-' else f'{e}:{a}' for e, a, _ in order)}.",
+        table(["engine", "actors", "wall s (each run)", "answers/s (mean wall)", "start-up s (rerun, nothing to score)",
+               "answers/s after start-up (means)"], rows),
         f"Records identical to the local engine's (sorted lines): {'yes' if same else 'NO'}.",
         f"Benchmark wall time: {time.perf_counter() - started:.0f} s.",
     ])
