@@ -7,18 +7,23 @@ that grouped order (groups in order of first appearance, rows within a group in 
 order), which depends only on the input. A rerun skips the lines already written (after
 removing a record cut off by a kill), so a killed and resumed run writes the same file as
 an uninterrupted one. Resuming assumes the same input.
+
+The pieces below (:func:`parse_line`, :func:`evidence_key`, :func:`score_rows`) are shared
+with the Ray engine (:mod:`groundsense.scale`), so both write the same records.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .detector import Detector
 from .errors import InputError
 from .inputs import decode
+
+Row = dict | InputError  # a parsed input row, or the error its line raised
 
 
 @dataclass
@@ -28,21 +33,23 @@ class BatchSummary:
     errors: int = 0
 
 
-def read_rows(path: Path) -> Iterator[tuple[int, dict | InputError]]:
+def parse_line(number: int, raw: bytes, source: str | Path) -> Row:
+    """One JSONL line of ``source`` as a row, or the :class:`InputError` it raises."""
+    try:
+        row = json.loads(decode(raw, f"{source} line {number}"))
+    except json.JSONDecodeError as exc:
+        return InputError(f"line {number} is not valid JSON: {exc.msg}")
+    except InputError as exc:
+        return exc
+    return row if isinstance(row, dict) else InputError(f"line {number} is not a JSON object")
+
+
+def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
     """``(line number, row or the error that line raised)`` for each non-blank line."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(decode(raw, f"{path} line {number}"))
-                if not isinstance(row, dict):
-                    raise InputError(f"line {number} is not a JSON object")
-                yield number, row
-            except json.JSONDecodeError as exc:
-                yield number, InputError(f"line {number} is not valid JSON: {exc.msg}")
-            except InputError as exc:
-                yield number, exc
+            if raw.strip():
+                yield number, parse_line(number, raw, path)
 
 
 def done_lines(out: Path) -> set[int]:
@@ -57,14 +64,33 @@ def done_lines(out: Path) -> set[int]:
     return {json.loads(line)["line"] for line in complete.splitlines() if line.strip()}
 
 
-def by_evidence(rows: list[tuple[int, dict | InputError]]) -> list[tuple[int, dict | InputError]]:
+def evidence_key(number: int | None, row: Row) -> str:
+    """Equal for rows with identical evidence; a row without evidence gets its own key."""
+    evidence = (row.get("passages") if row.get("passages") is not None else row.get("context")) if isinstance(row, dict) else None
+    return json.dumps(evidence, sort_keys=True) if evidence is not None else f"line {number}"
+
+
+def by_evidence(rows: list[tuple[int, Row]]) -> list[tuple[int, Row]]:
     """Rows grouped by identical evidence, groups in order of first appearance."""
     groups: dict[str, list] = {}
     for number, row in rows:
-        evidence = row.get("passages", row.get("context")) if isinstance(row, dict) else None
-        key = json.dumps(evidence, sort_keys=True) if evidence is not None else f"line {number}"
-        groups.setdefault(key, []).append((number, row))
+        groups.setdefault(evidence_key(number, row), []).append((number, row))
     return [item for group in groups.values() for item in group]
+
+
+def score_rows(detector: Detector, rows: Iterable[tuple[int | None, Row]], progress: bool = False) -> Iterator[dict]:
+    """One batch record per ``(line, row)``, in order: ``{id, line, **to_dict()}`` or
+    ``{id, line, error: {type, message}}``."""
+    rows = list(rows)
+    outcomes = detector.iter_detect([row if isinstance(row, dict) else {} for _, row in rows], progress=progress)
+    for (number, row), outcome in zip(rows, outcomes):
+        record: dict = {"id": row.get("id") if isinstance(row, dict) else None, "line": number}
+        error = row if isinstance(row, InputError) else outcome.error
+        if error is not None:
+            record["error"] = {"type": type(error).__name__, "message": str(error)}
+        else:
+            record.update(outcome.result.to_dict())
+        yield record
 
 
 def run_batch(detector: Detector, source: Path, out: Path, progress: bool = True) -> BatchSummary:
@@ -76,18 +102,10 @@ def run_batch(detector: Detector, source: Path, out: Path, progress: bool = True
             summary.skipped += 1
         else:
             pending.append((number, row))
-    rows = [row if isinstance(row, dict) else {} for _, row in pending]
-    outcomes = detector.iter_detect(rows, progress=progress)
     with out.open("a", encoding="utf-8") as sink:
-        for (number, row), outcome in zip(pending, outcomes):
-            record: dict = {"id": row.get("id") if isinstance(row, dict) else None, "line": number}
-            error = row if isinstance(row, InputError) else outcome.error
-            if error is not None:
-                record["error"] = {"type": type(error).__name__, "message": str(error)}
-                summary.errors += 1
-            else:
-                record.update(outcome.result.to_dict())
+        for record in score_rows(detector, pending, progress):
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             summary.written += 1
+            summary.errors += "error" in record
     return summary

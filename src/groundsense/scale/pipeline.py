@@ -1,0 +1,185 @@
+"""Scoring on Ray Data: an actor pool of detectors fed batches of rows grouped by evidence.
+
+The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
+
+1. a task adds each row's evidence group (a hash of :func:`groundsense.batch.evidence_key`);
+2. the rows are sorted by ``(group, line)`` and cut into blocks of ``rows_per_batch``:
+   one shuffle of the input rows, which Ray spills to disk when they exceed the object
+   store, so memory stays bounded. It runs to the end before the actors start (an actor
+   pool that takes every CPU would otherwise starve these tasks; a sort emits nothing
+   before it has seen all rows anyway). Rows that share their evidence then sit next to
+   each other and mostly fall into one batch, where the actor's scorer encodes that
+   evidence once;
+3. ``map_batches`` with :class:`ScoreRows`, a callable class: each actor loads the scorer
+   once and turns a batch into batch records (:func:`groundsense.batch.score_rows`, the
+   code the local ``batch`` runs) in the Arrow schema of :mod:`.schema`. A row that fails
+   becomes an error record; an actor that dies is restarted by Ray and its batch retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray.data
+
+from ..batch import BatchSummary, evidence_key, parse_line, score_rows
+from ..errors import GroundsenseError
+from .io import Sink, encode_row, read_input
+from .schema import records_table
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The actor pool: ``actors`` fixed, or ``(min, max)`` to autoscale; per actor CPUs,
+    GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node).
+    Actors without a GPU score on the CPU unless ``detector_options`` names a device, so
+    that they never use a GPU Ray has not given them."""
+
+    actors: int | tuple[int, int] = 1
+    cpus_per_actor: float = 1.0
+    gpus_per_actor: float = 0.0
+    threads: int | None = None
+    rows_per_batch: int = 16
+    detector_options: dict = field(default_factory=dict)
+
+    def actor_detector_options(self) -> dict:
+        device = self.detector_options.get("device") or (None if self.gpus_per_actor else "cpu")
+        return {**self.detector_options, "device": device}
+
+    def pool(self) -> ray.data.ActorPoolStrategy:
+        if isinstance(self.actors, tuple):
+            return ray.data.ActorPoolStrategy(min_size=self.actors[0], max_size=self.actors[1])
+        return ray.data.ActorPoolStrategy(size=self.actors)
+
+
+class ScoreRows:
+    """A Ray Data actor: one :class:`Detector`, loaded once, scoring batches of rows."""
+
+    def __init__(self, source: str, threads: int, detector_options: dict):
+        import torch
+        from transformers.utils import logging as hf_logging
+
+        from ..detector import Detector
+
+        torch.set_num_threads(threads)
+        hf_logging.disable_progress_bar()
+        self.source = source
+        # Ray keeps only the text of an error raised here, and a call's error whole, so a
+        # scorer that cannot load fails the first call, and the CLI can say what to do.
+        self.detector, self.error = None, None
+        try:
+            self.detector = Detector(**detector_options)
+        except GroundsenseError as exc:
+            self.error = exc
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        if self.error is not None:
+            raise self.error
+        lines = batch.column("line").to_pylist()
+        rows = [(n, parse_line(n, raw, self.source)) for n, raw in zip(lines, batch.column("raw").to_pylist())]
+        return records_table(list(score_rows(self.detector, rows)))
+
+
+def _add_group(batch: pa.Table, source: str) -> pa.Table:
+    keys = [
+        evidence_key(n, parse_line(n, raw, source)) for n, raw in zip(batch.column("line").to_pylist(), batch.column("raw").to_pylist())
+    ]
+    return batch.append_column("group", pa.array([hashlib.sha1(k.encode()).hexdigest() for k in keys], pa.string()))
+
+
+def _drop_done(batch: pa.Table, done: np.ndarray) -> pa.Table:
+    return batch.filter(pc.invert(pc.is_in(batch.column("line"), value_set=pa.array(done, pa.int64()))))
+
+
+def _encode_rows(batch: pa.Table) -> pa.Table:
+    rows = batch.to_pylist()
+    return pa.table({
+        "line": pa.array([r.get("line") for r in rows], pa.int64()),
+        "raw": pa.array([encode_row(r) for r in rows], pa.binary()),
+    })
+
+
+def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.data.Dataset:
+    """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring)."""
+    grouped = (
+        ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")
+        .sort(["group", "line"])
+        .repartition(target_num_rows_per_block=resources.rows_per_batch)  # one actor call per block, spread over the pool
+        .materialize()  # before the actors start: a pool that fills the CPUs would starve these tasks
+    )
+    records = grouped.map_batches(
+        ScoreRows,
+        fn_constructor_kwargs={
+            "source": source,
+            "threads": resources.threads or max(1, int(resources.cpus_per_actor)),
+            "detector_options": resources.actor_detector_options(),
+        },
+        batch_size=resources.rows_per_batch,
+        batch_format="pyarrow",
+        compute=resources.pool(),
+        num_cpus=resources.cpus_per_actor,
+        num_gpus=resources.gpus_per_actor or None,
+    )
+    records.context.raise_original_map_exception = True  # a scorer's error keeps its type and message
+    return records
+
+
+def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **detector_options) -> ray.data.Dataset:
+    """Batch records for a Dataset of detector rows (columns ``question``, ``context`` or
+    ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
+    grouping the rows runs now; the scoring runs when the result is consumed.
+
+    ``detector_options`` are :class:`groundsense.Detector`'s (``scorer``, ``k``, ``mode``,
+    ``calibration``, ...); they go to every actor, so a ``calibration`` should be a loaded
+    :class:`groundsense.Calibration` and a ``scorer`` a name every node can resolve. The
+    result has one row per input row in :data:`groundsense.scale.schema.RECORD_SCHEMA`,
+    ready for ``write_parquet``; ``line`` is null where the input has none.
+    """
+    resources = resources or Resources()
+    resources = replace(resources, detector_options={**resources.detector_options, **detector_options})
+    return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources)
+
+
+def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary:
+    """``groundsense batch --engine ray``: score ``source`` into ``sink`` (from
+    :func:`.io.open_sink`), resuming a partly written output. The driver writes what the
+    actors return, keeping the first record of each line, so the output has every input
+    line exactly once."""
+    written = sink.done()
+    summary = BatchSummary(skipped=len(written))
+    rows = read_input(source)
+    if written:
+        rows = rows.map_batches(_drop_done, fn_kwargs={"done": np.fromiter(written, np.int64)}, batch_format="pyarrow")
+    records = score_lines(rows, source, resources)
+    try:
+        for table in records.iter_batches(batch_size=None, batch_format="pyarrow"):
+            lines = table.column("line").to_pylist()
+            fresh = [n not in written for n in lines]
+            written.update(lines)
+            table = table.filter(pa.array(fresh, pa.bool_()))
+            sink.write(table)
+            summary.written += table.num_rows
+            summary.errors += table.num_rows - table.column("error").null_count
+    except Exception as exc:
+        cause = _groundsense_cause(exc)
+        if cause is None:
+            raise
+        raise cause from exc  # e.g. an actor could not load its scorer: the message says what to do
+    finally:
+        sink.flush()  # what arrived before a failure or Ctrl-C is kept
+    return summary
+
+
+def _groundsense_cause(exc: BaseException) -> GroundsenseError | None:
+    """The innermost :class:`GroundsenseError` behind a Ray error, if any."""
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, GroundsenseError):
+            found = exc
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return found

@@ -1,0 +1,192 @@
+"""The Ray engine (`batch --engine ray`, groundsense.scale) against the local batch, on a
+local Ray runtime with the real default scorer. Skip with -m 'not ray'."""
+
+import json
+import math
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ray
+import torch
+from click.testing import CliRunner
+
+from groundsense.batch import run_batch, score_rows
+from groundsense.cli import cli
+from groundsense.eval.ragtruth import load_ragtruth
+from groundsense.eval.rows import case_row
+from groundsense.scale import Resources, detect_dataset, open_sink, run_ray_batch, table_records
+from groundsense.scale.io import read_input
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+# Short answers; two over one source (their evidence is shared) with another source's between them.
+RAGTRUTH_IDS = ["ragtruth:16506", "ragtruth:16465", "ragtruth:16508", "ragtruth:16156"]
+PASSAGES = ["The Golden Gate Bridge opened in 1937.", "Its main span is 4,200 feet long."]
+CONTEXT = "The Eiffel Tower was finished in 1889. It is 330 metres tall. It stands in Paris."
+
+
+@pytest.fixture(scope="module")
+def ray_runtime():
+    """A local Ray runtime; the local batch runs with the actors' one torch thread, since
+    another thread count sums in another order (float differences of ~1e-6 in a score)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+    torch.set_num_threads(threads)
+
+
+def write_jsonl(path, rows, broken_at=None):
+    lines = [json.dumps(r) for r in rows]
+    if broken_at is not None:
+        lines.insert(broken_at, "{broken")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def assert_same_records(got, want, where=""):
+    """Equal value for value, floats within 1e-6."""
+    if isinstance(want, float) and isinstance(got, float):
+        assert math.isclose(got, want, rel_tol=0, abs_tol=1e-6) or (math.isnan(got) and math.isnan(want)), where
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
+        for key in want:
+            assert_same_records(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same_records(g, w, f"{where}[{i}]")
+    else:
+        assert got == want and type(got) is type(want), f"{where}: {got!r} != {want!r}"
+
+
+def by_line(records):
+    return {r["line"]: r for r in records}
+
+
+def test_ray_records_equal_local_batch_on_ragtruth(tmp_path, detector, ray_runtime):
+    cases = {c.id: c for c in load_ragtruth(ids=RAGTRUTH_IDS)[0]}
+    source = write_jsonl(tmp_path / "in.jsonl", [case_row(cases[i]) for i in RAGTRUTH_IDS], broken_at=2)
+    run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
+    local = by_line(map(json.loads, (tmp_path / "local.jsonl").read_text().splitlines()))
+
+    out = tmp_path / "out.parquet"
+    summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1, rows_per_batch=2))
+    assert (summary.written, summary.skipped, summary.errors) == (5, 0, 1)
+    got = by_line(table_records(pq.read_table(out)))
+    assert sorted(got) == sorted(local) == [1, 2, 3, 4, 5]
+    assert "not valid JSON" in got[3]["error"]["message"]
+    for line, record in local.items():
+        assert_same_records(got[line], record, f"line {line}")
+
+
+def test_parquet_input_reads_as_numbered_rows(tmp_path, ray_runtime):
+    rows = [{"id": "a", "passages": PASSAGES, "answer": "It opened in 1937.", "sentences": [[0, 18]]},
+            {"id": "b", "passages": PASSAGES, "answer": "It is long.", "sentences": None}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
+    read = sorted(read_input(f"file://{tmp_path}/in.parquet").take_all(), key=lambda r: r["line"])
+    assert [r["line"] for r in read] == [1, 2]
+    assert [json.loads(r["raw"]) for r in read] == rows
+
+
+def synthetic_rows():
+    answers = ["It opened in 1937.", "Its main span is 4,200 feet long.", "It is painted blue.", "It was built by Romans."]
+    rows = [{"id": f"p{i}", "passages": PASSAGES, "answer": a} for i, a in enumerate(answers)]
+    rows += [{"id": f"c{i}", "context": CONTEXT, "answer": a}
+             for i, a in enumerate(["It was finished in 1889.", "It is 330 metres tall.", "It is in Rome."])]
+    rows.insert(3, {"id": "empty", "context": CONTEXT, "answer": ""})
+    return rows
+
+
+def score_actors():
+    return [p for p in psutil.process_iter(["cmdline"]) if "ScoreRows" in " ".join(p.info["cmdline"] or [])]
+
+
+def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detector, ray_runtime):
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows())
+    run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
+    local = sorted((tmp_path / "local.jsonl").read_text().splitlines())
+
+    out = tmp_path / "out.jsonl"
+    resources = Resources(actors=2, threads=1, rows_per_batch=1)  # the actors take both CPUs
+    run = threading.Thread(target=run_ray_batch, args=(str(source), open_sink(str(out)), resources))
+    run.start()
+    killed = None
+    while run.is_alive() and killed is None:
+        written = out.read_text().count("\n") if out.exists() else 0
+        if written:  # mid-run: some records are in
+            assert written < 8, "the run ended before an actor could be killed"
+            actors = score_actors()
+            assert actors, "no scoring actor process found"
+            killed = actors[0].pid
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    run.join(timeout=600)
+    assert killed is not None and not run.is_alive()
+    assert not psutil.pid_exists(killed) or psutil.Process(killed).status() == psutil.STATUS_ZOMBIE
+    lines = [json.loads(line)["line"] for line in out.read_text().splitlines()]
+    assert sorted(lines) == list(range(1, 9))  # every input line exactly once
+    assert sorted(out.read_text().splitlines()) == local  # the local batch's records, byte for byte
+
+    kept = out.read_text().splitlines()[:3]
+    out.write_text("\n".join(kept) + '\n{"id": "p2", "line": 3, "sent')  # a record cut off by a kill
+    summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
+    assert (summary.written, summary.skipped) == (5, 3)
+    assert sorted(out.read_text().splitlines()) == local
+
+
+def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
+    rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
+    records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5)
+    got = {r["id"]: r for r in table_records(pa.concat_tables(records.iter_batches(batch_size=None, batch_format="pyarrow")))}
+    want = {r["id"]: {**r, "line": None} for r in score_rows(detector, [(None, row) for row in rows])}
+    assert sorted(got) == sorted(want) == ["c0", "p2", "p3"]
+    for key, record in want.items():
+        assert_same_records(got[key], record, key)
+
+
+def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):
+    from groundsense.errors import ScorerUnavailable
+
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    resources = Resources(threads=1, detector_options={"scorer": str(tmp_path / "no-such-model")})
+    with pytest.raises(ScorerUnavailable, match="unknown scorer"):
+        run_ray_batch(str(source), open_sink(str(tmp_path / "out.jsonl")), resources)
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
+
+
+def test_parquet_sink_resumes_from_complete_parts(tmp_path):
+    from groundsense.scale.schema import records_table
+
+    sink = open_sink(str(tmp_path / "out.parquet"))
+    assert sink.done() == set()
+    sink.write(records_table([{"id": 7, "line": 1, "error": {"type": "InputError", "message": "bad"}}]))
+    sink.flush()
+    (tmp_path / "out.parquet" / ".tmp-part-cut-off.parquet").write_bytes(b"PAR1 half a file")
+    assert open_sink(str(tmp_path / "out.parquet")).done() == {1}
+    assert [p.name for p in (tmp_path / "out.parquet").iterdir()][0].startswith("part-")
+    assert len(list((tmp_path / "out.parquet").iterdir())) == 1
+    assert table_records(pq.read_table(tmp_path / "out.parquet")) == [
+        {"id": "7", "line": 1, "error": {"type": "InputError", "message": "bad"}}
+    ]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["IN", "--engine", "ray", "-o", "out.csv"], "must end in .jsonl or .parquet"),
+    (["IN", "--engine", "ray", "-o", "s3://bucket/out.jsonl"], "must be a local file"),
+    (["IN", "-o", "out.jsonl", "--actors", "2"], "--actors only apply with --engine ray"),
+    (["IN", "--engine", "ray", "-o", "out.jsonl", "--actors", "3-2"], "MIN <= MAX"),
+    (["no-such.jsonl", "--engine", "ray", "-o", "out.jsonl"], "no-such.jsonl: no such file"),
+])
+def test_batch_engine_options_are_checked_before_any_work(tmp_path, args, message):
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
+    assert result.exit_code == 2 and message in result.output, result.output
