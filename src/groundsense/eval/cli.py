@@ -259,7 +259,7 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed):
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
-    """Compare two cached configurations of one benchmark and scorer over the same answers.
+    """Compare two cached configurations of one benchmark (the same scorer or two) over the same answers.
 
     KEY_A and KEY_B are cache folder names (as `eval report` lists them), e.g. exact and
     masked leave-one-out:

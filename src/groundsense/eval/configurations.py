@@ -1,5 +1,5 @@
-"""Paired comparison of two cached feature sets of one benchmark and scorer, e.g. exact against
-masked leave-one-out: span AUC of each method under each configuration, the source-level
+"""Paired comparison of two cached feature sets of one benchmark, e.g. exact against masked
+leave-one-out, or two scorers on the same answers: span AUC of each method under each configuration, the source-level
 paired bootstrap interval of their difference, and how well the features agree.
 
 Only sentences scored under both configurations count. Both tables get the same seeded
@@ -60,9 +60,8 @@ def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, d
     for name, s in (("A", a), ("B", b)):
         if s.config["mode"] != "full":
             raise ValueError(f"{name} ({s.key}) is a two-pass extraction: it has no leave-one-out features to compare")
-    if a.benchmark != b.benchmark or a.config["scorer"] != b.config["scorer"]:
-        raise ValueError(f"compare one benchmark and scorer: A is {a.benchmark}/{a.config['scorer']}, "
-                         f"B is {b.benchmark}/{b.config['scorer']}")
+    if a.benchmark != b.benchmark:
+        raise ValueError(f"compare one benchmark: A is {a.benchmark}, B is {b.benchmark}")
     shared = a.table[KEYS].merge(b.table[KEYS], on=KEYS)
     if shared.empty:
         raise ValueError("A and B share no scored sentence: extract the same cases under both configurations")
