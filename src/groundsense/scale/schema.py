@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..features import FEATURES
+from ..features import FEATURES, SIGNED
 
 _int, _float, _str, _bool = pa.int64(), pa.float64(), pa.string(), pa.bool_()
 
 _SUPPORT = pa.struct([("chunk", _int), ("start", _int), ("end", _int), ("text", _str), ("drop", _float), ("passage", _int)])
 _SENTENCE = pa.struct([
     ("index", _int), ("start", _int), ("end", _int), ("text", _str), ("score", _float), ("flagged", _bool),
-    ("features", pa.struct([(name, _float) for name in FEATURES])),
+    ("features", pa.struct([(name, _float) for name in FEATURES + SIGNED])),
     ("drops", pa.list_(_float)), ("jsds", pa.list_(_float)), ("support", _SUPPORT),
-    ("status", _str), ("reason", _str),
+    ("status", _str), ("reason", _str), ("verifier_score", _float),
 ])
 _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),
@@ -27,11 +27,13 @@ _ANSWER = pa.struct([
 ])
 _TRUNCATED = pa.struct([("context", _bool), ("answer", _bool), ("context_tokens_removed", _int), ("answer_tokens_unscored", _int)])
 _CHUNK = pa.struct([("index", _int), ("start", _int), ("end", _int), ("passage", _int)])
+_CASCADE = pa.struct([("verifier", _str), ("escalate", _float), ("threshold", _float), ("n_escalated", _int)])
 
 RECORD_SCHEMA = pa.schema([
     ("id", _str), ("line", _int), ("error", pa.struct([("type", _str), ("message", _str)])),
-    ("scorer", _str), ("mode", _str), ("detector", _str), ("threshold", _float),
+    ("scorer", _str), ("mode", _str), ("leave_one_out", _str), ("detector", _str), ("threshold", _float),
     ("sentences", pa.list_(_SENTENCE)), ("answer", _ANSWER), ("truncated", _TRUNCATED), ("chunks", pa.list_(_CHUNK)),
+    ("cascade", _CASCADE),
 ])
 _DETECTION_FIELDS = RECORD_SCHEMA.names[3:]
 
