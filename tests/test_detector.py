@@ -45,13 +45,18 @@ def test_prefix_reuse_equals_independent_passes(scorer):
     assert fast.logp.shape == slow.logp.shape == (2 + len(chunks), len(prompt.answer.ids))
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4
     assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+    assert_same_sentence_features(fast, slow, prompt, GROUNDING + ("surprisal",))
+    assert fast.tokens_processed < slow.tokens_processed
+
+
+def assert_same_sentence_features(fast, slow, prompt, names) -> None:
+    """The named sentence features of ANSWER from two token scores agree within 1e-4."""
     spans = segment_sentences(ANSWER)
     owner = assign_tokens(prompt.answer.offsets, spans)
     a = sentence_features(fast.logp, fast.jsd, owner, len(spans)).values
     b = sentence_features(slow.logp, slow.jsd, owner, len(spans)).values
-    for name in GROUNDING + ("surprisal",):
+    for name in names:
         assert np.abs(a[name] - b[name]).max() <= 1e-4, name
-    assert fast.tokens_processed < slow.tokens_processed
 
 
 def test_identical_conditions_give_zero_features_on_the_real_scorer(scorer):

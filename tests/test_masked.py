@@ -11,11 +11,11 @@ from groundsense.calibration import Calibration
 from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.extract import ExtractionConfig
-from groundsense.features import GROUNDING, assign_tokens, sentence_features
+from groundsense.features import GROUNDING
 from groundsense.reference import masked_token_scores
-from groundsense.text import chunk_context, segment_sentences
+from groundsense.text import chunk_context
 from test_cli import run
-from test_detector import ANSWER, PASSAGES
+from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 
@@ -48,12 +48,7 @@ def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeyp
     assert fast.logp.shape == slow.logp.shape == (2 + len(prompt.chunks), len(prompt.answer.ids))
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4
     assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
-    spans = segment_sentences(ANSWER)
-    owner = assign_tokens(prompt.answer.offsets, spans)
-    a = sentence_features(fast.logp, fast.jsd, owner, len(spans)).values
-    b = sentence_features(slow.logp, slow.jsd, owner, len(spans)).values
-    for name in GROUNDING:
-        assert np.abs(a[name] - b[name]).max() <= 1e-4, name
+    assert_same_sentence_features(fast, slow, prompt, GROUNDING)
 
 
 def test_masked_mode_processes_fewer_tokens_than_exact(scorer, prompt):
