@@ -187,3 +187,18 @@ def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):
     assert sum(map(len, prompt.chunks)) > 2 * scorer_module.ENCODE_PIECE
     fast, slow = scorer.score(prompt), independent_token_scores(scorer, prompt)
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4 and np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+
+
+def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes(scorer):
+    """With no evidence kept for later answers, every condition reuses one cache in turn."""
+    from groundsense.scorer import Scorer
+
+    single = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0)
+    context = " ".join(PASSAGES * 8)  # the leave-one-out tails span more than one encoding piece
+    chunks = chunk_context(context, 5)
+    prompt = scorer.encode("q", [c.removal.of(context) for c in chunks], ANSWER, 256)
+    scorer.forget_evidence()
+    one, kept, slow = single.score(prompt), scorer.score(prompt), independent_token_scores(scorer, prompt)
+    assert one.tokens_processed == kept.tokens_processed < slow.tokens_processed
+    assert np.abs(one.logp - slow.logp).max() <= 1e-4 and np.abs(one.jsd - slow.jsd).max() <= 1e-4
+    assert np.abs(one.logp - kept.logp).max() <= 1e-5

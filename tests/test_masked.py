@@ -13,6 +13,7 @@ from groundsense.errors import InputError
 from groundsense.eval.extract import ExtractionConfig
 from groundsense.features import GROUNDING
 from groundsense.reference import masked_token_scores
+from groundsense.scorer import Scorer
 from groundsense.text import chunk_context
 from test_cli import run
 from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
@@ -41,10 +42,13 @@ def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
     assert np.abs(masked.jsd[:2] - exact.jsd[:2]).max() <= 1e-4
 
 
+@pytest.mark.parametrize("kept", [True, False])  # evidence caches kept for later answers, or not
 @pytest.mark.parametrize("pack_attention", [10**9, 1])  # every tail in one pass; one per pass
-def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention):
+def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention, kept):
     monkeypatch.setattr(scorer_module, "PACK_ATTENTION", pack_attention)
-    fast, slow = scorer.score(prompt, masked=True), masked_token_scores(scorer, prompt)
+    scorer.forget_evidence()
+    fast_scorer = scorer if kept else Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0)
+    fast, slow = fast_scorer.score(prompt, masked=True), masked_token_scores(scorer, prompt)
     assert fast.logp.shape == slow.logp.shape == (2 + len(prompt.chunks), len(prompt.answer.ids))
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4
     assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4

@@ -275,7 +275,7 @@ class Scorer:
         self, prompt: EncodedPrompt, rows: int, lead: tuple[int, ...], tail: list[int]
     ) -> Iterator[tuple[int, torch.Tensor, int]]:
         """``(row, tail logits, tokens encoded for the row)`` of each condition, exactly."""
-        evidence = self._evidence_caches(prompt.prefix, prompt.chunks, rows, lead)
+        evidence = self._evidence_caches(prompt.prefix, prompt.chunks, rows, lead, in_turn=not self.batch_conditions)
         if not self.batch_conditions:  # one condition at a time: only the caches being used are in memory
             for row, cache, encoded in evidence:
                 yield row, self._tail_logits(tail, cache, len(tail)), encoded + len(tail)
@@ -418,7 +418,7 @@ class Scorer:
         return [logits[row : row + 1] for row in range(len(caches))]
 
     def _evidence_caches(
-        self, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...]
+        self, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...], in_turn: bool = False
     ) -> Iterator[tuple[int, object, int]]:
         """``(row, KV cache of that condition's prompt up to the last token, tokens encoded
         for it)`` for the first ``rows`` conditions: the condition's evidence, then ``lead``
@@ -428,7 +428,9 @@ class Scorer:
         as last time. Otherwise prefix + all chunks are encoded once, and the condition
         without chunk k starts from a copy of that cache cut back to chunk k and encodes
         only the chunks after it. The caches are kept for later answers when they fit the
-        byte budget; else each is dropped after use, so memory stays at two caches.
+        byte budget. When they are not, and the caller is done with each row's cache before
+        it asks for the next (``in_turn``), one cache serves every row in turn
+        (:meth:`_conditions_in_place`).
         """
         key = (tuple(prefix), tuple(map(tuple, chunks)))
         kept = self._evidence_lru.get(key)
@@ -450,6 +452,9 @@ class Scorer:
         ends = np.cumsum([len(prefix)] + [len(c) for c in chunks])
         lengths = ([len(full_ids), len(prefix)] + [len(full_ids) - len(c) for c in chunks])[:rows]
         keep = self._fits(full, len(full_ids), sum(lengths) + rows * len(lead))
+        if in_turn and not keep:
+            yield from self._conditions_in_place(full, chunks, ends, rows, lead)
+            return
         caches = []
         for row in range(rows):
             if row == 0:
@@ -462,6 +467,26 @@ class Scorer:
                 caches.append(cache)
         if keep:
             self._remember(key, _KeptEvidence(caches, lengths, lead))
+
+    def _conditions_in_place(
+        self, cache, chunks: list[list[int]], ends: np.ndarray, rows: int, lead: tuple[int, ...]
+    ) -> Iterator[tuple[int, object, int]]:
+        """The conditions of :meth:`_evidence_caches` in one cache, when none is kept: the
+        full evidence first, then the leave-one-out rows from the last chunk back (the
+        evidence before chunk k is a prefix of every later chunk's row, so each row cuts the
+        cache back to its chunk's start and encodes the chunks after it), the no-context
+        row last. The same tokens are encoded as with copies, but one cache is in memory
+        instead of two. Each row's cache is reused once the consumer is done with it."""
+        encoded = cache.get_seq_length()
+        for row in [0, *(2 + k for k in reversed(range(rows - 2))), *([1] if rows > 1 else [])]:
+            if row > 0:
+                start = int(ends[0]) if row == 1 else int(ends[row - 2])
+                _crop(cache, start)
+                rest = [] if row == 1 else list(chain.from_iterable(chunks[row - 1 :]))
+                self._encode(rest, cache)
+                encoded = len(rest)
+            self._encode(list(lead), cache)
+            yield row, cache, encoded + len(lead)
 
     def _encode(self, ids: list[int], cache):
         """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
