@@ -52,6 +52,10 @@ def render_user_turn(tokenizer, message: str) -> tuple[str, str]:
 
 
 JUDGE_INSTRUCTION = "Is the following sentence supported by the context? Answer Yes or No."
+RATING_QUESTION = (
+    "Does the passage support the sentence? Answer Yes (it says everything the sentence says), Some (it says only "
+    "part of it), No (it does not say it) or False (it says otherwise)."
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,17 @@ class JudgeLayout:
     @classmethod
     def for_tokenizer(cls, tokenizer, question: str) -> "JudgeLayout":
         message = user_message(_CONTEXT_SLOT, question) + f"\n\n{JUDGE_INSTRUCTION}\nSentence: {_SENTENCE_SLOT}"
+        return cls._around_slots(tokenizer, message)
+
+    @classmethod
+    def for_rating(cls, tokenizer) -> "JudgeLayout":
+        """The attribution rater's prompt: ``Passage:`` and one chunk, ``Sentence:`` and the
+        sentence, then :data:`RATING_QUESTION` (no question of the benchmark's)."""
+        message = f"Passage:\n{_CONTEXT_SLOT}\n\nSentence: {_SENTENCE_SLOT}\n\n{RATING_QUESTION}"
+        return cls._around_slots(tokenizer, message)
+
+    @classmethod
+    def _around_slots(cls, tokenizer, message: str) -> "JudgeLayout":
         rendered, _ = render_user_turn(tokenizer, message)
         prefix, rest = rendered.split(_CONTEXT_SLOT)
         lead, suffix = rest.split(_SENTENCE_SLOT)

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 VERIFIER_HINT = ("a verifier writes its scores there (one folder per verifier: config.json and part-*.parquet, "
                  "format in docs/evaluation.md, \"Verifier scores\")")
-ATTRIBUTION_HINT = ("`groundsense eval attribution-pairs` writes the chunk pairs to rate; the judge's ratings "
-                    "go beside them as ratings-*.parquet (format in docs/evaluation.md, \"Attribution quality\")")
+ATTRIBUTION_HINT = ("`groundsense eval attribution-pairs` writes the chunk pairs to rate, then `groundsense eval "
+                    "rate-attribution --judge SCORER` writes a judge's ratings beside them as ratings-<judge>.parquet "
+                    "(docs/evaluation.md, \"Attribution quality\")")
 
 
 @dataclass

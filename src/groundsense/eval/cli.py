@@ -229,11 +229,12 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed):
     from .attribution import attribution_pairs as pairs_of, case_chunks
     from .extract import load_cache
 
-    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.config["mode"] == "full"]
+    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.config["mode"] == "full"
+            and s.config.get("leave_one_out", "exact") == "exact"]  # the detector's drops, not the masked approximation
     if len(sets) != 1:
         found = ", ".join(s.key for s in sets) or "none"
-        raise click.UsageError(f"need exactly one full-mode {benchmark} feature set under {cache} (found: {found}); "
-                               "choose one with --scorer")
+        raise click.UsageError(f"need exactly one full-mode, exact leave-one-out {benchmark} feature set under {cache} "
+                               f"(found: {found}); choose one with --scorer")
     features = sets[0]
     table = features.table
     wanted = set(table["case_id"])
@@ -246,6 +247,48 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed):
     pairs.to_parquet(folder / "pairs.parquet", index=False)
     click.echo(f"{folder / 'pairs.parquet'}: {len(pairs)} rows ({pairs['case_id'].nunique()} answers); "
                f"{len(wanted) - len(chunks)} cached answers not found in the benchmark", err=True)
+
+
+@eval_group.command("rate-attribution", context_settings=CONTEXT_SETTINGS)
+@click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@click.option("--judge", required=True, metavar="SCORER",
+              help="The judge: a built-in scorer, local directory or Hugging Face id.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
+              help="The feature cache the pairs were written from.")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Pairs and ratings root [default: attribution/ beside the feature cache].")
+@click.option("--features", default=None, metavar="KEY", help="The feature set's folder, where several have pairs.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N rows of the pairs file.")
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--no-progress", is_flag=True)
+def rate_attribution(benchmark, judge, cache, attribution, features, limit, device, no_progress):
+    """Have a judge rate each row of `eval attribution-pairs`' pairs.parquet (full, partial,
+    none or contradicts) into ratings-<judge>.parquet beside it; rerun to resume.
+
+    \b
+      groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct --cache results/features
+    """
+    from ..cli import Failure
+    from ..errors import GroundsenseError
+    from ..verifiers.rater import SupportRater
+    from .rating import rate_pairs, ratings_path, read_pairs
+
+    root = (attribution or cache.parent / "attribution") / benchmark
+    found = sorted(p for p in root.glob("*/pairs.parquet") if features in (None, p.parent.name))
+    if not found:
+        where = f" --attribution {attribution}" if attribution else ""
+        raise Failure(f"no pairs.parquet under {root / (features or '*')}: write it first with "
+                      f"`groundsense eval attribution-pairs {benchmark} --cache {cache}{where}`")
+    if len(found) > 1:
+        raise Failure(f"pairs of several feature sets under {root} ({', '.join(p.parent.name for p in found)}): "
+                      "choose one with --features")
+    try:
+        pairs = read_pairs(found[0])
+        rater = SupportRater(judge, device=device)
+    except (GroundsenseError, ValueError) as exc:  # a bad pairs file, a judge that cannot load or rate: exit 2
+        raise Failure(str(exc)) from exc
+    summary = rate_pairs(rater, pairs, ratings_path(found[0].parent, rater.name), limit=limit, progress=not no_progress)
+    click.echo(f"{summary.path}: {summary.rated} rated, {summary.skipped} already rated", err=True)
 
 
 @eval_group.command(context_settings=CONTEXT_SETTINGS)

@@ -86,7 +86,11 @@ def write_json(folder: Path, config: dict) -> None:
 def write_part(folder: Path, rows: pd.DataFrame) -> Path:
     """Write ``rows`` as the next part file, atomically."""
     numbers = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet")]
-    path = folder / f"part-{max(numbers, default=-1) + 1:05d}.parquet"
+    return write_table(folder / f"part-{max(numbers, default=-1) + 1:05d}.parquet", rows)
+
+
+def write_table(path: Path, rows: pd.DataFrame) -> Path:
+    """Write ``rows`` to ``path`` (replacing it), atomically, with the cache's stable column types."""
     tmp = path.with_suffix(".tmp")
     rows.astype({c: t for c, t in _TYPES.items() if c in rows.columns}).to_parquet(tmp, index=False, compression="zstd")
     os.replace(tmp, path)

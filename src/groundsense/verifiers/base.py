@@ -81,5 +81,10 @@ class Verifier(ABC):
         """Cache folder name: ``<kind>-<model name>__<hash of the configuration>``."""
         identity = {k: v for k, v in self.config().items() if k != "n_parameters"}
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model_name.rstrip("/").split("/")[-1])
-        return f"{self.kind}-{name}__{digest}"
+        return f"{self.kind}-{model_slug(self.model_name)}__{digest}"
+
+
+def model_slug(name: str) -> str:
+    """A model name (built-in, directory or Hugging Face id) as a file-name part: its last
+    path component, characters other than letters, digits and ``._-`` replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").split("/")[-1])

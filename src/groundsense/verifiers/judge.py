@@ -76,7 +76,15 @@ class JudgeVerifier(Verifier):
 def yes_probability(logp: np.ndarray, n_yes: int) -> tuple[np.ndarray, np.ndarray]:
     """From next-token log-probs of the Yes ids (first ``n_yes`` columns) then the No ids:
     P(Yes) / (P(Yes) + P(No)) per row, and P(Yes) + P(No)."""
-    yes = np.logaddexp.reduce(logp[:, :n_yes], axis=1)
-    no = np.logaddexp.reduce(logp[:, n_yes:], axis=1)
-    both = np.logaddexp(yes, no)
-    return np.exp(yes - both), np.exp(both)
+    p, mass = option_probabilities(logp, [n_yes, logp.shape[1] - n_yes])
+    return p[:, 0], mass
+
+
+def option_probabilities(logp: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """From next-token log-probs of the answer options' token ids, each option's ids in
+    consecutive columns (``sizes[j]`` of them for option j): per row, each option's
+    probability over that of all options ([rows, options]) and the options' total mass."""
+    ends = np.cumsum(sizes)
+    options = np.stack([np.logaddexp.reduce(logp[:, end - size : end], axis=1) for size, end in zip(sizes, ends)], axis=1)
+    total = np.logaddexp.reduce(options, axis=1)
+    return np.exp(options - total[:, None]), np.exp(total)
