@@ -308,6 +308,20 @@ def main_table(items: list[Item], runs: dict[str, Measurement], pairs: Measureme
     return table(header, rows), data
 
 
+SPLIT_ANSWERS, ANSWERS_PER_SOURCE = 2700, 6  # RAGTruth's test split: 450 sources, 6 answers each
+
+
+def split_projection(main: dict, n_answers: int, per_source: int) -> str:
+    """The whole test split's time at this run's median seconds per answer, per method."""
+    hours = {m: main[m]["seconds_median"] / n_answers * SPLIT_ANSWERS / 3600 for m in ("naive", "library", "two_pass")}
+    main["split_projection_hours"] = hours
+    caveat = ("every source's answers are in the sample, as in the split" if per_source >= ANSWERS_PER_SOURCE else
+              f"up to {per_source} answers per source against the split's {ANSWERS_PER_SOURCE}, so the library's "
+              "share of reused evidence is lower than over the split")
+    return (f"Projected to the whole {SPLIT_ANSWERS:,}-answer test split at these seconds per answer ({caveat}): "
+            + ", ".join(f"{LABELS[m]} {h:.1f} h" for m, h in hours.items()) + ".")
+
+
 def scaling_table(points: dict[str, list[Item]], repeats: int, threads: int | None) -> tuple[str, dict]:
     """Each point in one process: the library first (its peak RSS is clean), then naive."""
     rows, data = [], {}
@@ -458,6 +472,7 @@ def main() -> None:
             f"{bounds['K+2 per answer']:,} without; two-pass: {bounds['two-pass']:,}.",
             "Feature differences within 1e-4: "
             + ("yes" if all(results["main"][m]["max_feature_diff"] <= TOLERANCE for m in ("library", "two_pass")) else "**NO**") + ".",
+            split_projection(results["main"], len(items), args.per_source),
         ]
     points = {
         "length": (f"Scaling with context length (K={args.k}, synthetic contexts)",

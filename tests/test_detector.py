@@ -202,3 +202,25 @@ def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes
     assert one.tokens_processed == kept.tokens_processed < slow.tokens_processed
     assert np.abs(one.logp - slow.logp).max() <= 1e-4 and np.abs(one.jsd - slow.jsd).max() <= 1e-4
     assert np.abs(one.logp - kept.logp).max() <= 1e-5
+
+
+def test_kept_evidence_stays_within_its_byte_budget(scorer):
+    """Room is made before a new evidence is encoded, and a kept cache holds no storage
+    beyond what it counts (the answer's tail, cut off after scoring, is not kept)."""
+    from groundsense.scorer import Scorer
+
+    def storage(lru) -> int:
+        return sum(t.untyped_storage().nbytes() for kept in lru.values() for c in kept.caches
+                   for layer in c.layers for t in (layer.keys, layer.values))
+
+    first = scorer.encode("q", [p + " " for p in PASSAGES], ANSWER, 256)
+    second = scorer.encode("q", [p + " " for p in reversed(PASSAGES)], ANSWER, 256)
+    probe = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name)
+    probe.score(first)
+    one = probe._lru_bytes()
+    assert storage(probe._evidence_lru) == one
+    tight = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=int(1.5 * one))
+    tight.score(first)
+    tight.score(second)
+    assert list(tight._evidence_lru) == [(tuple(second.prefix), tuple(map(tuple, second.chunks)))]
+    assert storage(tight._evidence_lru) == tight._lru_bytes() <= tight.evidence_cache_bytes

@@ -134,6 +134,17 @@ def _cache_bytes(cache) -> int:
     return sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values))
 
 
+def _compact(cache) -> None:
+    """Give every layer storage of its own size: a cache cut back after an answer's tail is
+    a view that still holds the tail's storage, so a kept cache would take more memory than
+    :func:`_cache_bytes` counts."""
+    for layer in cache.layers:
+        for part in ("keys", "values"):
+            tensor = getattr(layer, part)
+            if tensor.untyped_storage().nbytes() > tensor.nbytes:
+                setattr(layer, part, tensor.clone())
+
+
 def _cropped_copy(cache, length: int):
     copy = deepcopy(cache)
     _crop(copy, length)
@@ -442,6 +453,7 @@ class Scorer:
                     _crop(cache, length)
                     self._encode(list(lead), cache)
                 yield row, cache, len(lead) if fresh_lead else 0
+                _compact(cache)
             if fresh_lead and rows < len(kept.caches):
                 del self._evidence_lru[key]  # its other caches still hold the old question
             else:
@@ -451,8 +463,12 @@ class Scorer:
         full = self._encode(full_ids, None)
         ends = np.cumsum([len(prefix)] + [len(c) for c in chunks])
         lengths = ([len(full_ids), len(prefix)] + [len(full_ids) - len(c) for c in chunks])[:rows]
-        keep = self._fits(full, len(full_ids), sum(lengths) + rows * len(lead))
-        if in_turn and not keep:
+        needed = _cache_bytes(full) / len(full_ids) * (sum(lengths) + rows * len(lead))
+        keep = needed <= self.evidence_cache_bytes
+        if keep:  # make room first, so that the old and the new caches never exceed the budget together
+            while self._evidence_lru and self._lru_bytes() + needed > self.evidence_cache_bytes:
+                self._evidence_lru.popitem(last=False)
+        elif in_turn:
             yield from self._conditions_in_place(full, chunks, ends, rows, lead)
             return
         caches = []
@@ -464,6 +480,7 @@ class Scorer:
             self._encode(list(lead), cache)
             yield row, cache, encoded + len(lead)
             if keep:
+                _compact(cache)
                 caches.append(cache)
         if keep:
             self._remember(key, _KeptEvidence(caches, lengths, lead))
@@ -494,9 +511,6 @@ class Scorer:
         for start in range(0, len(ids), ENCODE_PIECE):
             cache = self._forward(ids[start : start + ENCODE_PIECE], cache, 1).cache
         return cache
-
-    def _fits(self, cache, tokens: int, total_tokens: int) -> bool:
-        return _cache_bytes(cache) / max(tokens, 1) * total_tokens <= self.evidence_cache_bytes
 
     def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
         self._evidence_lru[key] = kept
