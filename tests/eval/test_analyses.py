@@ -190,3 +190,17 @@ def test_report_adds_verifier_and_attribution_sections_when_their_caches_exist(t
     assert numbers["sets"]["a-tiny__full-k5-0000"]["verifiers"]["table7"]["judge__0"]["verifier"] > 0.9
     assert any(row["kind"] == "verifier" for row in numbers["frontier"])
     assert (tmp_path / "full" / "figures" / "frontier-a.png").exists()
+
+
+def test_a_contextcite_run_gives_both_variants(tmp_path):
+    folder = tmp_path / "ragtruth" / "contextcite-x__1234"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"verifier": "contextcite", "params": {"variant": "raw"}}))
+    table = pd.DataFrame({"case_id": ["a", "a"], "sentence_index": [0, 1], "label": [1, 0]})
+    raw, per_token = np.array([2.0, 0.0]), np.array([0.5, 0.0])
+    write_part(folder, verifier_rows(table, 0.0).assign(
+        score=-raw, attribution_max=raw, attribution_max_per_token=per_token))
+    caches = load_verifier_cache(tmp_path, "ragtruth")
+    assert list(caches) == ["contextcite-x__1234", "contextcite-x__1234~per_token"]
+    assert caches["contextcite-x__1234~per_token"]["score"].tolist() == [-0.5, 0.0]
+    assert caches["contextcite-x__1234~per_token"].attrs["config"]["params"]["variant"] == "per_token"

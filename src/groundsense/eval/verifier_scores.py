@@ -17,6 +17,8 @@ from .store import read_parts
 
 KEY = ["case_id", "sentence_index"]
 REQUIRED = ["case_id", "sentence_index", "score", "seconds", "gflops", "status"]
+# Verifiers whose run stores more than one variant's score: variant -> the column it negates.
+VARIANTS = {"contextcite": {"raw": "attribution_max", "per_token": "attribution_max_per_token"}}
 
 
 def load_verifier_cache(root: str | Path, benchmark: str) -> dict[str, pd.DataFrame]:
@@ -32,7 +34,22 @@ def load_verifier_cache(root: str | Path, benchmark: str) -> dict[str, pd.DataFr
             raise ValueError(f"{config_file.parent}: verifier scores lack the columns {missing}")
         rows.attrs["config"] = json.loads(config_file.read_text())
         caches[config_file.parent.name] = rows
+        caches.update(other_variants(config_file.parent.name, rows))
     return caches
+
+
+def other_variants(key: str, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The variants a run stored beside the one it scored (ContextCite: ``raw`` and
+    ``per_token`` in one run), each as its own verifier ``<key>~<variant>``, its score the
+    negated stored column as the run's own score is."""
+    config = rows.attrs["config"]
+    variants = {}
+    for variant, column in VARIANTS.get(config.get("verifier"), {}).items():
+        if variant != config.get("params", {}).get("variant") and column in rows.columns:
+            other = rows.assign(score=-rows[column].astype(float))
+            other.attrs["config"] = {**config, "params": {**config.get("params", {}), "variant": variant}}
+            variants[f"{key}~{variant}"] = other
+    return variants
 
 
 def scored(rows: pd.DataFrame) -> pd.DataFrame:
