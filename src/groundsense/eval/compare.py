@@ -101,4 +101,5 @@ def table7(comparisons: list[VerifierComparison]) -> pd.DataFrame:
 
 def table8(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     """One row per verifier: the three classifiers' AUCs, Δ1, Δ2 with intervals, Spearman ρ."""
-    return pd.DataFrame({c.name: c.table8_row() for c in comparisons}).T
+    frame = pd.DataFrame({c.name: c.table8_row() for c in comparisons}).T  # all numbers: .T makes them floats
+    return frame.astype({"n": int}) if len(frame) else frame
