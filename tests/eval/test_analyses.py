@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from groundsense.eval.attribution import attribution_pairs, attribution_summary
-from groundsense.eval.compare import compare_verifier, table7, table8
+from groundsense.eval.compare import compare_verifier, flagging_table, table7, table8
 from groundsense.eval.escalation import cascade_scores, cascade_table
 from groundsense.eval.store import write_part
 from groundsense.eval.frontier import frontier_table
@@ -70,6 +70,10 @@ def test_a_strong_verifier_beats_the_detector_and_complements_it():
     t8 = table8([strong, weak])
     assert t8.loc["weak", "Δ1 lo"] > 0  # the grounding features add to a useless verifier
     assert abs(t8.loc["weak", "ρ sentence gap"]) < 0.3
+    flags = flagging_table([strong, weak])
+    assert flags.loc["strong", "verifier f1"] > flags.loc["weak", "verifier f1"]
+    assert flags.loc["strong", "Brier calibrated"] < flags.loc["strong", "Brier base rate"]
+    assert flags.loc["strong", "sentence gap f1"] == flags.loc["weak", "sentence gap f1"]  # same sentences
 
 
 def test_the_verifier_is_joined_on_its_scored_sentences_only():

@@ -13,7 +13,7 @@ import pandas as pd
 
 from . import figures
 from .attribution import attribution_summary
-from .compare import DETECTORS, VerifierComparison, compare_verifier, table7, table8
+from .compare import DETECTORS, VerifierComparison, compare_verifier, flagging_table, table7, table8
 from .escalation import cascade_table
 from .frontier import frontier_table
 from .signed import CANDIDATE, KIND_MIN_AUC, kind_separation
@@ -97,7 +97,7 @@ def verifier_section(
     if not comparisons:
         return Section(["### Verifiers (Tables 7 and 8, cascade)", "",
                         f"No verifier scores under `{where}`: {VERIFIER_HINT}.", ""])
-    t7, t8 = table7(comparisons), table8(comparisons)
+    t7, t8, flags = table7(comparisons), table8(comparisons), flagging_table(comparisons)
     section = Section(
         ["### Table 7: verifiers against the detector (span AUC, test)", "",
          "On the test sentences each verifier scored; `beats`: a detector the verifier beats with a "
@@ -105,8 +105,13 @@ def verifier_section(
          "### Table 8: complementarity (logistic regressions fit on dev, span AUC on test)", "",
          "Δ1 = verifier + grounding − verifier alone; Δ2 = verifier + grounding − verifier + perplexity, length; "
          "ρ: Spearman correlation of the verifier's score with each detector's.", "",
-         markdown_table(bracketed(t8)), ""],
-        {"table7": _records(t7), "table8": _records(t8), "cascade": {}},
+         markdown_table(bracketed(t8)), "",
+         "### Flagging and calibration (thresholds chosen on dev, test)", "",
+         "Each verifier and the sentence gap on the verifier's test sentences, flagged at the threshold that "
+         "maximises F1 on dev. Brier: of the verifier's raw score where it is a probability (the judge's "
+         "1 − P(supported)), of a logistic calibration fit on dev, and of predicting dev's base rate.", "",
+         markdown_table(flags), ""],
+        {"table7": _records(t7), "table8": _records(t8), "flagging": _records(flags), "cascade": {}},
     )
     for c in comparisons:
         for detector in DETECTORS:

@@ -20,9 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import brier_score_loss
 
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import BASELINES, GROUNDING, logistic_scores, method_scores
+from .metrics import flagging_report
 from .verifier_scores import join_scores
 
 DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
@@ -40,6 +43,10 @@ class VerifierComparison:
     spearman: dict[str, float]  # rank correlation of the verifier's score with each detector's
     test: pd.DataFrame  # the joined test rows (verifier score and cost columns included)
     detector_scores: dict[str, np.ndarray]  # every detector method on ``test``
+    flagging: dict[str, float]  # thresholds chosen on dev, P/R/F1 on test; Brier scores
+
+    def flagging_row(self) -> dict[str, float]:
+        return {"n": self.n_test, **self.flagging}
 
     def table7_row(self) -> dict[str, object]:
         row: dict[str, object] = {"n": self.n_test, **_interval_cells(self.span, self.name, "verifier")}
@@ -90,13 +97,40 @@ def compare_verifier(
         y, {k: logistic_scores(vdev, vtest, f) for k, f in classifiers.items()}, groups, n_resamples, seed
     )
     spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in DETECTORS}
-    return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors)
+    return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
+                              flagging_cells(vdev, vtest))
+
+
+def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame) -> dict[str, float]:
+    """What a user who flags sentences gets on test, the verifier against the sentence gap on
+    the same sentences, each thresholded at its max-F1 point on dev; and the verifier's
+    calibration: the Brier score of its raw score (when that is a probability, as the
+    judge's is) and of a logistic calibration of it fit on dev."""
+    y_dev, y_test = vdev["label"].to_numpy(), vtest["label"].to_numpy()
+    raw_dev, raw_test = vdev["verifier"].to_numpy(dtype=float), vtest["verifier"].to_numpy(dtype=float)
+    cells: dict[str, float] = {}
+    for label, dev_score, test_score in (("verifier", raw_dev, raw_test),
+                                         ("sentence gap", -vdev["gap"].to_numpy(), -vtest["gap"].to_numpy())):
+        report = flagging_report(dev_score, y_dev, test_score, y_test)
+        cells.update({f"{label} {k}": report[k] for k in ("precision", "recall", "f1")})
+    is_probability = raw_test.min() >= 0 and raw_test.max() <= 1
+    cells["Brier raw"] = brier_score_loss(y_test, raw_test) if is_probability else float("nan")
+    calibration = LogisticRegression().fit(raw_dev[:, None], y_dev)
+    cells["Brier calibrated"] = brier_score_loss(y_test, calibration.predict_proba(raw_test[:, None])[:, 1])
+    cells["Brier base rate"] = brier_score_loss(y_test, np.full(len(y_test), y_dev.mean()))
+    return cells
 
 
 def table7(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     """One row per verifier: its span AUC, the detectors' on the same sentences, the paired
     differences, and ``beats``: the detectors it beats with an interval excluding zero."""
     return pd.DataFrame({c.name: c.table7_row() for c in comparisons}).T
+
+
+def flagging_table(comparisons: list[VerifierComparison]) -> pd.DataFrame:
+    """One row per verifier: P/R/F1 at dev-chosen thresholds, its and the gap's; Brier scores."""
+    frame = pd.DataFrame({c.name: c.flagging_row() for c in comparisons}).T
+    return frame.astype({"n": int}) if len(frame) else frame
 
 
 def table8(comparisons: list[VerifierComparison]) -> pd.DataFrame:
