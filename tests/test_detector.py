@@ -224,3 +224,15 @@ def test_kept_evidence_stays_within_its_byte_budget(scorer):
     tight.score(second)
     assert list(tight._evidence_lru) == [(tuple(second.prefix), tuple(map(tuple, second.chunks)))]
     assert storage(tight._evidence_lru) == tight._lru_bytes() <= tight.evidence_cache_bytes
+
+
+def test_evidence_stored_again_with_more_conditions_becomes_the_most_recent(scorer):
+    a = scorer.encode("q", [p + " " for p in PASSAGES], ANSWER, 256)
+    b = scorer.encode("q", [p + " " for p in reversed(PASSAGES)], ANSWER, 256)
+    key = lambda p: (tuple(p.prefix), tuple(map(tuple, p.chunks)))  # noqa: E731
+    scorer.forget_evidence()
+    scorer.next_token_logprobs(a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])  # keeps a's full context only
+    scorer.score(b)
+    scorer.score(a)  # needs all of a's conditions: encoded again and stored as the newest
+    assert list(scorer._evidence_lru) == [key(b), key(a)]
+    assert len(scorer._evidence_lru[key(a)].caches) == 2 + len(a.chunks)

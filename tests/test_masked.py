@@ -109,3 +109,19 @@ def test_masked_features_are_cached_under_their_own_key():
     assert exact.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the key of the committed results/features
     assert masked.key.startswith("smollm2-135m-instruct__full-masked-k5-")
     assert masked.key.split("-")[-1] != exact.key.split("-")[-1]
+
+
+def test_kept_evidence_holds_only_what_it_counts_after_masked_and_judge_passes(scorer, prompt):
+    """The kept caches are compacted after the tails that ran over them, whatever the pass."""
+    def storage() -> int:
+        return sum(t.untyped_storage().nbytes() for kept in scorer._evidence_lru.values() for c in kept.caches
+                   for layer in c.layers for t in (layer.keys, layer.values))
+
+    scorer.forget_evidence()
+    scorer.score(prompt, masked=True)
+    assert storage() == scorer._lru_bytes()
+    scorer.forget_evidence()
+    scorer.next_token_logprobs(prompt.prefix, prompt.chunks, prompt.middle[:-1], [prompt.answer.ids[:5]], [0, 1])
+    assert storage() == scorer._lru_bytes()
+    scorer.subset_logprobs(prompt, np.array([[True] * len(prompt.chunks), [False] + [True] * (len(prompt.chunks) - 1)]))
+    assert storage() == scorer._lru_bytes()

@@ -311,7 +311,17 @@ class Scorer:
         contexts that is all of them or a few per call, and one per call near 4k tokens,
         where packing more raised the peak memory more than it saved time.
         """
-        (_, full, full_encoded), (_, bare, bare_encoded) = self._evidence_caches(prompt.prefix, prompt.chunks, 2, lead)
+        # row 0's cache is done with before row 1's is asked for, so the two can be one cache
+        for row, cache, encoded in self._evidence_caches(prompt.prefix, prompt.chunks, 2, lead, in_turn=True):
+            if row == 0:
+                yield from self._masked_rows(prompt, tail, cache, encoded)
+            else:
+                yield 1, self._tail_logits(tail, cache, len(tail)), encoded + len(tail)
+
+    def _masked_rows(
+        self, prompt: EncodedPrompt, tail: list[int], full, full_encoded: int
+    ) -> Iterator[tuple[int, torch.Tensor, int]]:
+        """Row 0 and the masked rows ``2 + k`` over ``full``, the full context's cache."""
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
         hidden = [(0, 0)] + list(zip(ends[:-1], ends[1:]))  # row 0 hides nothing; row 2 + k chunk k
         rows = [0] + [2 + k for k in range(len(prompt.chunks))]
@@ -322,7 +332,6 @@ class Scorer:
             logits = self._masked_tails(tail, full, hidden[start : start + per_pass])
             for i, row in enumerate(rows[start : start + per_pass]):
                 yield row, logits[i : i + 1], (full_encoded if row == 0 else 0) + len(tail)
-        yield 1, self._tail_logits(tail, bare, len(tail)), bare_encoded + len(tail)
 
     def _masked_tails(self, tail: list[int], cache, hidden: list[tuple[int, int]]) -> torch.Tensor:
         """Logits ``[len(hidden), len(tail), vocab]`` of ``tail`` run after ``cache`` once
@@ -356,13 +365,14 @@ class Scorer:
         """Log-probabilities of ``token_ids`` as the next token after ``prefix + chunks +
         lead + tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens
         encoded. The evidence and lead are encoded once (or taken from the evidence LRU)."""
-        [(_, cache, processed)] = list(self._evidence_caches(prefix, chunks, 1, tuple(lead)))
         ids = torch.tensor(token_ids, device=self.device)
         out = np.zeros((len(tails), len(token_ids)))
-        for row, tail in enumerate(tails):
-            logits = self._tail_logits(tail, cache, 1)
-            out[row] = torch.log_softmax(logits[0, -1].float(), dim=-1)[ids].double().cpu().numpy()
-            processed += len(tail)
+        # a loop, not list(): the evidence cache is compacted and kept after the tails have run
+        for _, cache, processed in self._evidence_caches(prefix, chunks, 1, tuple(lead)):
+            for row, tail in enumerate(tails):
+                logits = self._tail_logits(tail, cache, 1)
+                out[row] = torch.log_softmax(logits[0, -1].float(), dim=-1)[ids].double().cpu().numpy()
+                processed += len(tail)
         return out, processed
 
     @torch.inference_mode()
@@ -374,18 +384,19 @@ class Scorer:
         lead, tail = prompt.middle[:-1], prompt.middle[-1:] + prompt.answer.ids[:-1]
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
-        [(_, full, processed)] = list(self._evidence_caches(prompt.prefix, prompt.chunks, 1, tuple(lead)))
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
         logp = np.zeros((len(keep), n_answer))
-        for row, mask in enumerate(np.asarray(keep, dtype=bool)):
-            cache, encoded = full, 0
-            if not mask.all():
-                cache, encoded = self._condition_cache(full, prompt.chunks, ends, mask.tolist())
-                self._encode(list(lead), cache)
-                encoded += len(lead)
-            logq = torch.log_softmax(self._tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
-            logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
-            processed += encoded + len(tail)
+        # a loop, not list(): the evidence cache is compacted and kept after the tails have run
+        for _, full, processed in self._evidence_caches(prompt.prefix, prompt.chunks, 1, tuple(lead)):
+            for row, mask in enumerate(np.asarray(keep, dtype=bool)):
+                cache, encoded = full, 0
+                if not mask.all():
+                    cache, encoded = self._condition_cache(full, prompt.chunks, ends, mask.tolist())
+                    self._encode(list(lead), cache)
+                    encoded += len(lead)
+                logq = torch.log_softmax(self._tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
+                logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
+                processed += encoded + len(tail)
         return logp, processed
 
     def _condition_cache(self, full, chunks: list[list[int]], ends: np.ndarray, keep: list[bool]) -> tuple[object, int]:
@@ -463,13 +474,14 @@ class Scorer:
         full = self._encode(full_ids, None)
         ends = np.cumsum([len(prefix)] + [len(c) for c in chunks])
         lengths = ([len(full_ids), len(prefix)] + [len(full_ids) - len(c) for c in chunks])[:rows]
-        needed = _cache_bytes(full) / len(full_ids) * (sum(lengths) + rows * len(lead))
+        needed = _cache_bytes(full) / max(len(full_ids), 1) * (sum(lengths) + rows * len(lead))
         keep = needed <= self.evidence_cache_bytes
         if keep:  # make room first, so that the old and the new caches never exceed the budget together
+            self._evidence_lru.pop(key, None)  # kept before with fewer rows: replaced below
             while self._evidence_lru and self._lru_bytes() + needed > self.evidence_cache_bytes:
                 self._evidence_lru.popitem(last=False)
         elif in_turn:
-            yield from self._conditions_in_place(full, chunks, ends, rows, lead)
+            yield from self._conditions_in_place(full, len(full_ids), chunks, ends, rows, lead)
             return
         caches = []
         for row in range(rows):
@@ -486,15 +498,15 @@ class Scorer:
             self._remember(key, _KeptEvidence(caches, lengths, lead))
 
     def _conditions_in_place(
-        self, cache, chunks: list[list[int]], ends: np.ndarray, rows: int, lead: tuple[int, ...]
+        self, cache, encoded: int, chunks: list[list[int]], ends: np.ndarray, rows: int, lead: tuple[int, ...]
     ) -> Iterator[tuple[int, object, int]]:
         """The conditions of :meth:`_evidence_caches` in one cache, when none is kept: the
         full evidence first, then the leave-one-out rows from the last chunk back (the
         evidence before chunk k is a prefix of every later chunk's row, so each row cuts the
         cache back to its chunk's start and encodes the chunks after it), the no-context
         row last. The same tokens are encoded as with copies, but one cache is in memory
-        instead of two. Each row's cache is reused once the consumer is done with it."""
-        encoded = cache.get_seq_length()
+        instead of two. Each row's cache is reused once the consumer is done with it.
+        ``encoded``: the full evidence's tokens, encoded for row 0."""
         for row in [0, *(2 + k for k in reversed(range(rows - 2))), *([1] if rows > 1 else [])]:
             if row > 0:
                 start = int(ends[0]) if row == 1 else int(ends[row - 2])
@@ -514,6 +526,7 @@ class Scorer:
 
     def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
         self._evidence_lru[key] = kept
+        self._evidence_lru.move_to_end(key)
         while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
             self._evidence_lru.popitem(last=False)
 
