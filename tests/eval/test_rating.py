@@ -118,12 +118,14 @@ def test_cli_rates_the_pairs_beside_them(tmp_path):
 @pytest.mark.parametrize("columns, message", [
     (None, "eval attribution-pairs ragtruth --cache"),  # no pairs file: the command that writes it
     (["case_id", "sentence_index"], "lacks the columns"),
+    ("blank", "blank sentence or chunk"),
 ])
 def test_cli_refuses_missing_or_bad_pairs(tmp_path, columns, message):
     if columns:
         folder = tmp_path / "attribution" / "ragtruth" / "key"
         folder.mkdir(parents=True)
-        pairs_table()[columns].to_parquet(folder / "pairs.parquet", index=False)
+        table = pairs_table().assign(sentence=" ") if columns == "blank" else pairs_table()[columns]
+        table.to_parquet(folder / "pairs.parquet", index=False)
     result = CliRunner().invoke(cli, ["eval", "rate-attribution", "ragtruth", "--judge", "smollm2-135m-instruct",
                                       "--attribution", str(tmp_path / "attribution")])
     assert result.exit_code == 2 and message in result.output

@@ -282,12 +282,12 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
     if len(found) > 1:
         raise Failure(f"pairs of several feature sets under {root} ({', '.join(p.parent.name for p in found)}): "
                       "choose one with --features")
-    try:
+    try:  # a bad pairs or ratings file, a judge that cannot load or rate: exit 2 (rows rated so far are saved)
         pairs = read_pairs(found[0])
         rater = SupportRater(judge, device=device)
-    except (GroundsenseError, ValueError) as exc:  # a bad pairs file, a judge that cannot load or rate: exit 2
+        summary = rate_pairs(rater, pairs, ratings_path(found[0].parent, rater.name), limit=limit, progress=not no_progress)
+    except (GroundsenseError, ValueError) as exc:
         raise Failure(str(exc)) from exc
-    summary = rate_pairs(rater, pairs, ratings_path(found[0].parent, rater.name), limit=limit, progress=not no_progress)
     click.echo(f"{summary.path}: {summary.rated} rated, {summary.skipped} already rated", err=True)
 
 

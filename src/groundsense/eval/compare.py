@@ -29,6 +29,7 @@ from .metrics import flagging_report
 from .verifier_scores import join_scores
 
 DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
+PROBABILITY_KINDS = {"judge", "nli", "minicheck", "alignscore"}  # verifiers whose score is a probability
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 
@@ -97,15 +98,16 @@ def compare_verifier(
         y, {k: logistic_scores(vdev, vtest, f) for k, f in classifiers.items()}, groups, n_resamples, seed
     )
     spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in DETECTORS}
+    is_probability = rows.attrs.get("config", {}).get("verifier") in PROBABILITY_KINDS
     return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
-                              flagging_cells(vdev, vtest))
+                              flagging_cells(vdev, vtest, is_probability))
 
 
-def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame) -> dict[str, float]:
+def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame, is_probability: bool) -> dict[str, float]:
     """What a user who flags sentences gets on test, the verifier against the sentence gap on
     the same sentences, each thresholded at its max-F1 point on dev; and the verifier's
-    calibration: the Brier score of its raw score (when that is a probability, as the
-    judge's is) and of a logistic calibration of it fit on dev."""
+    calibration: the Brier score of its raw score (when ``is_probability``, as the judge's
+    1 − P(supported) is) and of a Platt calibration (an unpenalised logistic) fit on dev."""
     y_dev, y_test = vdev["label"].to_numpy(), vtest["label"].to_numpy()
     raw_dev, raw_test = vdev["verifier"].to_numpy(dtype=float), vtest["verifier"].to_numpy(dtype=float)
     cells: dict[str, float] = {}
@@ -113,9 +115,8 @@ def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame) -> dict[str, float]:
                                          ("sentence gap", -vdev["gap"].to_numpy(), -vtest["gap"].to_numpy())):
         report = flagging_report(dev_score, y_dev, test_score, y_test)
         cells.update({f"{label} {k}": report[k] for k in ("precision", "recall", "f1")})
-    is_probability = raw_test.min() >= 0 and raw_test.max() <= 1
     cells["Brier raw"] = brier_score_loss(y_test, raw_test) if is_probability else float("nan")
-    calibration = LogisticRegression().fit(raw_dev[:, None], y_dev)
+    calibration = LogisticRegression(C=np.inf).fit(raw_dev[:, None], y_dev)
     cells["Brier calibrated"] = brier_score_loss(y_test, calibration.predict_proba(raw_test[:, None])[:, 1])
     cells["Brier base rate"] = brier_score_loss(y_test, np.full(len(y_test), y_dev.mean()))
     return cells

@@ -53,6 +53,12 @@ def read_pairs(path: Path) -> pd.DataFrame:
     missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
     if missing:
         raise ValueError(f"{path} lacks the columns {missing}: rewrite it with `groundsense eval attribution-pairs`")
+    blank = pairs[~(pairs["sentence"].str.strip().astype(bool) & pairs["chunk_text"].str.strip().astype(bool))]
+    if len(blank):
+        first = blank.iloc[0]
+        raise ValueError(f"{path}: {len(blank)} row(s) with a blank sentence or chunk, the first "
+                         f"{first['case_id']} sentence {first['sentence_index']} ({first['which']}): "
+                         "rewrite it with `groundsense eval attribution-pairs`")
     return pairs
 
 

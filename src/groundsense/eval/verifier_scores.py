@@ -45,7 +45,7 @@ def other_variants(key: str, rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     config = rows.attrs["config"]
     variants = {}
     for variant, column in VARIANTS.get(config.get("verifier"), {}).items():
-        if variant != config.get("params", {}).get("variant") and column in rows.columns:
+        if variant != config.get("params", {}).get("variant", "raw") and column in rows.columns:
             other = rows.assign(score=-rows[column].astype(float))
             other.attrs["config"] = {**config, "params": {**config.get("params", {}), "variant": variant}}
             variants[f"{key}~{variant}"] = other
