@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,7 +268,7 @@ def results_machine(threads: int | None) -> str:
     if cpuinfo.exists():
         cpu = next((l.split(":", 1)[1].strip() for l in cpuinfo.read_text().splitlines() if l.startswith("model name")), cpu)
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    commit = git("rev-parse", "--short", "HEAD") + (" (src/ modified)" if git("status", "--porcelain", "--", "src") else "")
+    commit = git("rev-parse", "--short", "HEAD") + (" (modified)" if git("status", "--porcelain", "--", "src", "benchmarks") else "")
     return (f"{cpu}, {os.cpu_count()} logical cores; torch {torch.__version__} "
             f"({threads or torch.get_num_threads()} threads), transformers {transformers.__version__}, "
             f"Python {platform.python_version()}; commit {commit}.")
@@ -311,15 +311,16 @@ def main_table(items: list[Item], runs: dict[str, Measurement], pairs: Measureme
 SPLIT_ANSWERS, ANSWERS_PER_SOURCE = 2700, 6  # RAGTruth's test split: 450 sources, 6 answers each
 
 
-def split_projection(main: dict, n_answers: int, per_source: int) -> str:
+def split_projection(main: dict, items: list[Item]) -> tuple[str, dict[str, float]]:
     """The whole test split's time at this run's median seconds per answer, per method."""
-    hours = {m: main[m]["seconds_median"] / n_answers * SPLIT_ANSWERS / 3600 for m in ("naive", "library", "two_pass")}
-    main["split_projection_hours"] = hours
-    caveat = ("every source's answers are in the sample, as in the split" if per_source >= ANSWERS_PER_SOURCE else
-              f"up to {per_source} answers per source against the split's {ANSWERS_PER_SOURCE}, so the library's "
-              "share of reused evidence is lower than over the split")
+    hours = {m: main[m]["seconds_median"] / len(items) * SPLIT_ANSWERS / 3600 for m in ("naive", "library", "two_pass")}
+    per_source = Counter(i.source_id for i in items)
+    caveat = ("every source's answers are in the sample, as in the split"
+              if min(per_source.values()) >= ANSWERS_PER_SOURCE else
+              f"{len(items)} answers over {len(per_source)} sources against the split's {ANSWERS_PER_SOURCE} per source, "
+              "so the library's share of reused evidence is lower than over the split")
     return (f"Projected to the whole {SPLIT_ANSWERS:,}-answer test split at these seconds per answer ({caveat}): "
-            + ", ".join(f"{LABELS[m]} {h:.1f} h" for m, h in hours.items()) + ".")
+            + ", ".join(f"{LABELS[m]} {h:.1f} h" for m, h in hours.items()) + "."), hours
 
 
 def scaling_table(points: dict[str, list[Item]], repeats: int, threads: int | None) -> tuple[str, dict]:
@@ -472,8 +473,9 @@ def main() -> None:
             f"{bounds['K+2 per answer']:,} without; two-pass: {bounds['two-pass']:,}.",
             "Feature differences within 1e-4: "
             + ("yes" if all(results["main"][m]["max_feature_diff"] <= TOLERANCE for m in ("library", "two_pass")) else "**NO**") + ".",
-            split_projection(results["main"], len(items), args.per_source),
         ]
+        projection, results["main"]["split_projection_hours"] = split_projection(results["main"], items)
+        sections.append(projection)
     points = {
         "length": (f"Scaling with context length (K={args.k}, synthetic contexts)",
                    lambda: {f"{n} tok": synthetic_items(scorer, picked, n, args.k, args.scaling_cases) for n in (500, 1000, 2000, 4000)}),
