@@ -525,8 +525,7 @@ class Scorer:
         return cache
 
     def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
-        self._evidence_lru[key] = kept
-        self._evidence_lru.move_to_end(key)
+        self._evidence_lru[key] = kept  # a new entry, the newest: the caller popped any older one
         while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
             self._evidence_lru.popitem(last=False)
 

@@ -125,16 +125,21 @@ def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame, is_probability: bool
 def table7(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     """One row per verifier: its span AUC, the detectors' on the same sentences, the paired
     differences, and ``beats``: the detectors it beats with an interval excluding zero."""
-    return pd.DataFrame({c.name: c.table7_row() for c in comparisons}).T
+    return _by_verifier({c.name: c.table7_row() for c in comparisons})
 
 
 def flagging_table(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     """One row per verifier: P/R/F1 at dev-chosen thresholds, its and the gap's; Brier scores."""
-    frame = pd.DataFrame({c.name: c.flagging_row() for c in comparisons}).T
-    return frame.astype({"n": int}) if len(frame) else frame
+    return _by_verifier({c.name: c.flagging_row() for c in comparisons})
 
 
 def table8(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     """One row per verifier: the three classifiers' AUCs, Δ1, Δ2 with intervals, Spearman ρ."""
-    frame = pd.DataFrame({c.name: c.table8_row() for c in comparisons}).T  # all numbers: .T makes them floats
+    return _by_verifier({c.name: c.table8_row() for c in comparisons})
+
+
+def _by_verifier(rows: dict[str, dict[str, object]]) -> pd.DataFrame:
+    """One row per verifier; the sentence count stays an integer (a table of numbers only
+    would otherwise come out of the transpose as floats)."""
+    frame = pd.DataFrame(rows).T
     return frame.astype({"n": int}) if len(frame) else frame

@@ -51,8 +51,8 @@ class SupportRater:
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.name = self.scorer.name
         self.option_ids = [answer_token_ids(self.scorer, (word, word.lower())) for word in OPTION_WORDS.values()]
-        flat = [i for ids in self.option_ids for i in ids]
-        if not all(self.option_ids) or len(set(flat)) != len(flat):
+        self._flat_ids = [i for ids in self.option_ids for i in ids]
+        if not all(self.option_ids) or len(set(self._flat_ids)) != len(self._flat_ids):
             raise VerifierUnavailable(f"the tokenizer of {self.name!r} has no distinct single token for each of "
                                       f"{', '.join(OPTION_WORDS.values())}: it cannot rate")
         layout = JudgeLayout.for_rating(self.scorer.tokenizer)
@@ -65,9 +65,8 @@ class SupportRater:
             raise InputError("the passage and every sentence to rate must have text")
         position = {s: i for i, s in enumerate(dict.fromkeys(sentences))}
         tails = [self.scorer.tokenize(s) + self._suffix for s in position]
-        flat = [i for ids in self.option_ids for i in ids]
         logp, processed = self.scorer.next_token_logprobs(
-            self._prefix, [self.scorer.tokenize(passage)], self._lead, tails, flat)
+            self._prefix, [self.scorer.tokenize(passage)], self._lead, tails, self._flat_ids)
         p, mass = option_probabilities(logp, [len(ids) for ids in self.option_ids])
         rows = [position[s] for s in sentences]
         return Ratings([SCALE[i] for i in p[rows].argmax(axis=1)], p[rows], mass[rows], processed)
