@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_toke
                     max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    """SIGTERM (``kill``, a scheduler stopping a job) unwinds like Ctrl-C, so that a long run
+    writes what it finished."""
+    raise KeyboardInterrupt
+
+
 @click.group(context_settings=CONTEXT_SETTINGS)
 @click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
@@ -65,6 +72,7 @@ def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_toke
 def cli(verbose: bool, threads: int | None) -> None:
     """Flag the sentences of a RAG answer that the retrieved evidence does not support,
     and show the passage each supported sentence relied on."""
+    signal.signal(signal.SIGTERM, _interrupt)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     if threads is not None:
         import torch

@@ -2,14 +2,17 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
+import click
 import pandas as pd
 import pytest
 
 from groundsense.detector import Detector
 from groundsense.eval.rows import case_row
 from groundsense.eval.extract import ExtractionConfig, extract, load_cache
-from groundsense.eval.store import cached_case_ids, ordered, read_parts
+from groundsense.eval.cli import resumable
+from groundsense.eval.store import cached_case_ids, ordered, read_parts, write_cases
 from groundsense.features import FEATURES
 
 
@@ -69,6 +72,26 @@ def test_rerun_skips_cached_cases_and_compacts(first_run, short_cases):
     [features] = load_cache(cache)
     assert features.benchmark == "ragtruth" and len(features.errors) == 1
     assert set(features.table["case_id"]) == {c.id for c in short_cases}
+
+
+def test_an_interrupted_run_keeps_its_finished_cases(first_run, tmp_path):
+    _, _, _, rows, _ = first_run
+    finished = rows[rows["status"] != "error"]
+
+    def cases_then_interrupt():
+        yield finished.to_dict("records")
+        raise KeyboardInterrupt  # Ctrl-C, or SIGTERM through the CLI's handler
+
+    with pytest.raises(KeyboardInterrupt):
+        write_cases(tmp_path, cases_then_interrupt())
+    pd.testing.assert_frame_equal(read_parts(tmp_path), finished.reset_index(drop=True), check_dtype=False)
+
+
+def test_the_cli_says_how_to_resume_an_interrupted_run(capsys):
+    with pytest.raises(click.exceptions.Exit) as stopped, resumable(Path("results/features")):
+        raise KeyboardInterrupt
+    assert stopped.value.exit_code == 130
+    assert "saved under results/features; run the same command again to resume" in capsys.readouterr().err
 
 
 def test_case_row_is_detect_input_and_order_groups_sources(short_cases):
