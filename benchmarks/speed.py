@@ -429,16 +429,28 @@ def split_summary(scorer: Scorer, cases: list, k: int, lengths_out: Path | None)
     return text, data
 
 
-def measured_split(cache: Path, k: int, cases: list, split: dict, naive: Measurement) -> tuple[str, dict]:
-    """The whole test split as the feature cache recorded it (seconds and tokens per answer,
-    from ``groundsense eval extract ragtruth --sample full``) against the naive method's time
-    for it, projected from the naive seconds per token measured in this run."""
+def split_cache(cache: Path, k: int) -> Path:
+    """The default scorer's RAGTruth feature folder under ``cache``; exits with what to run if absent."""
     from groundsense.eval.extract import ExtractionConfig, cache_folder
-    from groundsense.eval.store import read_parts
     from groundsense.weights import DEFAULT_SCORER
 
-    config = ExtractionConfig(DEFAULT_SCORER, k, "full", MAX_CONTEXT_TOKENS, MAX_ANSWER_TOKENS)
-    folder = cache_folder(cache, "ragtruth", config)
+    folder = cache_folder(cache, "ragtruth", ExtractionConfig(DEFAULT_SCORER, k, "full", MAX_CONTEXT_TOKENS, MAX_ANSWER_TOKENS))
+    if not (folder / "config.json").is_file():
+        sys.exit(f"{folder}: no features cached; run `groundsense eval extract ragtruth --sample full --cache {cache}`"
+                 " (resumable) or give --cache")
+    return folder
+
+
+def measured_split(folder: Path, cases: list, split: dict, naive: Measurement, threads: int) -> tuple[str, dict]:
+    """The whole test split as the feature cache recorded it (seconds and tokens per answer,
+    from ``groundsense eval extract ragtruth --sample full``) against the naive method's time
+    for it, projected from the naive seconds per token measured in this run.
+
+    The recorded seconds are those of the runs that filled the cache, under their thread
+    counts and machine load, and a resumed run starts with no evidence kept, so they can only
+    overstate the library's time."""
+    from groundsense.eval.store import read_parts
+
     rows = read_parts(folder)
     test_ids = {c.id for c in cases}
     answers = rows[rows["case_id"].isin(test_ids)].groupby("case_id").first()
@@ -446,27 +458,27 @@ def measured_split(cache: Path, k: int, cases: list, split: dict, naive: Measure
     naive_per_token = statistics.median(naive.times["naive"]) / naive.tokens["naive"]
     data = {
         "folder": str(folder), "answers": len(answers), "split_answers": len(test_ids),
-        "errors": int((answers["status"] == "error").sum()),
+        "errors": len(answers) - len(scored),
         "library_hours": float(scored["seconds"].sum() / 3600),
         "library_tokens": int(scored["tokens_processed"].sum()),
         "hours_by_task": {t: float(v / 3600) for t, v in scored.groupby("task")["seconds"].sum().items()},
-        "naive_seconds_per_token": naive_per_token,
+        "naive_seconds_per_token": naive_per_token, "naive_threads": threads,
         "naive_hours_projected": split["naive_tokens"] * naive_per_token / 3600,
     }
-    complete = data["answers"] == data["split_answers"]
     by_task = ", ".join(f"{t} {h:.2f} h" for t, h in data["hours_by_task"].items())
     text = (f"Whole test split from the feature cache `{folder}`: {data['answers']:,} of {data['split_answers']:,} "
-            f"answers, {data['errors']} errors. Library K+2, measured: **{data['library_hours']:.2f} h** "
-            f"({by_task}), {data['library_tokens']:,} tokens processed. Naive K+2, projected from this run's "
-            f"{naive_per_token * 1e3:.2f} ms per token over the split's {split['naive_tokens']:,} naive tokens: "
-            f"**{data['naive_hours_projected']:.2f} h**.")
-    if complete:
-        data["speedup"] = data["naive_hours_projected"] / data["library_hours"]
-        data["tokens_over_shared_bound"] = data["library_tokens"] / split["shared_bound"]
-        text += (f" Speed-up {data['speedup']:.2f}×; tokens {data['tokens_over_shared_bound']:.3f} × the "
-                 f"shared lower bound ({split['shared_bound']:,}).")
-    else:
-        text += " The split is not complete: rerun the extraction to finish it (it resumes)."
+            f"answers, {data['errors']} errors. Library K+2, as recorded per answer by the runs that filled the cache: "
+            f"**{data['library_hours']:.2f} h** ({by_task}), {data['library_tokens']:,} tokens processed. Naive K+2, "
+            f"projected from this run's {naive_per_token * 1e3:.2f} ms per token ({threads} thread(s)) over the split's "
+            f"{split['naive_tokens']:,} naive tokens: **{data['naive_hours_projected']:.2f} h**.")
+    if data["answers"] < data["split_answers"]:
+        return text + " The split is not complete: rerun the extraction to finish it (it resumes).", data
+    if data["errors"]:
+        return text + " Some answers failed, so the two totals do not cover the same answers: no ratio.", data
+    data["speedup"] = data["naive_hours_projected"] / data["library_hours"]
+    data["tokens_over_shared_bound"] = data["library_tokens"] / split["shared_bound"]
+    text += (f" Speed-up {data['speedup']:.2f}×; tokens {data['tokens_over_shared_bound']:.3f} × the "
+             f"shared lower bound ({split['shared_bound']:,}).")
     return text, data
 
 
@@ -494,6 +506,8 @@ def main() -> None:
         return
 
     started = time.perf_counter()
+    chosen = args.sections.split(",")
+    measured_folder = split_cache(args.cache, args.k) if "measured" in chosen else None  # before any measuring
     scorer = Scorer()  # tokenizer and prompt layout; the model runs in the subprocesses
     cases = load_test_cases()
     picked = pick_cases(cases, args.cases, args.per_source, args.seed, set(args.tasks.split(",")))
@@ -502,7 +516,6 @@ def main() -> None:
 
     sections = [f"Machine: {results_machine(args.threads)}"]
     results: dict = {"args": {k: str(v) for k, v in vars(args).items()}, "cases": [i.case_id for i in items]}
-    chosen = args.sections.split(",")
     if "main" in chosen:
         runs = {m: measure(items, [m], 1, args.threads) for m in ("naive", "library", "two_pass")}
         pairs = measure(items, ["naive", "library", "two_pass"], args.repeats, args.threads)
@@ -544,7 +557,7 @@ def main() -> None:
         sections.append(text)
     if "measured" in chosen:
         naive = runs["naive"] if "main" in chosen else measure(items, ["naive"], 1, args.threads)
-        text, results["measured"] = measured_split(args.cache, args.k, cases, results["split"], naive)
+        text, results["measured"] = measured_split(measured_folder, cases, results["split"], naive, naive.threads)
         sections.append(text)
     sections.append(f"Benchmark wall time: {time.perf_counter() - started:.0f} s.")
     report = "\n\n".join(sections) + "\n"

@@ -14,7 +14,9 @@ def test_logged_writes_the_first_and_last_lines_and_passes_every_item(capsys):
     assert [line.split(" (")[0] for line in lines] == ["Work: 1/5", "Work: 5/5"]
 
 
-def test_track_writes_lines_when_stderr_is_not_a_terminal_and_nothing_when_disabled(capsys):
+def test_track_writes_lines_when_stderr_is_not_a_terminal_and_nothing_when_disabled(capsys, monkeypatch):
+    for forced in ("FORCE_COLOR", "TTY_COMPATIBLE"):  # rich would take stderr for a terminal
+        monkeypatch.delenv(forced, raising=False)
     assert list(track([1, 2], "Work")) == [1, 2]
     assert "Work: 2/2" in capsys.readouterr().err
     assert list(track([1, 2], "Work", enabled=False)) == [1, 2]

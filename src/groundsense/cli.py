@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import click
 from rich.console import Console
 
 from .errors import GroundsenseError, InputError
+from .interrupts import resumable
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -58,12 +58,6 @@ def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_toke
                     max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
 
 
-def _interrupt(_signum: int, _frame: object) -> None:
-    """SIGTERM (``kill``, a scheduler stopping a job) unwinds like Ctrl-C, so that a long run
-    writes what it finished."""
-    raise KeyboardInterrupt
-
-
 @click.group(context_settings=CONTEXT_SETTINGS)
 @click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
@@ -72,7 +66,6 @@ def _interrupt(_signum: int, _frame: object) -> None:
 def cli(verbose: bool, threads: int | None) -> None:
     """Flag the sentences of a RAG answer that the retrieved evidence does not support,
     and show the passage each supported sentence relied on."""
-    signal.signal(signal.SIGTERM, _interrupt)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     if threads is not None:
         import torch
@@ -178,7 +171,7 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
 @click.option("-o", "--output", required=True,
               help="Output: .jsonl (local engine: any name), or with --engine ray .parquet (a folder of part files); "
                    "an existing output is resumed, skipping the lines already written.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option("--no-progress", is_flag=True, help="No progress bar (or, in a log, no progress lines).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; see docs/scale.md).")
 @click.option("--actors", default=None, metavar="N|MIN-MAX", help="ray: scoring actors, or a range to autoscale in [1].")
@@ -198,14 +191,15 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
     ray_options = {"actors": _actors(actors), "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor,
                    "rows_per_batch": rows_per_batch}
     try:
-        if engine == "ray":
-            summary = _ray_batch(source, output, no_progress, address, {k: v for k, v in ray_options.items() if v is not None},
-                                 detector_options)
-        else:
-            given = [f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None]
-            if given:
-                raise InputError(f"{', '.join(given)} only apply with --engine ray")
-            summary = _local_batch(source, output, no_progress, detector_options)
+        with resumable(f"the records written so far are in {output}"):
+            if engine == "ray":
+                summary = _ray_batch(source, output, no_progress, address,
+                                     {k: v for k, v in ray_options.items() if v is not None}, detector_options)
+            else:
+                given = [f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None]
+                if given:
+                    raise InputError(f"{', '.join(given)} only apply with --engine ray")
+                summary = _local_batch(source, output, no_progress, detector_options)
     except GroundsenseError as exc:
         raise Failure(str(exc)) from exc
     click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors", err=True)
@@ -265,7 +259,8 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     features = features or source.with_suffix(".features.jsonl")
     try:
         detector = _make_detector(**{**detector_options, "mode": "full", "calibration": False})
-        run_batch(detector, source, features, progress=not no_progress)
+        with resumable(f"the features scored so far are in {features}"):
+            run_batch(detector, source, features, progress=not no_progress)
         calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
                                      leave_one_out=detector.leave_one_out, target_recall=target_recall, target_precision=target_precision, flag_rate=flag_rate)
     except GroundsenseError as exc:

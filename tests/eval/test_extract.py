@@ -2,16 +2,13 @@
 
 import dataclasses
 import json
-from pathlib import Path
 
-import click
 import pandas as pd
 import pytest
 
 from groundsense.detector import Detector
 from groundsense.eval.rows import case_row
 from groundsense.eval.extract import ExtractionConfig, extract, load_cache
-from groundsense.eval.cli import resumable
 from groundsense.eval.store import cached_case_ids, ordered, read_parts, write_cases
 from groundsense.features import FEATURES
 
@@ -85,13 +82,6 @@ def test_an_interrupted_run_keeps_its_finished_cases(first_run, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_cases(tmp_path, cases_then_interrupt())
     pd.testing.assert_frame_equal(read_parts(tmp_path), finished.reset_index(drop=True), check_dtype=False)
-
-
-def test_the_cli_says_how_to_resume_an_interrupted_run(capsys):
-    with pytest.raises(click.exceptions.Exit) as stopped, resumable(Path("results/features")):
-        raise KeyboardInterrupt
-    assert stopped.value.exit_code == 130
-    assert "saved under results/features; run the same command again to resume" in capsys.readouterr().err
 
 
 def test_case_row_is_detect_input_and_order_groups_sources(short_cases):

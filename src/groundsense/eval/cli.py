@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
 import click
+
+from ..interrupts import resumable
 
 if TYPE_CHECKING:  # the package's modules load pandas/torch: imported where used, to keep `groundsense -h` fast
     from .cases import Case, DropLog
@@ -19,18 +20,6 @@ DEFAULT_VERIFIER_CACHE = Path("runs/verifiers")
 BENCHMARKS = ("ragtruth", "tofueval", "ragbench")
 DEFAULT_SPLITS = {"ragtruth": ("test",), "tofueval": ("dev", "test"), "ragbench": ("test",)}
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-@contextmanager
-def resumable(where: Path) -> Iterator[None]:
-    """A long run stopped by Ctrl-C or SIGTERM: the finished cases are written already, so say
-    where and how to resume, and exit 130."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        click.echo(f"Interrupted: the finished cases are saved under {where}; run the same command again to resume.",
-                   err=True)
-        raise click.exceptions.Exit(130) from None
 
 
 def load_benchmark(
@@ -153,7 +142,7 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_on
                             max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
     except GroundsenseError as exc:
         raise click.ClickException(str(exc)) from exc
-    with resumable(cache):
+    with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
@@ -197,7 +186,7 @@ def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cac
     except GroundsenseError as exc:  # an unknown verifier or option, a model that cannot load: exit 2
         raise Failure(str(exc)) from exc
     cases = selected_cases(benchmark, sample, splits, subsets)
-    with resumable(cache):
+    with resumable(f"the finished cases are saved under {cache}"):
         summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
@@ -300,7 +289,7 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
     try:  # a bad pairs or ratings file, a judge that cannot load or rate: exit 2 (rows rated so far are saved)
         pairs = read_pairs(found[0])
         rater = SupportRater(judge, device=device)
-        with resumable(found[0].parent):
+        with resumable(f"the finished ratings are saved under {found[0].parent}"):
             summary = rate_pairs(rater, pairs, ratings_path(found[0].parent, rater.name), limit=limit,
                                  progress=not no_progress)
     except (GroundsenseError, ValueError) as exc:

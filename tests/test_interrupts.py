@@ -1,0 +1,32 @@
+"""Stopping a long command: what the user is told, the exit status, the handler's scope."""
+
+import os
+import signal
+
+import click
+import pytest
+
+from groundsense.interrupts import resumable
+
+
+def sigterm() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def ctrl_c() -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("stop, status", [(sigterm, 143), (ctrl_c, 130)])
+def test_an_interrupt_says_what_is_saved_and_exits_like_a_shell(capsys, stop, status):
+    with pytest.raises(click.exceptions.Exit) as stopped, resumable("the finished cases are saved under cache/"):
+        stop()
+    assert stopped.value.exit_code == status
+    assert "Interrupted: the finished cases are saved under cache/; run the same command again to resume." in capsys.readouterr().err
+
+
+def test_the_sigterm_handler_is_set_only_inside_the_block():
+    before = signal.getsignal(signal.SIGTERM)
+    with resumable("nothing"):
+        assert signal.getsignal(signal.SIGTERM) is not before
+    assert signal.getsignal(signal.SIGTERM) is before
