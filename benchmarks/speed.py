@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/speed.py --cases 12 --repeats 3 --out docs/results.md
     PYTHONPATH=src python benchmarks/speed.py --sections masked,rss4k --cases 4 --threads 1
-    PYTHONPATH=src python benchmarks/speed.py --sections measured --cache results/features --threads 1
+    PYTHONPATH=src python benchmarks/speed.py --sections measured --threads 2
 
 The naive method (written here, not in the library) runs one independent forward pass per
 condition at batch size 1, with no cache, and computes logits at every position. Both
@@ -495,7 +495,8 @@ def main() -> None:
     parser.add_argument("--scaling-repeats", type=int, default=1)
     parser.add_argument("--sections", default="main,length,k", help=f"comma-separated, of {','.join(SECTIONS)}")
     parser.add_argument("--lengths-out", type=Path, default=None, help="with split: write token lengths (for gpu_throughput.py)")
-    parser.add_argument("--cache", type=Path, default=REPO / "results/features", help="with measured: the feature cache")
+    parser.add_argument("--cache", type=Path, default=REPO / "results/split-features",
+                        help="with measured: the feature cache holding the whole split")
     parser.add_argument("--out", type=Path, default=None, help="Markdown (.md) or JSON (.json) results file")
     parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
