@@ -441,7 +441,7 @@ def split_cache(cache: Path, k: int) -> Path:
     return folder
 
 
-def measured_split(folder: Path, cases: list, split: dict, naive: Measurement, threads: int) -> tuple[str, dict]:
+def measured_split(folder: Path, cases: list, split: dict, naive: Measurement) -> tuple[str, dict]:
     """The whole test split as the feature cache recorded it (seconds and tokens per answer,
     from ``groundsense eval extract ragtruth --sample full``) against the naive method's time
     for it, projected from the naive seconds per token measured in this run.
@@ -456,6 +456,7 @@ def measured_split(folder: Path, cases: list, split: dict, naive: Measurement, t
     answers = rows[rows["case_id"].isin(test_ids)].groupby("case_id").first()
     scored = answers[answers["status"] != "error"]
     naive_per_token = statistics.median(naive.times["naive"]) / naive.tokens["naive"]
+    threads = naive.threads
     data = {
         "folder": str(folder), "answers": len(answers), "split_answers": len(test_ids),
         "errors": len(answers) - len(scored),
@@ -558,7 +559,7 @@ def main() -> None:
         sections.append(text)
     if "measured" in chosen:
         naive = runs["naive"] if "main" in chosen else measure(items, ["naive"], 1, args.threads)
-        text, results["measured"] = measured_split(measured_folder, cases, results["split"], naive, naive.threads)
+        text, results["measured"] = measured_split(measured_folder, cases, results["split"], naive)
         sections.append(text)
     sections.append(f"Benchmark wall time: {time.perf_counter() - started:.0f} s.")
     report = "\n\n".join(sections) + "\n"
