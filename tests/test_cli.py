@@ -141,14 +141,15 @@ def test_stopped_batch_resumes_to_the_same_file(tmp_path, stop, exit_code):
 
 
 def test_detect_with_a_verifier_runs_a_cascade():
-    out = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "1", "--json")
+    out = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "1",
+              "--verifier-threshold", "0.3", "--json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    assert data["cascade"]["verifier"] == "judge:smollm2-135m-instruct"
+    assert data["cascade"]["verifier"] == "judge:smollm2-135m-instruct" and data["cascade"]["threshold"] == 0.3
     assert data["cascade"]["n_escalated"] == len(data["sentences"])
     for sentence in data["sentences"]:
         assert 0.0 <= sentence["verifier_score"] <= 1.0
-        assert sentence["flagged"] is (sentence["verifier_score"] >= 0.5)
+        assert sentence["flagged"] is (sentence["verifier_score"] >= 0.3)
     view = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "0.1")
     assert view.exit_code == 0 and "verifier judge:smollm2-135m-instruct" in view.output
 

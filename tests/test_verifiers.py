@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import torch
 
+from groundsense.cascade import Cascade
+from groundsense.detector import Detector
 from groundsense.errors import InputError, VerifierUnavailable
 from groundsense.eval.cases import Case, LabelledSentence
 from groundsense.evidence import build_evidence
@@ -104,6 +106,11 @@ def test_contextcite_credits_a_copied_sentence_to_its_source_chunk(scorer):
 def test_contextcite_leaves_sentences_past_the_answer_cap_unscored(scorer):
     verdicts = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(CASE)
     assert np.isfinite(verdicts.score[0]) and np.isnan(verdicts.score[1]) and verdicts.support_chunk[1] is None
+
+
+def test_a_cascade_refuses_contextcite_whose_scores_are_not_probabilities(scorer):
+    with pytest.raises(InputError, match="not probabilities"):
+        Cascade(Detector(scorer), ContextCiteVerifier(scorer))
 
 
 def test_lasso_recovers_a_planted_attribution():

@@ -28,7 +28,8 @@ from .text import join_passages
 @runtime_checkable
 class Verifier(Protocol):
     """What a cascade needs of a verifier: one score per sentence, higher = more likely
-    unsupported (a probability for the default flag threshold 0.5 to make sense).
+    unsupported (a probability for the default flag threshold 0.5 to make sense; a verifier
+    with ``scores_are_probabilities = False`` is refused).
 
     ``chunks`` are the evidence chunks exactly as the detector scored them; ``sentences``
     the sentence texts. A ``name`` attribute, if present, is reported.
@@ -57,6 +58,10 @@ class Cascade:
     def __init__(self, detector: Detector, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
+        if getattr(verifier, "scores_are_probabilities", True) is False:
+            raise InputError(f"{getattr(verifier, 'name', type(verifier).__name__)} scores are not probabilities of "
+                             "being unsupported, so a cascade cannot threshold them: use a judge or a classifier "
+                             "(judge:, nli:, minicheck:, alignscore:)")
         escalation_mask(np.zeros(0), escalate)  # checks the fraction
         self.detector, self.verifier = detector, verifier
         self.escalate, self.threshold = escalate, threshold

@@ -117,9 +117,13 @@ def _gather_input(example, question, question_file, context, context_file, passa
                    "e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).")
 @click.option("--escalate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="With --verifier: the share of the answer's sentences escalated (at least one).")
+@click.option("--verifier-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="With --verifier: flag an escalated sentence when the verifier's score reaches this. A small "
+                   "judge's raw score is poorly calibrated: prefer the threshold `groundsense eval report` "
+                   "chooses on dev (its flagging table's `verifier threshold`).")
 @_detector_options
 def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
-           as_json, fail_on_flag, verifier, escalate, **detector_options):
+           as_json, fail_on_flag, verifier, escalate, verifier_threshold, **detector_options):
     """Check one answer against its evidence.
 
     Inputs come from options and files, from --example, or as one JSON object on stdin
@@ -138,7 +142,7 @@ def detect(example, question, question_file, context, context_file, passage_file
             from .verifiers import make_verifier
 
             judge = make_verifier(verifier, device=detector_options["device"])
-            detector = Cascade(_make_detector(**detector_options), judge, escalate)
+            detector = Cascade(_make_detector(**detector_options), judge, escalate, verifier_threshold)
         else:
             detector = _make_detector(**detector_options)
         result = detector.detect(**arguments)

@@ -131,6 +131,19 @@ def test_frontier_lists_every_configuration_and_verifier_once():
     assert "sentence gap (two_pass, K=5)" in set(detectors["method"])
     verifier = frame[frame["kind"] == "verifier"].iloc[0]
     assert verifier["gflops"] == 10.0 and verifier["seconds"] == 0.5 and verifier["auc"] > 0.9
+    assert verifier["n"] == comparison.n_test
+    assert verifier["gap_same_sentences"] == comparison.span.point["sentence gap"]
+
+
+def test_frontier_takes_a_verifier_from_the_set_it_scored_most_sentences_of():
+    results = [evaluate_set(feature_set("a", 0), n_resamples=200), evaluate_set(feature_set("a", 1), n_resamples=200)]
+    rows = verifier_rows(results[1].features.rows, 0.3)
+    narrow = compare_verifier(results[0].dev, results[0].test, rows.iloc[: len(rows) // 2], "v", n_resamples=200)
+    wide = compare_verifier(results[1].dev, results[1].test, rows, "v", n_resamples=200)
+    assert narrow.n_test < wide.n_test
+    frame = frontier_table(results, {"a-tiny__full-k5-0000": [narrow, wide]})
+    verifiers = frame[frame["kind"] == "verifier"]
+    assert len(verifiers) == 1 and verifiers.iloc[0]["n"] == wide.n_test
 
 
 CHUNKS = {"c1": ["Paris is the capital of France.", "The Seine flows through Paris.", "Cheese is popular."]}

@@ -108,7 +108,8 @@ def verifier_section(
          markdown_table(bracketed(t8)), "",
          "### Flagging and calibration (thresholds chosen on dev, test)", "",
          "Each verifier and the sentence gap on the verifier's test sentences, flagged at the threshold that "
-         "maximises F1 on dev. Brier: of the verifier's raw score where it is a probability (the judge's "
+         "maximises F1 on dev (`verifier threshold`: the verifier's, on its raw score, what "
+         "`groundsense detect --verifier-threshold` takes). Brier: of the verifier's raw score where it is a probability (the judge's "
          "1 − P(supported)), of a logistic calibration fit on dev, and of predicting dev's base rate.", "",
          markdown_table(flags), ""],
         {"table7": _records(t7), "table8": _records(t8), "flagging": _records(flags), "cascade": {}},
@@ -148,7 +149,9 @@ def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list
     frame = frontier_table(results, comparisons)
     section = Section(["## Figure 4: cost and accuracy", "",
                        "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured where "
-                       "`seconds_measured`, else scaled by GFLOPs (Table 9).", ""])
+                       "`seconds_measured`, else scaled by GFLOPs (Table 9). `n`: the test sentences an AUC rests on; a "
+                       "verifier's are only those it scored, and `gap_same_sentences` is the sentence gap on exactly them.",
+                       ""])
     for benchmark, group in frame.groupby("benchmark", sort=True):
         path = figures.cost_frontier(group, folder / f"frontier-{benchmark}.png")
         section.lines += [f"### {benchmark}", "", markdown_table(group.drop(columns="benchmark").set_index("method")),

@@ -115,6 +115,8 @@ def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame, is_probability: bool
                                          ("sentence gap", -vdev["gap"].to_numpy(), -vtest["gap"].to_numpy())):
         report = flagging_report(dev_score, y_dev, test_score, y_test)
         cells.update({f"{label} {k}": report[k] for k in ("precision", "recall", "f1")})
+        if label == "verifier":  # on the raw score: what `detect --verifier-threshold` takes
+            cells["verifier threshold"] = report["threshold"]
     cells["Brier raw"] = brier_score_loss(y_test, raw_test) if is_probability else float("nan")
     calibration = LogisticRegression(C=np.inf).fit(raw_dev[:, None], y_dev)
     cells["Brier calibrated"] = brier_score_loss(y_test, calibration.predict_proba(raw_test[:, None])[:, 1])

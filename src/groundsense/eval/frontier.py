@@ -5,7 +5,10 @@ size, full and two-pass) and every verifier, with measured seconds beside it.
 Detector cost comes from each set's Table 9 (:func:`report.cost_table`); two-pass sets are
 scored with the methods they can run (:func:`methods.two_pass_scores`). A verifier's cost is
 the mean of its cached per-sentence ``gflops`` and ``seconds`` over the test sentences it
-scored; it is listed once per benchmark (from the first configuration it was compared on).
+scored. It is listed once per benchmark, from the configuration it was compared with on the
+most test sentences, and its AUC rests on those sentences only (``n``), which may be fewer
+than the detectors'; ``gap_same_sentences`` gives the sentence gap on exactly them, the
+paired reference (Table 7 has its interval).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from .metrics import auc_or_nan
 if TYPE_CHECKING:
     from .report import BenchmarkResult
 
-COLUMNS = ["benchmark", "kind", "scorer", "method", "auc", "gflops", "seconds", "seconds_measured"]
+COLUMNS = ["benchmark", "kind", "scorer", "method", "n", "auc", "gap_same_sentences", "gflops", "seconds",
+           "seconds_measured"]
 
 
 def detector_aucs(result: BenchmarkResult) -> dict[str, float]:
@@ -37,20 +41,22 @@ def detector_aucs(result: BenchmarkResult) -> dict[str, float]:
 def frontier_table(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]]) -> pd.DataFrame:
     """One row per (benchmark, detector configuration and method) and per (benchmark,
     verifier). ``comparisons`` maps a set's name (``benchmark-key``) to its verifier comparisons."""
-    rows, seen = [], set()
+    rows, widest = [], {}
     for result in results:
         f = result.features
+        n = len(result.test) if result.test is not None else 0
         for method, auc in detector_aucs(result).items():
             cost = result.cost.loc[method]
             rows.append({"benchmark": f.benchmark, "kind": "detector", "scorer": f.config["scorer"],
-                         "method": f"{method} ({f.config['mode']}, K={f.config['k']})", "auc": auc,
-                         "gflops": cost["gflops"], "seconds": cost["seconds"],
+                         "method": f"{method} ({f.config['mode']}, K={f.config['k']})", "n": n, "auc": auc,
+                         "gap_same_sentences": float("nan"), "gflops": cost["gflops"], "seconds": cost["seconds"],
                          "seconds_measured": bool(cost["seconds_measured"])})
         for c in comparisons.get(f"{f.benchmark}-{f.key}", []):
-            if (f.benchmark, c.name) in seen:
-                continue
-            seen.add((f.benchmark, c.name))
-            rows.append({"benchmark": f.benchmark, "kind": "verifier", "scorer": c.name, "method": c.name,
-                         "auc": c.span.point[c.name], "gflops": float(c.test["verifier_gflops"].mean()),
-                         "seconds": float(c.test["verifier_seconds"].mean()), "seconds_measured": True})
+            if c.n_test > widest.get((f.benchmark, c.name), (-1, None))[0]:
+                widest[(f.benchmark, c.name)] = (c.n_test, c)
+    for (benchmark, name), (n, c) in widest.items():
+        rows.append({"benchmark": benchmark, "kind": "verifier", "scorer": name, "method": name, "n": n,
+                     "auc": c.span.point[name], "gap_same_sentences": c.span.point["sentence gap"],
+                     "gflops": float(c.test["verifier_gflops"].mean()),
+                     "seconds": float(c.test["verifier_seconds"].mean()), "seconds_measured": True})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -42,10 +42,13 @@ class Verifier(ABC):
 
     Subclasses set ``kind`` and ``options`` (option name -> type, the settings a user may
     pass as ``-o NAME=VALUE``), and fill ``model_name``, ``n_parameters`` and ``params``
-    (the settings in effect, which go into the cache key)."""
+    (the settings in effect, which go into the cache key). ``scores_are_probabilities`` is
+    False for a verifier whose score is not a probability of being unsupported (ContextCite's
+    attributions): a cascade cannot threshold it."""
 
     kind: ClassVar[str]
     options: ClassVar[dict[str, type]] = {}
+    scores_are_probabilities: ClassVar[bool] = True
     model_name: str
     n_parameters: int
     params: dict

@@ -64,6 +64,7 @@ class ContextCiteVerifier(Verifier):
     directory or a Hugging Face id as the model; chunks and token caps as the detector's."""
 
     kind = "contextcite"
+    scores_are_probabilities = False  # minus an attribution: rankable, not a probability
     options = {"k": int, "max_context_tokens": int, "max_answer_tokens": int, "ablations": int,
                "keep_prob": float, "alpha": float, "variant": str, "seed": int}
 
