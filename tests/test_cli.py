@@ -157,3 +157,26 @@ def test_detect_with_a_verifier_runs_a_cascade():
 def test_detect_refuses_an_unknown_verifier_with_exit_2():
     out = run("detect", "--example", "passages-qa", "--verifier", "oracle:x")
     assert out.exit_code == 2 and "unknown verifier" in out.output
+
+
+def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path):
+    rows = [
+        {**ROW, "labels": [{"start": 34, "end": 62}]},  # the gold-paint sentence is unsupported
+        {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],
+         "answer": "The Seine flows through Paris. Paris has ten million bridges.", "labels": [{"start": 31, "end": 62}]},
+    ]
+    source = tmp_path / "labelled.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    output = tmp_path / "calibration.json"
+    out = run("calibrate", str(source), "-o", str(output), "--target-recall", "1", "--no-progress")
+    assert out.exit_code == 0, out.output
+    calibration = json.loads(output.read_text())
+    assert calibration["made_with"]["answers"] == 2 and calibration["made_with"]["labelled"] is True
+    assert calibration["made_with"]["n_sentences"] == 4
+    assert (tmp_path / "labelled.features.jsonl").exists()  # the scored features, kept for a rerun
+    detected = run("detect", "--calibration", str(output), "--json", input=json.dumps(ROW))
+    assert detected.exit_code == 0, detected.output
+    data = json.loads(detected.output)
+    assert data["threshold"] == pytest.approx(calibration["thresholds"][data["detector"]])
+    assert data["sentences"][1]["score"] >= data["threshold"] - 1e-6  # recall 1 on a set holding this answer
+    assert run("calibrate", str(source), "-o", str(output), "--mode", "two_pass").exit_code == 2

@@ -31,24 +31,34 @@ LOO_OPTION = click.option(
 )
 
 
-def _detector_options(func):
+def _detector_options(fitting: bool = False):
+    """The options that build a detector. ``fitting`` (`calibrate`) leaves out --mode and
+    --calibration: fitting always scores in full mode, uncalibrated."""
+    detecting = [] if fitting else [
+        click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
+                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper."),
+        click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer]."),
+    ]
     options = [
         click.option("--scorer", "-m", default=None, metavar="NAME",
                      help="Built-in scorer, local model directory or Hugging Face id [default: smollm2-135m-instruct]."),
         click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Chunks a single context string is split into (passages are chunks as given)."),
-        click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
-                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper."),
+        *detecting[:1],
         LOO_OPTION,
-        click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer]."),
+        *detecting[1:],
         click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True),
         click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True),
         click.option("--device", default=None, help="torch device [default: cuda if available, else cpu]."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_tokens, max_answer_tokens, device):
@@ -121,7 +131,7 @@ def _gather_input(example, question, question_file, context, context_file, passa
               help="With --verifier: flag an escalated sentence when the verifier's score reaches this. A small "
                    "judge's raw score is poorly calibrated: prefer the threshold `groundsense eval report` "
                    "chooses on dev (its flagging table's `verifier threshold`).")
-@_detector_options
+@_detector_options()
 def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
            as_json, fail_on_flag, verifier, escalate, verifier_threshold, **detector_options):
     """Check one answer against its evidence.
@@ -183,7 +193,7 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
 @click.option("--gpus-per-actor", type=click.FloatRange(min=0), default=None, help="ray: GPUs per actor, e.g. 1 [0].")
 @click.option("--rows-per-batch", type=click.IntRange(min=1), default=None, help="ray: answers per actor call [16].")
 @click.option("--address", default=None, help="ray: cluster to join, e.g. auto [default: $RAY_ADDRESS, else a local runtime].")
-@_detector_options
+@_detector_options()
 def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_actor, rows_per_batch, address,
           **detector_options):
     """Score every row of a JSONL file (id, question, context or passages, answer).
@@ -247,7 +257,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--no-progress", is_flag=True)
-@_detector_options
+@_detector_options(fitting=True)
 def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
@@ -262,7 +272,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 
     features = features or source.with_suffix(".features.jsonl")
     try:
-        detector = _make_detector(**{**detector_options, "mode": "full", "calibration": False})
+        detector = _make_detector(**detector_options, mode="full", calibration=False)
         with resumable(f"the features scored so far are in {features}"):
             run_batch(detector, source, features, progress=not no_progress)
         calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
