@@ -133,6 +133,7 @@ def test_frontier_lists_every_configuration_and_verifier_once():
     assert verifier["gflops"] == 10.0 and verifier["seconds"] == 0.5 and verifier["auc"] > 0.9
     assert verifier["n"] == comparison.n_test
     assert verifier["gap_same_sentences"] == comparison.span.point["sentence gap"]
+    assert verifier["gap_scorer"] == results[0].features.config["scorer"]
 
 
 def test_frontier_takes_a_verifier_from_the_set_it_scored_most_sentences_of():

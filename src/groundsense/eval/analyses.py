@@ -150,7 +150,7 @@ def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list
     section = Section(["## Figure 4: cost and accuracy", "",
                        "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured where "
                        "`seconds_measured`, else scaled by GFLOPs (Table 9). `n`: the test sentences an AUC rests on; a "
-                       "verifier's are only those it scored, and `gap_same_sentences` is the sentence gap on exactly them.",
+                       "verifier's are only those it scored, and `gap_same_sentences` is the sentence gap on exactly them (scored by `gap_scorer`).",
                        ""])
     for benchmark, group in frame.groupby("benchmark", sort=True):
         path = figures.cost_frontier(group, folder / f"frontier-{benchmark}.png")

@@ -8,7 +8,7 @@ the mean of its cached per-sentence ``gflops`` and ``seconds`` over the test sen
 scored. It is listed once per benchmark, from the configuration it was compared with on the
 most test sentences, and its AUC rests on those sentences only (``n``), which may be fewer
 than the detectors'; ``gap_same_sentences`` gives the sentence gap on exactly them, the
-paired reference (Table 7 has its interval).
+paired reference (Table 7 has its interval), by the scorer ``gap_scorer`` of that configuration.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from .metrics import auc_or_nan
 if TYPE_CHECKING:
     from .report import BenchmarkResult
 
-COLUMNS = ["benchmark", "kind", "scorer", "method", "n", "auc", "gap_same_sentences", "gflops", "seconds",
-           "seconds_measured"]
+COLUMNS = ["benchmark", "kind", "scorer", "method", "n", "auc", "gap_same_sentences", "gap_scorer", "gflops",
+           "seconds", "seconds_measured"]
 
 
 def detector_aucs(result: BenchmarkResult) -> dict[str, float]:
@@ -49,14 +49,14 @@ def frontier_table(results: list[BenchmarkResult], comparisons: dict[str, list[V
             cost = result.cost.loc[method]
             rows.append({"benchmark": f.benchmark, "kind": "detector", "scorer": f.config["scorer"],
                          "method": f"{method} ({f.config['mode']}, K={f.config['k']})", "n": n, "auc": auc,
-                         "gap_same_sentences": float("nan"), "gflops": cost["gflops"], "seconds": cost["seconds"],
+                         "gap_same_sentences": float("nan"), "gap_scorer": None, "gflops": cost["gflops"], "seconds": cost["seconds"],
                          "seconds_measured": bool(cost["seconds_measured"])})
         for c in comparisons.get(f"{f.benchmark}-{f.key}", []):
             if c.n_test > widest.get((f.benchmark, c.name), (-1, None))[0]:
-                widest[(f.benchmark, c.name)] = (c.n_test, c)
-    for (benchmark, name), (n, c) in widest.items():
+                widest[(f.benchmark, c.name)] = (c.n_test, c, f.config["scorer"])
+    for (benchmark, name), (n, c, scorer) in widest.items():
         rows.append({"benchmark": benchmark, "kind": "verifier", "scorer": name, "method": name, "n": n,
-                     "auc": c.span.point[name], "gap_same_sentences": c.span.point["sentence gap"],
+                     "auc": c.span.point[name], "gap_same_sentences": c.span.point["sentence gap"], "gap_scorer": scorer,
                      "gflops": float(c.test["verifier_gflops"].mean()),
                      "seconds": float(c.test["verifier_seconds"].mean()), "seconds_measured": True})
     return pd.DataFrame(rows, columns=COLUMNS)
