@@ -34,20 +34,20 @@ LOO_OPTION = click.option(
 def _detector_options(fitting: bool = False):
     """The options that build a detector. ``fitting`` (`calibrate`) leaves out --mode and
     --calibration: fitting always scores in full mode, uncalibrated."""
-    detecting = [] if fitting else [
+    mode = [] if fitting else [
         click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
-                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper."),
+                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper.")]
+    calibration = [] if fitting else [
         click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer]."),
-    ]
+                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer].")]
     options = [
         click.option("--scorer", "-m", default=None, metavar="NAME",
                      help="Built-in scorer, local model directory or Hugging Face id [default: smollm2-135m-instruct]."),
         click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Chunks a single context string is split into (passages are chunks as given)."),
-        *detecting[:1],
+        *mode,
         LOO_OPTION,
-        *detecting[1:],
+        *calibration,
         click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True),
         click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True),
         click.option("--device", default=None, help="torch device [default: cuda if available, else cpu]."),

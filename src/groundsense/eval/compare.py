@@ -23,13 +23,14 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
+from ..verifiers import KINDS
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import BASELINES, GROUNDING, logistic_scores, method_scores
 from .metrics import flagging_report
 from .verifier_scores import join_scores
 
 DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
-PROBABILITY_KINDS = {"judge", "nli", "minicheck", "alignscore"}  # verifiers whose score is a probability
+PROBABILITY_KINDS = {kind for kind, cls in KINDS.items() if cls.scores_are_probabilities}  # Brier applies to these
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 
