@@ -210,7 +210,7 @@ def test_kept_evidence_stays_within_its_byte_budget(scorer):
     from groundsense.scorer import Scorer
 
     def storage(lru) -> int:
-        return sum(t.untyped_storage().nbytes() for kept in lru.values() for c in kept.caches
+        return sum(t.untyped_storage().nbytes() for kept in lru.values() for c in kept.all_caches()
                    for layer in c.layers for t in (layer.keys, layer.values))
 
     first = scorer.encode("q", [p + " " for p in PASSAGES], ANSWER, 256)

@@ -114,7 +114,7 @@ def test_masked_features_are_cached_under_their_own_key():
 def test_kept_evidence_holds_only_what_it_counts_after_masked_and_judge_passes(scorer, prompt):
     """The kept caches are compacted after the tails that ran over them, whatever the pass."""
     def storage() -> int:
-        return sum(t.untyped_storage().nbytes() for kept in scorer._evidence_lru.values() for c in kept.caches
+        return sum(t.untyped_storage().nbytes() for kept in scorer._evidence_lru.values() for c in kept.all_caches()
                    for layer in c.layers for t in (layer.keys, layer.values))
 
     scorer.forget_evidence()

@@ -90,6 +90,39 @@ def test_subset_passes_equal_the_detector_conditions(scorer):
     assert np.abs(logp - scorer.score(prompt).logp).max() <= 1e-4
 
 
+def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
+    """A second answer over the same evidence and question encodes only its own tokens under
+    every ablation and gets what a scorer without kept encodings gives it; a new question
+    re-encodes; the kept encodings stay within the byte budget."""
+    chunks = [p + " " for p in PASSAGES]
+    first, second = (scorer.encode("q", chunks, answer, 256) for answer in (CASE.answer, "Bananas are yellow."))
+    keep = ablation_masks(len(chunks), 16, 0.5)
+    scorer.forget_evidence()
+    scorer.subset_logprobs(first, keep)
+    warm, warm_tokens = scorer.subset_logprobs(second, keep)
+    assert warm_tokens == len(keep) * len(second.answer.ids)  # nothing but the answer's tokens
+    scorer.forget_evidence()
+    cold, cold_tokens = scorer.subset_logprobs(second, keep)
+    np.testing.assert_allclose(warm, cold, atol=1e-5)
+    assert cold_tokens > warm_tokens
+    _, asked_anew = scorer.subset_logprobs(scorer.encode("other q", chunks, "Bananas are yellow.", 256), keep)
+    assert asked_anew > warm_tokens
+    budget = scorer.evidence_cache_bytes
+    try:
+        scorer.forget_evidence()
+        scorer.subset_logprobs(first, np.ones((1, len(chunks)), dtype=bool))  # the full evidence alone
+        evidence_bytes = scorer._lru_bytes()
+        scorer.evidence_cache_bytes = 2 * evidence_bytes  # room for a few ablations, not all
+        scorer.subset_logprobs(first, keep)
+        (kept,) = scorer._evidence_lru.values()
+        ablated = {tuple(row) for row in keep.tolist() if not all(row)}
+        assert 0 < len(kept.subsets) < len(ablated)
+        assert evidence_bytes < scorer._lru_bytes() <= scorer.evidence_cache_bytes
+    finally:
+        scorer.evidence_cache_bytes = budget
+        scorer.forget_evidence()
+
+
 def test_contextcite_credits_a_copied_sentence_to_its_source_chunk(scorer):
     verifier = ContextCiteVerifier(scorer, ablations=32)
     verdicts = verifier.verify(CASE)

@@ -74,11 +74,17 @@ class TokenScores:
 @dataclass
 class _KeptEvidence:
     """One evidence's encoded conditions in the LRU: each cache holds its condition's
-    evidence (``lengths`` tokens) followed by ``lead``, the last question seen."""
+    evidence (``lengths`` tokens) followed by ``lead``, the last question seen.
+    ``subsets`` holds ablations kept by :meth:`Scorer.subset_logprobs` (chunk mask -> the
+    cache of those chunks followed by ``lead``)."""
 
     caches: list
     lengths: list[int]
     lead: tuple[int, ...]
+    subsets: dict = field(default_factory=dict)
+
+    def all_caches(self) -> list:
+        return [*self.caches, *self.subsets.values()]
 
 
 class Distributions(NamedTuple):
@@ -128,6 +134,11 @@ def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _crop(cache, length: int) -> None:
     """Keep the first ``length`` positions of a KV cache."""
     cache.crop(length - cache.get_seq_length())
+
+
+def _evidence_key(prefix: list[int], chunks: list[list[int]]) -> tuple:
+    """The evidence LRU's key: the prompt's opening and chunk token ids."""
+    return tuple(prefix), tuple(map(tuple, chunks))
 
 
 def _cache_bytes(cache) -> int:
@@ -380,24 +391,51 @@ class Scorer:
         """Answer-token log-probs (shape [len(keep), answer tokens]) with only the chunks
         marked in each row of ``keep`` (bool, [n, K]) left in the context, and the tokens
         encoded. A row's evidence starts from the full context's cache cut back to its first
-        left-out chunk, so rows that keep every chunk are the full-context condition."""
-        lead, tail = prompt.middle[:-1], prompt.middle[-1:] + prompt.answer.ids[:-1]
+        left-out chunk, so rows that keep every chunk are the full-context condition. The
+        ablated encodings are kept with the evidence's (within ``evidence_cache_bytes``), so a
+        later answer over the same evidence and question encodes only its own tokens."""
+        lead, tail = tuple(prompt.middle[:-1]), prompt.middle[-1:] + prompt.answer.ids[:-1]
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
         ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
         logp = np.zeros((len(keep), n_answer))
+        key, fresh = _evidence_key(prompt.prefix, prompt.chunks), {}
         # a loop, not list(): the evidence cache is compacted and kept after the tails have run
-        for _, full, processed in self._evidence_caches(prompt.prefix, prompt.chunks, 1, tuple(lead)):
+        for _, full, processed in self._evidence_caches(prompt.prefix, prompt.chunks, 1, lead):
+            kept = self._evidence_lru.get(key)
+            known = kept.subsets if kept is not None else {}
+            budget = self.evidence_cache_bytes - _cache_bytes(full) - sum(map(_cache_bytes, known.values()))
             for row, mask in enumerate(np.asarray(keep, dtype=bool)):
+                chunk_mask = tuple(mask.tolist())
                 cache, encoded = full, 0
                 if not mask.all():
-                    cache, encoded = self._condition_cache(full, prompt.chunks, ends, mask.tolist())
-                    self._encode(list(lead), cache)
-                    encoded += len(lead)
+                    cache = known.get(chunk_mask, fresh.get(chunk_mask))
+                    if cache is None:
+                        cache, encoded = self._condition_cache(full, prompt.chunks, ends, list(chunk_mask))
+                        self._encode(list(lead), cache)
+                        encoded += len(lead)
                 logq = torch.log_softmax(self._tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
                 logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
                 processed += encoded + len(tail)
+                if encoded and _cache_bytes(cache) <= budget:
+                    fresh[chunk_mask], budget = cache, budget - _cache_bytes(cache)
+                if chunk_mask in known or chunk_mask in fresh:
+                    _compact(cache)  # kept: without the tail's storage
+        self._keep_subsets(key, lead, fresh)
         return logp, processed
+
+    def _keep_subsets(self, key: tuple, lead: tuple[int, ...], subsets: dict) -> None:
+        """Add ablated encodings to the kept evidence ``key`` (if it is still kept, with the
+        question they were encoded with), the others making room as in :meth:`_remember`."""
+        kept = self._evidence_lru.get(key)
+        if kept is None or kept.lead != lead:
+            return
+        kept.subsets.update(subsets)
+        self._evidence_lru.move_to_end(key)
+        while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
+            self._evidence_lru.popitem(last=False)
+        while kept.subsets and self._lru_bytes() > self.evidence_cache_bytes:
+            kept.subsets.popitem()
 
     def _condition_cache(self, full, chunks: list[list[int]], ends: np.ndarray, keep: list[bool]) -> tuple[object, int]:
         """The cache of the evidence with only the chunks marked in ``keep`` (at least one
@@ -454,11 +492,13 @@ class Scorer:
         it asks for the next (``in_turn``), one cache serves every row in turn
         (:meth:`_conditions_in_place`).
         """
-        key = (tuple(prefix), tuple(map(tuple, chunks)))
+        key = _evidence_key(prefix, chunks)
         kept = self._evidence_lru.get(key)
         if kept is not None and len(kept.caches) >= rows:
             self._evidence_lru.move_to_end(key)
             fresh_lead = kept.lead != lead
+            if fresh_lead:
+                kept.subsets.clear()  # they hold the old question
             for row, (cache, length) in enumerate(zip(kept.caches[:rows], kept.lengths)):
                 if fresh_lead:
                     _crop(cache, length)
@@ -530,7 +570,7 @@ class Scorer:
             self._evidence_lru.popitem(last=False)
 
     def _lru_bytes(self) -> int:
-        return sum(_cache_bytes(c) for kept in self._evidence_lru.values() for c in kept.caches)
+        return sum(_cache_bytes(c) for kept in self._evidence_lru.values() for c in kept.all_caches())
 
     def _forward(self, ids: list[int], cache, n_answer: int):
         inputs = torch.tensor([ids], device=self.device)

@@ -6,7 +6,9 @@ scorer's cached evidence encoding (docs/verifiers.md says why the package is not
 
 - ``ablations`` masks over the K chunks (the detector's chunks), chunk j kept with
   probability ``keep_prob``, mask i drawn by ``numpy.random.RandomState(seed + i)`` as the
-  package does; each distinct mask is scored once;
+  package does; each distinct mask is scored once, and its encoding kept for the next
+  answer over the same evidence (TofuEval has about 18 summaries per transcript), within
+  ``EVIDENCE_CACHE_BYTES`` when the verifier loads its own scorer;
 - per sentence and mask, the target is the logit of the sentence's probability given the
   answer before it, ``log p - log(1 - p)`` (the package's ``logit_prob``);
 - Lasso (``alpha`` 0.01) on the standardised masks with the target divided by the
@@ -32,6 +34,7 @@ from ..text import Span
 from .base import Verdicts, Verifier, gflops
 
 VARIANTS = ("raw", "per_token")
+EVIDENCE_CACHE_BYTES = 4 * 2**30  # one evidence's 2^K ablations at 1,800 tokens take about 1.5 GiB (K=5, SmolLM2)
 
 
 def ablation_masks(n_chunks: int, n_masks: int, keep_prob: float, seed: int = 0) -> np.ndarray:
@@ -75,7 +78,9 @@ class ContextCiteVerifier(Verifier):
             raise InputError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
         if ablations < 2 or not 0 < keep_prob < 1:
             raise InputError("ContextCite needs at least 2 ablations and a keep probability strictly between 0 and 1")
-        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        if not isinstance(scorer, Scorer):
+            scorer = Scorer(scorer, device=device, evidence_cache_bytes=EVIDENCE_CACHE_BYTES)
+        self.scorer = scorer
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
         self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
                        "ablations": ablations, "keep_prob": keep_prob, "alpha": alpha, "variant": variant, "seed": seed}
