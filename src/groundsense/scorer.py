@@ -75,16 +75,25 @@ class TokenScores:
 class _KeptEvidence:
     """One evidence's encoded conditions in the LRU: each cache holds its condition's
     evidence (``lengths`` tokens) followed by ``lead``, the last question seen.
-    ``subsets`` holds ablations kept by :meth:`Scorer.subset_logprobs` (chunk mask -> the
-    cache of those chunks followed by ``lead``)."""
+    ``subsets`` holds the ablations kept by :meth:`Scorer.subset_logprobs`, by chunk mask."""
 
     caches: list
     lengths: list[int]
     lead: tuple[int, ...]
-    subsets: dict = field(default_factory=dict)
+    subsets: dict[tuple[bool, ...], "_Ablation"] = field(default_factory=dict)
 
     def all_caches(self) -> list:
-        return [*self.caches, *self.subsets.values()]
+        return [*self.caches, *(ablation.cache for ablation in self.subsets.values())]
+
+
+@dataclass
+class _Ablation:
+    """The cache of an ablated evidence (``length`` tokens) followed by ``lead``, the
+    question it was last used with."""
+
+    cache: object
+    length: int
+    lead: tuple[int, ...]
 
 
 class Distributions(NamedTuple):
@@ -393,7 +402,8 @@ class Scorer:
         encoded. A row's evidence starts from the full context's cache cut back to its first
         left-out chunk, so rows that keep every chunk are the full-context condition. The
         ablated encodings are kept with the evidence's (within ``evidence_cache_bytes``), so a
-        later answer over the same evidence and question encodes only its own tokens."""
+        later answer over the same evidence encodes only its own tokens (and the question under
+        each ablation, when it changed)."""
         lead, tail = tuple(prompt.middle[:-1]), prompt.middle[-1:] + prompt.answer.ids[:-1]
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
@@ -404,31 +414,37 @@ class Scorer:
         for _, full, processed in self._evidence_caches(prompt.prefix, prompt.chunks, 1, lead):
             kept = self._evidence_lru.get(key)
             known = kept.subsets if kept is not None else {}
-            budget = self.evidence_cache_bytes - _cache_bytes(full) - sum(map(_cache_bytes, known.values()))
+            budget = self.evidence_cache_bytes - _cache_bytes(full) - sum(_cache_bytes(a.cache) for a in known.values())
             for row, mask in enumerate(np.asarray(keep, dtype=bool)):
                 chunk_mask = tuple(mask.tolist())
                 cache, encoded = full, 0
                 if not mask.all():
-                    cache = known.get(chunk_mask, fresh.get(chunk_mask))
-                    if cache is None:
+                    ablation = known.get(chunk_mask, fresh.get(chunk_mask))
+                    if ablation is None:
                         cache, encoded = self._condition_cache(full, prompt.chunks, ends, list(chunk_mask))
+                        ablation = _Ablation(cache, cache.get_seq_length(), ())
+                    cache = ablation.cache
+                    if ablation.lead != lead:  # a new question after the same evidence
+                        _crop(cache, ablation.length)
                         self._encode(list(lead), cache)
-                        encoded += len(lead)
+                        ablation.lead, encoded = lead, encoded + len(lead)
                 logq = torch.log_softmax(self._tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
                 logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
                 processed += encoded + len(tail)
-                if encoded and _cache_bytes(cache) <= budget:
-                    fresh[chunk_mask], budget = cache, budget - _cache_bytes(cache)
+                if mask.all():
+                    continue
+                if chunk_mask not in known and chunk_mask not in fresh and _cache_bytes(cache) <= budget:
+                    fresh[chunk_mask], budget = ablation, budget - _cache_bytes(cache)
                 if chunk_mask in known or chunk_mask in fresh:
                     _compact(cache)  # kept: without the tail's storage
-        self._keep_subsets(key, lead, fresh)
+        self._keep_subsets(key, fresh)
         return logp, processed
 
-    def _keep_subsets(self, key: tuple, lead: tuple[int, ...], subsets: dict) -> None:
-        """Add ablated encodings to the kept evidence ``key`` (if it is still kept, with the
-        question they were encoded with), the others making room as in :meth:`_remember`."""
+    def _keep_subsets(self, key: tuple, subsets: dict[tuple[bool, ...], "_Ablation"]) -> None:
+        """Add ablations to the kept evidence ``key`` (if it is still kept), the others making
+        room as in :meth:`_remember`."""
         kept = self._evidence_lru.get(key)
-        if kept is None or kept.lead != lead:
+        if kept is None:
             return
         kept.subsets.update(subsets)
         self._evidence_lru.move_to_end(key)
@@ -497,8 +513,6 @@ class Scorer:
         if kept is not None and len(kept.caches) >= rows:
             self._evidence_lru.move_to_end(key)
             fresh_lead = kept.lead != lead
-            if fresh_lead:
-                kept.subsets.clear()  # they hold the old question
             for row, (cache, length) in enumerate(zip(kept.caches[:rows], kept.lengths)):
                 if fresh_lead:
                     _crop(cache, length)
