@@ -441,15 +441,14 @@ class Scorer:
         return logp, processed
 
     def _keep_subsets(self, key: tuple, subsets: dict[tuple[bool, ...], "_Ablation"]) -> None:
-        """Add ablations to the kept evidence ``key`` (if it is still kept), the others making
-        room as in :meth:`_remember`."""
+        """Add ablations to the kept evidence ``key`` (if it is still kept), older evidences
+        making room first, then its own ablations if it still does not fit."""
         kept = self._evidence_lru.get(key)
         if kept is None:
             return
         kept.subsets.update(subsets)
         self._evidence_lru.move_to_end(key)
-        while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
-            self._evidence_lru.popitem(last=False)
+        self._evict_older()
         while kept.subsets and self._lru_bytes() > self.evidence_cache_bytes:
             kept.subsets.popitem()
 
@@ -580,6 +579,10 @@ class Scorer:
 
     def _remember(self, key: tuple, kept: "_KeptEvidence") -> None:
         self._evidence_lru[key] = kept  # a new entry, the newest: the caller popped any older one
+        self._evict_older()
+
+    def _evict_older(self) -> None:
+        """Drop the oldest kept evidences until the LRU fits its budget or one is left."""
         while len(self._evidence_lru) > 1 and self._lru_bytes() > self.evidence_cache_bytes:
             self._evidence_lru.popitem(last=False)
 
