@@ -1,6 +1,8 @@
 """Verifiers on the real default scorer (judge, ContextCite) and on a tiny sequence
 classifier built here from a config (its weights are random: plumbing, not accuracy)."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -88,6 +90,29 @@ def test_subset_passes_equal_the_detector_conditions(scorer):
     keep = np.array([[True] * k, [False] * k] + [[j != i for j in range(k)] for i in range(k)])
     logp, _ = scorer.subset_logprobs(prompt, keep)
     assert np.abs(logp - scorer.score(prompt).logp).max() <= 1e-4
+
+
+def test_ablations_in_sorted_order_encode_each_run_of_leading_chunks_once(scorer):
+    """Every subset of the chunks in sorted order: each row's log-probs are a plain forward
+    pass's over the prompt without the left-out chunks, and each ablation encodes only the
+    chunks after where it parts from one encoded before it."""
+    prompt = scorer.encode("q", [p + " " for p in PASSAGES], CASE.answer, 256)
+    k, n_answer = len(prompt.chunks), len(prompt.answer.ids)
+    keep = np.array(list(itertools.product([False, True], repeat=k)))
+    scorer.forget_evidence()
+    logp, processed = scorer.subset_logprobs(prompt, keep)
+    target = torch.tensor(prompt.answer.ids)[:, None]
+    for row, mask in zip(logp, keep):
+        context = [t for chunk, kept in zip(prompt.chunks, mask) if kept for t in chunk]
+        ids = prompt.prefix + context + prompt.middle + prompt.answer.ids[:-1]
+        with torch.inference_mode():
+            logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -n_answer:]
+        np.testing.assert_allclose(row, torch.log_softmax(logits.float(), -1).gather(1, target)[:, 0].numpy(), atol=1e-4)
+    runs = {tuple(m[: j + 1]) for m in keep.tolist() for j in range(k) if m[j] and not all(m[: j + 1])}
+    evidence = len(prompt.prefix) + sum(map(len, prompt.chunks)) + sum(len(prompt.chunks[len(r) - 1]) for r in runs)
+    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)  # the tail: the middle's last token and the answer's but last
+    assert processed == evidence + len(keep) * (lead + tail)
+    scorer.forget_evidence()
 
 
 def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):

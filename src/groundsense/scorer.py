@@ -24,7 +24,7 @@ from collections import OrderedDict
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import chain
 
 import numpy as np
@@ -163,6 +163,11 @@ def _compact(cache) -> None:
             tensor = getattr(layer, part)
             if tensor.untyped_storage().nbytes() > tensor.nbytes:
                 setattr(layer, part, tensor.clone())
+
+
+def _agreement(mask: Sequence[bool], keep: Sequence[bool]) -> int:
+    """How many leading chunks two chunk masks agree on."""
+    return next((j for j, (a, b) in enumerate(zip(mask, keep)) if a != b), len(keep))
 
 
 def _cropped_copy(cache, length: int):
@@ -399,17 +404,18 @@ class Scorer:
     def subset_logprobs(self, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
         """Answer-token log-probs (shape [len(keep), answer tokens]) with only the chunks
         marked in each row of ``keep`` (bool, [n, K]) left in the context, and the tokens
-        encoded. A row's evidence starts from the full context's cache cut back to its first
-        left-out chunk, so rows that keep every chunk are the full-context condition. The
-        ablated encodings are kept with the evidence's (within ``evidence_cache_bytes``), so a
-        later answer over the same evidence encodes only its own tokens (and the question under
-        each ablation, when it changed)."""
+        encoded. Rows that keep every chunk are the full-context condition. A new ablation
+        starts from the encoding (the full evidence's, a kept ablation's or the previous
+        row's) that keeps the same leading chunks longest, cut back to where they part, so rows
+        in sorted order (as ``numpy.unique`` gives them) encode each run of leading chunks
+        once. The ablated encodings are kept with the evidence's (within
+        ``evidence_cache_bytes``), so a later answer over the same evidence encodes only its
+        own tokens (and the question under each ablation, when it changed)."""
         lead, tail = tuple(prompt.middle[:-1]), prompt.middle[-1:] + prompt.answer.ids[:-1]
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
-        ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks])
         logp = np.zeros((len(keep), n_answer))
-        key, fresh = _evidence_key(prompt.prefix, prompt.chunks), {}
+        key, fresh, previous = _evidence_key(prompt.prefix, prompt.chunks), {}, {}
         # a loop, not list(): the evidence cache is compacted and kept after the tails have run
         for _, full, processed in self._evidence_caches(prompt.prefix, prompt.chunks, 1, lead):
             kept = self._evidence_lru.get(key)
@@ -421,8 +427,11 @@ class Scorer:
                 if not mask.all():
                     ablation = known.get(chunk_mask, fresh.get(chunk_mask))
                     if ablation is None:
-                        cache, encoded = self._condition_cache(full, prompt.chunks, ends, list(chunk_mask))
+                        sources = {m: a.cache for m, a in (previous | known | fresh).items()}
+                        sources[(True,) * len(mask)] = full
+                        cache, encoded = self._condition_cache(sources, prompt.chunks, len(prompt.prefix), list(chunk_mask))
                         ablation = _Ablation(cache, cache.get_seq_length(), ())
+                    previous = {chunk_mask: ablation}
                     cache = ablation.cache
                     if ablation.lead != lead:  # a new question after the same evidence
                         _crop(cache, ablation.length)
@@ -452,13 +461,20 @@ class Scorer:
         while kept.subsets and self._lru_bytes() > self.evidence_cache_bytes:
             kept.subsets.popitem()
 
-    def _condition_cache(self, full, chunks: list[list[int]], ends: np.ndarray, keep: list[bool]) -> tuple[object, int]:
+    def _condition_cache(
+        self, sources: dict[tuple[bool, ...], object], chunks: list[list[int]], prefix: int, keep: list[bool]
+    ) -> tuple[object, int]:
         """The cache of the evidence with only the chunks marked in ``keep`` (at least one
-        left out): a copy of ``full`` cut back to the first chunk left out, then the kept
-        chunks after it encoded. Returns it and the tokens encoded."""
-        first = keep.index(False)
-        cache = _cropped_copy(full, int(ends[first]))
-        rest = list(chain.from_iterable(c for c, kept in zip(chunks[first:], keep[first:]) if kept))
+        left out), built from the encoding in ``sources`` (caches by the chunks they keep: the
+        full evidence's, ablations') whose chunk mask agrees with ``keep`` longest: a copy of
+        it cut back to the first chunk where the two differ, then the kept chunks from there
+        encoded. ``prefix``: the tokens before the first chunk. Returns the cache and the
+        tokens encoded."""
+        source = max(sources, key=lambda mask: _agreement(mask, keep))
+        split = _agreement(source, keep)
+        length = prefix + sum(len(c) for c, kept in zip(chunks[:split], keep[:split]) if kept)
+        cache = _cropped_copy(sources[source], length)
+        rest = list(chain.from_iterable(c for c, kept in zip(chunks[split:], keep[split:]) if kept))
         self._encode(rest, cache)
         return cache, len(rest)
 
@@ -541,7 +557,8 @@ class Scorer:
             if row == 0:
                 cache, encoded = full, len(full_ids)
             else:  # row 1: no chunk; row 2 + k: every chunk but k
-                cache, encoded = self._condition_cache(full, chunks, ends, [row != 1 and k != row - 2 for k in range(len(chunks))])
+                mask = [row != 1 and k != row - 2 for k in range(len(chunks))]
+                cache, encoded = self._condition_cache({(True,) * len(chunks): full}, chunks, len(prefix), mask)
             self._encode(list(lead), cache)
             yield row, cache, encoded + len(lead)
             if keep:
