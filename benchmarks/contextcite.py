@@ -1,0 +1,109 @@
+"""ContextCite's ablation passes: the library against one plain forward pass per mask.
+
+    PYTHONPATH=src python benchmarks/contextcite.py --cases 6 --repeats 2 --threads 2
+
+On RAGTruth test answers (one per source, drawn in turn from each task as in speed.py),
+each with a cold scorer (nothing kept from an earlier answer), the verifier's distinct masks
+(64 draws, K chunks) are scored twice: by ``Scorer.subset_logprobs`` and by the naive method
+the ``context-cite`` package uses, one forward pass over the whole ablated prompt per mask,
+no cache. Both score identical token ids and must agree to 1e-4. Reported: wall time (the
+ratio is the median over (naive, library) pairs run back to back), tokens through the model,
+and the tokens the previous scheme encoded (each mask from the full context cut back to its
+first left-out chunk; counted, not run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from groundsense.scorer import EncodedPrompt, Scorer
+from groundsense.verifiers.contextcite import ablation_masks
+from speed import Encoder, load_test_cases, pick_cases, results_machine, table
+
+
+def ablated_ids(prompt: EncodedPrompt, mask: np.ndarray) -> list[int]:
+    context = [t for chunk, kept in zip(prompt.chunks, mask) if kept for t in chunk]
+    return prompt.prefix + context + prompt.middle + prompt.answer.ids[:-1]
+
+
+@torch.inference_mode()
+def naive_logprobs(scorer: Scorer, prompt: EncodedPrompt, masks: np.ndarray) -> tuple[np.ndarray, int]:
+    """One uncached forward pass per mask; answer-token log-probs and tokens run."""
+    n, target = len(prompt.answer.ids), torch.tensor(prompt.answer.ids)[:, None]
+    rows, tokens = [], 0
+    for mask in masks:
+        ids = ablated_ids(prompt, mask)
+        logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False, logits_to_keep=n).logits[0]
+        rows.append(torch.log_softmax(logits.float(), -1).gather(1, target)[:, 0].double().numpy())
+        tokens += len(ids)
+    return np.array(rows), tokens
+
+
+def from_full_tokens(prompt: EncodedPrompt, masks: np.ndarray) -> int:
+    """Tokens the previous scheme ran: the full evidence once, each ablated mask's kept chunks
+    after its first left-out one, and every mask's question and answer."""
+    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)  # as Scorer.subset_logprobs splits them
+    ablated = [list(mask) for mask in masks if not mask.all()]
+    rest = sum(len(c) for mask in ablated for j, c in enumerate(prompt.chunks) if mask[j] and j > mask.index(False))
+    evidence = len(prompt.prefix) + sum(map(len, prompt.chunks))
+    return evidence + rest + lead * (1 + len(ablated)) + tail * len(masks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--ablations", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    scorer = Scorer()
+    encoder = Encoder(scorer, args.k)
+    prompts = [encoder.item(case).prompt for case in pick_cases(load_test_cases(), args.cases, 1, args.seed)]
+    masks = [np.unique(ablation_masks(len(p.chunks), args.ablations, 0.5), axis=0) for p in prompts]
+    naive_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
+    times: dict[str, list[float]] = {"naive": [], "library": []}
+    tokens, worst = {"naive": 0, "library": 0}, 0.0
+    for repeat in range(args.repeats):
+        for method in ("naive", "library"):
+            start, run_tokens, results = time.perf_counter(), 0, []
+            for prompt, mask in zip(prompts, masks):
+                if method == "naive":
+                    logp, used = naive_logprobs(scorer, prompt, mask)
+                else:
+                    scorer.forget_evidence()
+                    logp, used = scorer.subset_logprobs(prompt, mask)
+                results.append(logp)
+                run_tokens += used
+            times[method].append(time.perf_counter() - start)
+            tokens[method] = run_tokens
+            if method == "naive":
+                expected = results
+            else:
+                worst = max(worst, max(float(np.abs(a - b).max()) for a, b in zip(results, expected)))
+    if worst > 1e-4:
+        raise SystemExit(f"library and naive log-probs differ by {worst:.2e} (> 1e-4)")
+    ratio = statistics.median(n / m for n, m in zip(times["naive"], times["library"]))
+    previous = sum(from_full_tokens(p, m) for p, m in zip(prompts, masks))
+    context = statistics.mean(len(p.prefix) + sum(map(len, p.chunks)) for p in prompts)
+    print(f"{len(prompts)} RAGTruth test answers (mean prompt before the question {context:.0f} tokens), "
+          f"{statistics.mean(map(len, masks)):.1f} distinct masks each (K={args.k}, {args.ablations} draws); "
+          f"max |library - naive| log-prob {worst:.1e}.\n")
+    print(table(["method", "seconds (median)", "tokens through the model", "speed-up vs naive"], [
+        ["naive: one uncached pass per mask", f"{statistics.median(times['naive']):.1f}", f"{tokens['naive']:,}", "1.0×"],
+        ["previous scheme: each mask from the full context (counted)", "—", f"{previous:,}", "—"],
+        ["library: prefix tree over the masks", f"{statistics.median(times['library']):.1f}", f"{tokens['library']:,}", f"{ratio:.1f}×"],
+    ]))
+    print(f"\n{results_machine(args.threads)}")
+
+
+if __name__ == "__main__":
+    main()
