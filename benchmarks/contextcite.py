@@ -23,7 +23,7 @@ import torch
 
 from groundsense.scorer import EncodedPrompt, Scorer
 from groundsense.verifiers.contextcite import ablation_masks
-from speed import Encoder, load_test_cases, pick_cases, results_machine, table
+from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 
 def ablated_ids(prompt: EncodedPrompt, mask: np.ndarray) -> list[int]:
@@ -60,14 +60,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--ablations", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_run_arguments(parser)
     scorer = Scorer()
-    encoder = Encoder(scorer, args.k)
-    prompts = [encoder.item(case).prompt for case in pick_cases(load_test_cases(), args.cases, 1, args.seed)]
+    prompts = ragtruth_prompts(scorer, args.cases, args.seed, args.k)
     masks = [np.unique(ablation_masks(len(p.chunks), args.ablations, 0.5), axis=0) for p in prompts]
     naive_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
     times: dict[str, list[float]] = {"naive": [], "library": []}

@@ -9,28 +9,22 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
 from pyinstrument import Profiler
 from pyinstrument.renderers import ConsoleRenderer
 
 from groundsense.scorer import Scorer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from speed import Encoder, load_test_cases, pick_cases  # noqa: E402
+from speed import parse_run_arguments, ragtruth_prompts  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--tasks", default="Data2txt,QA,Summary")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_run_arguments(parser)
     scorer = Scorer()
-    cases = pick_cases(load_test_cases(), args.cases, 1, args.seed, set(args.tasks.split(",")))
-    prompts = [Encoder(scorer, 5).item(c).prompt for c in cases]
+    prompts = ragtruth_prompts(scorer, args.cases, args.seed, tasks=set(args.tasks.split(",")))
     scorer.score(prompts[0], leave_one_out=False)  # warm-up
     profiler = Profiler(interval=0.005)
     with profiler:

@@ -140,6 +140,22 @@ def pick_cases(cases: list, n: int, per_source: int, seed: int, tasks: set[str] 
     return picked
 
 
+def parse_run_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse with ``--threads`` (torch threads, set here) and ``--seed`` (the cases drawn) added."""
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the RAGTruth answers drawn")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def ragtruth_prompts(scorer: Scorer, n: int, seed: int, k: int = 5, tasks: set[str] | None = None) -> list[EncodedPrompt]:
+    """``n`` RAGTruth test answers, one per source (:func:`pick_cases`), encoded as the detector does."""
+    encoder = Encoder(scorer, k)
+    return [encoder.item(case).prompt for case in pick_cases(load_test_cases(), n, 1, seed, tasks)]
+
+
 class Encoder:
     """``build_evidence`` + ``Scorer.encode`` as the detector calls them; evidence is built
     once per distinct context."""
