@@ -236,3 +236,24 @@ def test_evidence_stored_again_with_more_conditions_becomes_the_most_recent(scor
     scorer.score(a)  # needs all of a's conditions: encoded again and stored as the newest
     assert list(scorer._evidence_lru) == [key(b), key(a)]
     assert len(scorer._evidence_lru[key(a)].caches) == 2 + len(a.chunks)
+
+
+def test_a_cropped_copy_holds_only_the_positions_it_keeps():
+    """The copy of a cache cut back after an answer's tail does not carry the tail's storage,
+    and the source is left as it was."""
+    import torch
+    from transformers import DynamicCache
+
+    from groundsense.scorer import _crop, _cropped_copy
+
+    cache = DynamicCache()
+    for layer in range(2):
+        cache.update(torch.randn(1, 2, 10, 4), torch.randn(1, 2, 10, 4), layer)
+    _crop(cache, 7)  # a view into the 10-position storage, as after an answer's tail
+    copy = _cropped_copy(cache, 4)
+    assert copy.get_seq_length() == 4 and cache.get_seq_length() == 7
+    for kept, source in zip(copy.layers, cache.layers):
+        for part in ("keys", "values"):
+            tensor = getattr(kept, part)
+            assert tensor.untyped_storage().nbytes() == tensor.nbytes
+            assert torch.equal(tensor, getattr(source, part)[..., :4, :])

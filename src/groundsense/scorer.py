@@ -171,9 +171,15 @@ def _agreement(mask: Sequence[bool], keep: Sequence[bool]) -> int:
 
 
 def _cropped_copy(cache, length: int):
-    copy = deepcopy(cache)
-    _crop(copy, length)
-    return copy
+    """A copy of a KV cache's first ``length`` positions that copies only those: a plain
+    deepcopy would copy each tensor's whole storage, a cut-back answer tail's included."""
+    cropped = {
+        id(tensor): tensor[..., :length, :].clone()
+        for layer in cache.layers
+        if layer.is_initialized
+        for tensor in (layer.keys, layer.values)
+    }
+    return deepcopy(cache, memo=cropped)
 
 
 def _leading_special_ids(tokenizer) -> list[int]:
