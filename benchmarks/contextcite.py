@@ -19,29 +19,11 @@ import statistics
 import time
 
 import numpy as np
-import torch
 
+from groundsense import reference
 from groundsense.scorer import EncodedPrompt, Scorer
 from groundsense.verifiers.contextcite import ablation_masks
 from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
-
-
-def ablated_ids(prompt: EncodedPrompt, mask: np.ndarray) -> list[int]:
-    context = [t for chunk, kept in zip(prompt.chunks, mask) if kept for t in chunk]
-    return prompt.prefix + context + prompt.middle + prompt.answer.ids[:-1]
-
-
-@torch.inference_mode()
-def naive_logprobs(scorer: Scorer, prompt: EncodedPrompt, masks: np.ndarray) -> tuple[np.ndarray, int]:
-    """One uncached forward pass per mask; answer-token log-probs and tokens run."""
-    n, target = len(prompt.answer.ids), torch.tensor(prompt.answer.ids)[:, None]
-    rows, tokens = [], 0
-    for mask in masks:
-        ids = ablated_ids(prompt, mask)
-        logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False, logits_to_keep=n).logits[0]
-        rows.append(torch.log_softmax(logits.float(), -1).gather(1, target)[:, 0].double().numpy())
-        tokens += len(ids)
-    return np.array(rows), tokens
 
 
 def from_full_tokens(prompt: EncodedPrompt, masks: np.ndarray) -> int:
@@ -64,7 +46,7 @@ def main() -> None:
     scorer = Scorer()
     prompts = ragtruth_prompts(scorer, args.cases, args.seed, args.k)
     masks = [np.unique(ablation_masks(len(p.chunks), args.ablations, 0.5), axis=0) for p in prompts]
-    naive_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
+    reference.subset_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
     times: dict[str, list[float]] = {"naive": [], "library": []}
     tokens, worst = {"naive": 0, "library": 0}, 0.0
     for repeat in range(args.repeats):
@@ -72,7 +54,7 @@ def main() -> None:
             start, run_tokens, results = time.perf_counter(), 0, []
             for prompt, mask in zip(prompts, masks):
                 if method == "naive":
-                    logp, used = naive_logprobs(scorer, prompt, mask)
+                    logp, used = reference.subset_logprobs(scorer, prompt, mask)
                 else:
                     scorer.forget_evidence()
                     logp, used = scorer.subset_logprobs(prompt, mask)

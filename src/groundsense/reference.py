@@ -6,6 +6,9 @@ speed benchmark uses it as the naive baseline.
 :func:`masked_token_scores` is the same for the masked leave-one-out approximation: each
 leave-one-out row is one pass over the full-context sequence in which the tail (the last
 prompt token and the answer) cannot attend to chunk k's positions.
+
+:func:`subset_logprobs` is the same for ContextCite's ablations, as the ``context-cite``
+package runs them: one pass per chunk mask over the prompt without the left-out chunks.
 """
 
 from __future__ import annotations
@@ -40,6 +43,22 @@ def masked_token_scores(scorer: Scorer, prompt: EncodedPrompt) -> TokenScores:
         visible[tail_start:, start:stop] = False
         conditions.append((ids, visible))
     return _scores(scorer, prompt, conditions)
+
+
+@torch.inference_mode()
+def subset_logprobs(scorer: Scorer, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
+    """What :meth:`Scorer.subset_logprobs` computes: the answer tokens' log-probabilities
+    ([masks, T]) with only the chunks marked in each row of ``keep``, and the tokens run."""
+    n_answer = len(prompt.answer.ids)
+    target = torch.tensor(prompt.answer.ids, device=scorer.device)[:, None]
+    rows, tokens = [], 0
+    for mask in keep:
+        context = [t for chunk, kept in zip(prompt.chunks, mask) if kept for t in chunk]
+        ids = prompt.prefix + context + prompt.middle + prompt.answer.ids[:-1]
+        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), use_cache=False, logits_to_keep=n_answer).logits
+        rows.append(torch.log_softmax(logits[0].float(), dim=-1).gather(1, target)[:, 0].double().cpu().numpy())
+        tokens += len(ids)
+    return np.array(rows), tokens
 
 
 @torch.inference_mode()
