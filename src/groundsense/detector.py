@@ -13,7 +13,7 @@ from .calibration import Calibration, gap_score, shipped_calibration
 from .errors import GroundsenseError, InputError
 from .evidence import EMPTY_EVIDENCE, Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
-from .result import AnswerSummary, DetectionResult, SentenceResult, Support, Truncation
+from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from .scorer import EncodedAnswer, Scorer
 from .text import Span, segment_sentences
 
@@ -119,6 +119,7 @@ class Detector:
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
         result = self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
         result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
+        result.tokens = TokenRows(scores.logp, scores.jsd, owner, prompt.answer.offsets)
         return result
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 def _finite(value: float | None) -> float | None:
@@ -80,6 +81,21 @@ class Truncation:
 
 
 @dataclass
+class TokenRows:
+    """Per scored answer token: the passes' scores and the sentence that owns the token.
+
+    ``logp`` and ``jsd`` are [conditions, T] (row 0 full context, 1 no context, ``2 + k``
+    without chunk ``k``; ``jsd`` against row 0); ``owner`` is each token's sentence index
+    (-1 between sentences) and ``offsets`` its [T, 2] character span in the answer.
+    """
+
+    logp: Any
+    jsd: Any
+    owner: Any
+    offsets: Any
+
+
+@dataclass
 class DetectionResult:
     scorer: str
     mode: str  # "full" (K+2 conditions) or "two_pass"
@@ -95,6 +111,9 @@ class DetectionResult:
     # evidence cache already held, and the same input must always give the same output.
     tokens_processed: int = 0
     prompt_tokens: int = 0  # tokens one full-context pass feeds (prompt + answer): the unit of cost
+    # The passes' raw per-token scores, for re-aggregating features offline (``eval extract
+    # --token-rows``); not part of to_dict().
+    tokens: TokenRows | None = None
 
     def to_dict(self) -> dict:
         return {

@@ -128,9 +128,11 @@ def selected_cases(benchmark: str, sample: str, splits: Sequence[str], subsets: 
 @click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--token-rows", is_flag=True,
+              help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")
 @click.option("--no-progress", is_flag=True)
 def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_one_out, max_context_tokens,
-            max_answer_tokens, device, cache, no_progress):
+            max_answer_tokens, device, cache, token_rows, no_progress):
     """Score a benchmark's cases into the feature cache; rerun to resume."""
     from ..detector import Detector
     from ..errors import GroundsenseError
@@ -143,7 +145,7 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_on
     except GroundsenseError as exc:
         raise click.ClickException(str(exc)) from exc
     with resumable(f"the finished cases are saved under {cache}"):
-        summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress)
+        summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
 

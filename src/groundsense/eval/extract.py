@@ -16,11 +16,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..detector import Detector, Outcome
 from ..features import FEATURES
-from ..result import DetectionResult
+from ..result import DetectionResult, TokenRows
 from .cases import Case
 from .rows import case_row
 from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
@@ -38,32 +39,56 @@ class ExtractionConfig:
     max_context_tokens: int
     max_answer_tokens: int
     leave_one_out: str | None = "exact"  # full mode: exact or masked; None in two-pass mode
+    token_rows: bool = False  # also keep each sentence's per-token scores (:data:`TOKEN_COLUMNS`)
 
     @classmethod
-    def of(cls, detector: Detector) -> ExtractionConfig:
+    def of(cls, detector: Detector, token_rows: bool = False) -> ExtractionConfig:
         return cls(detector.scorer.name, detector.k, detector.mode, detector.max_context_tokens,
-                   detector.max_answer_tokens, detector.leave_one_out)
+                   detector.max_answer_tokens, detector.leave_one_out, token_rows)
 
     @property
     def key(self) -> str:
         """Folder name: readable scorer, mode (``full-masked`` for masked leave-one-out) and K,
-        plus a hash of the whole configuration. Exact leave-one-out, the only kind before
-        masked mode existed, stays out of the hash, so that older caches keep their keys."""
+        plus a hash of the whole configuration, and ``-tokens`` when token rows are kept.
+        Exact leave-one-out and no token rows, the only kinds before the options existed,
+        stay out of the hash, so that older caches keep their keys."""
         fields = asdict(self)
         if self.leave_one_out != "masked":
             del fields["leave_one_out"]
+        if not self.token_rows:
+            del fields["token_rows"]
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", self.scorer)
         mode = "full-masked" if self.leave_one_out == "masked" else self.mode
-        return f"{scorer}__{mode}-k{self.k}-{digest}"
+        return f"{scorer}__{mode}-k{self.k}{'-tokens' if self.token_rows else ''}-{digest}"
 
 
 def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) -> Path:
     return Path(cache) / benchmark / config.key
 
 
-def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[dict]:
-    """One row per labelled sentence: labels, the eight features, per-chunk lists, cost."""
+# Per-token list columns of a ``token_rows`` cache, one entry per token the sentence owns:
+# its character span in the answer, log p with the full context and with none, the JSD of
+# the no-context distribution against the full one, and for leave-one-out (full mode) log p
+# and JSD without each chunk, flattened chunk-major ([K, n] -> K * n values).
+TOKEN_COLUMNS = ("tok_start", "tok_end", "tok_logp_full", "tok_logp_noctx", "tok_jsd_noctx", "tok_logp_loo", "tok_jsd_loo")
+
+
+def token_columns(tokens: TokenRows, sentence: int) -> dict:
+    """The :data:`TOKEN_COLUMNS` of one sentence (float32, int32)."""
+    mine = tokens.owner == sentence
+    logp, jsd = tokens.logp[:, mine].astype(np.float32), tokens.jsd[:, mine].astype(np.float32)
+    offsets = tokens.offsets[mine].astype(np.int32)
+    return {
+        "tok_start": offsets[:, 0], "tok_end": offsets[:, 1],
+        "tok_logp_full": logp[0], "tok_logp_noctx": logp[1], "tok_jsd_noctx": jsd[1],
+        "tok_logp_loo": logp[2:].ravel(), "tok_jsd_loo": jsd[2:].ravel(),
+    }
+
+
+def sentence_rows(case: Case, result: DetectionResult, seconds: float, token_rows: bool = False) -> list[dict]:
+    """One row per labelled sentence: labels, the eight features, per-chunk lists, cost,
+    and with ``token_rows`` the sentence's :data:`TOKEN_COLUMNS`."""
     cost = {
         "seconds": seconds,
         "tokens_processed": result.tokens_processed,
@@ -85,6 +110,7 @@ def sentence_rows(case: Case, result: DetectionResult, seconds: float) -> list[d
             "status": s.status,
             "error": None,
             **cost,
+            **(token_columns(result.tokens, i) if token_rows else {}),
         }
         for i, (s, labelled) in enumerate(zip(result.sentences, case.sentences))
     ]
@@ -101,17 +127,19 @@ def extract(
     limit: int | None = None,
     batch_size: int = 10,
     progress: bool = True,
+    token_rows: bool = False,
 ) -> RunSummary:
     """Extract features of ``cases`` (one benchmark) into the cache, skipping cached ones.
 
-    Cases are taken in :func:`.store.ordered` order; ``limit`` keeps the first ``limit`` of them.
+    Cases are taken in :func:`.store.ordered` order; ``limit`` keeps the first ``limit`` of
+    them. ``token_rows`` also keeps each sentence's per-token scores, under its own key.
     """
-    config = ExtractionConfig.of(detector)
+    config = ExtractionConfig.of(detector, token_rows)
     folder = cache_folder(cache, benchmark_of(cases), config)
     write_config(folder, config, detector.scorer.n_parameters)
     pending, skipped = pending_cases(cases, folder, limit)
     case_rows = (
-        [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds)
+        [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds, token_rows)
         for case, outcome, seconds in _timed(detector, pending, progress)
     )
     written, errors = write_cases(folder, case_rows, batch_size)
