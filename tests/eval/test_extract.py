@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -101,3 +102,37 @@ def test_case_command_prints_detect_input(short_cases):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == case_row(short_cases[0])
     assert CliRunner().invoke(cli, ["eval", "case", "ragtruth:no-such-id"]).exit_code == 2
+
+
+@pytest.fixture(scope="module")
+def token_run(tmp_path_factory, scorer, short_cases):
+    """One real case extracted with token rows."""
+    detector = Detector(scorer, k=5, calibration=False)
+    summary = extract(detector, short_cases[:1], tmp_path_factory.mktemp("tokens"), progress=False, token_rows=True)
+    return summary, read_parts(summary.folder)
+
+
+def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
+    from groundsense.eval.selection import token_rows
+    from groundsense.features import sentence_features
+
+    summary, rows = token_run
+    assert summary.folder.name.startswith("smollm2-135m-instruct__full-k5-tokens-")
+    case = short_cases[0]
+    for row in rows.itertuples():
+        n = len(row.tok_logp_full)
+        assert n == row.n_tokens and len(row.tok_logp_loo) == len(row.tok_jsd_loo) == n * row.n_chunks
+        logp, jsd = token_rows(row)
+        means = sentence_features(logp, jsd, np.zeros(n, dtype=int), 1)
+        for name in ("gap", "jsd_noctx", "drop_max", "jsd_loo_mean", "surprisal"):  # float32 storage
+            assert means.values[name][0] == pytest.approx(getattr(row, name), abs=1e-4)
+        # each token's span lies in its sentence
+        assert (row.tok_start >= row.start - 1).all() and (row.tok_end <= row.end + 1).all()
+    assert set(rows["case_id"]) == {case.id}
+
+
+def test_token_rows_change_the_key_only_when_kept():
+    plain = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256)
+    assert plain.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the committed caches' key
+    tokens = dataclasses.replace(plain, token_rows=True)
+    assert tokens.key.startswith("smollm2-135m-instruct__full-k5-tokens-") and tokens.key != plain.key

@@ -221,6 +221,39 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution):
     click.echo(write_report(sets, output, seed, resamples, verifiers, attribution))
 
 
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
+              help="Feature cache with one full-mode set per benchmark (results/tokens for candidate B).")
+@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Feature cache of the whole RAGTruth test split, for the rule's third condition.")
+@click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
+              help="A: sentence features; B: A plus token-level features (needs --token-rows caches).")
+@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
+    """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
+    transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
+    from .extract import load_cache
+    from .selection import selection_report
+
+    sets = {s.benchmark: s for s in load_cache(cache, scorer) if s.config["mode"] == "full"
+            and s.config.get("leave_one_out", "exact") == "exact"}
+    if set(sets) != set(BENCHMARKS):
+        raise click.ClickException(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
+                                   f"the protocol needs all of {', '.join(BENCHMARKS)}")
+    split = next((s for s in load_cache(split_cache, scorer) if s.benchmark == "ragtruth"), None) if split_cache else None
+    try:
+        text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, resamples, seed)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
+
+
 @eval_group.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
 @click.argument("benchmark", type=click.Choice(BENCHMARKS))
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)

@@ -1,0 +1,214 @@
+"""The detector-selection protocol of docs/detector-selection.md.
+
+A trained sentence detector (a regularised logistic regression over the grounding, baseline,
+signed, answer-relative and, where cached, token-level features) is fitted on the dev
+partitions of two benchmarks and scored on the third's test partition, against the
+training-free sentence gap on the same sentences; the adoption rule is applied to the result.
+Single features are ranked on the dev partitions only (the place to tune).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from ..features import GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features
+from .bootstrap import source_bootstrap
+from .extract import TOKEN_COLUMNS, FeatureSet
+from .methods import lightgbm_scores
+from .report import markdown_table, partitioned
+
+SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
+CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
+# Features that grow when the context supports the sentence: negated to score suspicion.
+SUPPORT_ORIENTED = {*GROUNDING, "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
+REGULARISATION = 0.1  # C of the logistic regression, fixed in the protocol
+
+
+def detector_table(features: FeatureSet) -> pd.DataFrame:
+    """The scored sentences of a feature set with every candidate input as a column (token
+    features only where the cache holds token rows)."""
+    table = features.table.copy()
+    table["log_n_tokens"] = np.log(table["n_tokens"].astype(float))
+    table = table.assign(**signed_features(table["gap"].to_numpy(), table["drops"].tolist()))
+    table = table.assign(**relative_features({c: table[c].to_numpy() for c in ("gap", "surprisal", "n_tokens")},
+                                             table["case_id"].to_numpy()))
+    if set(TOKEN_COLUMNS) <= set(table.columns):
+        tokens = pd.DataFrame([token_features(*token_rows(row)) for row in table.itertuples()], index=table.index)
+        table = pd.concat([table, tokens], axis=1)
+    return table
+
+
+def token_rows(row) -> tuple[np.ndarray, np.ndarray]:
+    """One cached sentence's [conditions, n] log p and JSD rows (as the detector builds them)."""
+    n = len(row.tok_logp_full)
+    loo_logp = np.asarray(row.tok_logp_loo, dtype=float).reshape(-1, n) if n else np.zeros((0, 0))
+    loo_jsd = np.asarray(row.tok_jsd_loo, dtype=float).reshape(-1, n) if n else np.zeros((0, 0))
+    logp = np.vstack([row.tok_logp_full, row.tok_logp_noctx, loo_logp]) if n else np.zeros((2, 0))
+    jsd = np.vstack([np.zeros(n), row.tok_jsd_noctx, loo_jsd]) if n else np.zeros((2, 0))
+    return logp, jsd
+
+
+def suspicion(table: pd.DataFrame, feature: str) -> np.ndarray:
+    """A single feature as a score, higher = more suspicious (orientation fixed in advance)."""
+    values = table[feature].to_numpy(dtype=float)
+    return -values if feature in SUPPORT_ORIENTED else values
+
+
+def fit_logistic(devs: Sequence[pd.DataFrame], features: Sequence[str]) -> Pipeline:
+    """The candidate detector fitted on pooled dev partitions, each benchmark weighted to the
+    same total so that none dominates."""
+    pooled = pd.concat(devs, ignore_index=True)
+    weights = np.concatenate([np.full(len(d), 1.0 / len(d)) for d in devs]) * len(pooled) / len(devs)
+    model = make_pipeline(SimpleImputer(), StandardScaler(), LogisticRegression(C=REGULARISATION, max_iter=2000))
+    model.fit(pooled[list(features)].to_numpy(dtype=float), pooled["label"].to_numpy(),
+              logisticregression__sample_weight=weights)
+    return model
+
+
+def candidate_scores(devs: Sequence[pd.DataFrame], test: pd.DataFrame, features: Sequence[str], seed: int = 0
+                     ) -> dict[str, np.ndarray]:
+    """The candidate's, the LightGBM reference's and the sentence gap's scores on ``test``."""
+    model = fit_logistic(devs, features)
+    pooled = pd.concat(devs, ignore_index=True)
+    return {
+        "candidate": model.predict_proba(test[list(features)].to_numpy(dtype=float))[:, 1],
+        "LightGBM (reference)": lightgbm_scores(pooled, test, features, seed),
+        "sentence gap": -test["gap"].to_numpy(),
+    }
+
+
+@dataclass
+class Transfer:
+    """One held-out benchmark's test partition: AUCs and differences against the gap."""
+
+    benchmark: str
+    sentences: int
+    unsupported: int
+    intervals: pd.DataFrame  # auc, lo, hi per method
+    against_gap: pd.DataFrame  # diff, lo, hi, significant per method
+    answers: pd.DataFrame = field(default_factory=pd.DataFrame)  # answer-level AUC per aggregation
+
+
+def leave_one_benchmark_out(
+    parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], features: Sequence[str],
+    n_resamples: int = 2000, seed: int = 0,
+) -> list[Transfer]:
+    """Fit on the other benchmarks' dev partitions, score each benchmark's test partition."""
+    transfers = []
+    for held_out, (_, test) in parts.items():
+        devs = [dev for name, (dev, _) in parts.items() if name != held_out]
+        scores = candidate_scores(devs, test, features, seed)
+        y = test["label"].to_numpy()
+        boot = source_bootstrap(y, scores, test["source_id"].to_numpy(), n_resamples, seed)
+        transfers.append(Transfer(held_out, len(test), int(y.sum()), boot.intervals(), boot.differences("sentence gap"),
+                                  answer_level(test, scores["candidate"], n_resamples, seed)))
+    return transfers
+
+
+def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Answer-level AUC (label: any unsupported scored sentence) of sentence aggregations."""
+    frame = test.assign(p=probability, neg_gap=-test["gap"], weighted_gap=test["gap"] * test["n_tokens"])
+    by = frame.groupby("case_id", sort=False)
+    answers = by.agg(source_id=("source_id", "first"), label=("label", "max"), lowest_gap=("gap", "min"),
+                     weighted=("weighted_gap", "sum"), n=("n_tokens", "sum"), p_max=("p", "max"),
+                     p_mean=("p", "mean"), log_clean=("p", lambda p: np.log1p(-np.clip(p, 0, 1 - 1e-9)).sum()))
+    scores = {
+        "lowest sentence gap": -answers["lowest_gap"].to_numpy(),
+        "mean gap": -(answers["weighted"] / answers["n"]).to_numpy(),
+        "candidate, most suspicious sentence": answers["p_max"].to_numpy(),
+        "candidate, mean": answers["p_mean"].to_numpy(),
+        "candidate, any sentence (noisy-OR)": -answers["log_clean"].to_numpy(),
+    }
+    return source_bootstrap(answers["label"].to_numpy(), scores, answers["source_id"].to_numpy(), n_resamples, seed
+                            ).intervals()
+
+
+def single_features_on_dev(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], features: Sequence[str],
+                           n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Each feature's AUC (oriented as :func:`suspicion`) minus the gap's on each dev partition."""
+    rows = {}
+    for name, (dev, _) in parts.items():
+        scores = {f: suspicion(dev, f) for f in features}
+        boot = source_bootstrap(dev["label"].to_numpy(), scores, dev["source_id"].to_numpy(), n_resamples, seed)
+        point, diff = boot.intervals(), boot.differences("gap")
+        for f in features:
+            cell = f"{point.loc[f, 'auc']:.3f}" if f == "gap" else (
+                f"{point.loc[f, 'auc']:.3f} ({diff.loc[f, 'diff']:+.3f} [{diff.loc[f, 'lo']:+.3f}, {diff.loc[f, 'hi']:+.3f}])")
+            rows.setdefault(f, {})[name] = cell
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@dataclass
+class Verdict:
+    better: list[str]
+    worse: list[str]
+    split_difference: float | None
+    adopted: bool
+
+    def text(self) -> str:
+        split = "not measured" if self.split_difference is None else f"{self.split_difference:+.3f}"
+        return (f"significantly better than the gap on {len(self.better)} benchmark(s) ({', '.join(self.better) or 'none'}); "
+                f"significantly worse on {len(self.worse)} ({', '.join(self.worse) or 'none'}); "
+                f"whole-split difference {split}: {'adopt' if self.adopted else 'do not adopt'}")
+
+
+def apply_rule(transfers: Sequence[Transfer], split_difference: float | None) -> Verdict:
+    """The adoption rule of docs/detector-selection.md."""
+    better = [t.benchmark for t in transfers if t.against_gap.loc["candidate", "lo"] > 0]
+    worse = [t.benchmark for t in transfers if t.against_gap.loc["candidate", "hi"] < 0]
+    adopted = len(better) >= 2 and not worse and split_difference is not None and split_difference >= 0
+    return Verdict(better, worse, split_difference, adopted)
+
+
+def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], split: pd.DataFrame,
+                     features: Sequence[str], seed: int = 0) -> tuple[float, float, float]:
+    """Rule 3: the candidate fitted on every dev partition, on the whole split's test partition
+    less the sources it saw: (candidate AUC, gap AUC, difference)."""
+    from sklearn.metrics import roc_auc_score
+
+    devs = [dev for dev, _ in parts.values()]
+    seen = set(pd.concat(devs)["source_id"])
+    _, test = partitioned(split, seed)
+    test = test[~test["source_id"].isin(seen)].reset_index(drop=True)
+    p = fit_logistic(devs, features).predict_proba(test[list(features)].to_numpy(dtype=float))[:, 1]
+    a, g = roc_auc_score(test["label"], p), roc_auc_score(test["label"], -test["gap"])
+    return float(a), float(g), float(a - g)
+
+
+def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, candidate: str,
+                     n_resamples: int = 2000, seed: int = 0) -> str:
+    """The Markdown report: single features on dev, leave-one-benchmark-out, the rule's verdict."""
+    features = CANDIDATES[candidate]
+    parts = {name: partitioned(detector_table(fs), seed) for name, fs in sets.items()}
+    missing = [f for f in features if any(f not in dev.columns for dev, _ in parts.values())]
+    if missing:
+        raise ValueError(f"candidate {candidate} needs {missing}: extract with --token-rows (scripts/token_rows.sh)")
+    lines = [f"# Detector selection: candidate {candidate}", "",
+             "Protocol and rule: docs/detector-selection.md. Scorer and configuration: "
+             + "; ".join(f"{n}: {fs.key}" for n, fs in sets.items()) + ".", "",
+             "## Single features on the dev partitions", "",
+             "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
+             "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
+             markdown_table(single_features_on_dev(parts, features, n_resamples, seed)), "",
+             "## Leave-one-benchmark-out (test partitions)", ""]
+    transfers = leave_one_benchmark_out(parts, features, n_resamples, seed)
+    for t in transfers:
+        table = t.intervals.join(t.against_gap[["diff", "lo", "hi"]].add_prefix("vs gap "))
+        lines += [f"### Held out: {t.benchmark} ({t.sentences} test sentences, {t.unsupported} unsupported)", "",
+                  markdown_table(table), "", "Answer level:", "", markdown_table(t.answers), ""]
+    difference = None
+    if split is not None:
+        a, g, difference = split_difference(parts, detector_table(split), features, seed)
+        lines += ["## Whole RAGTruth test split (rule 3)", "",
+                  f"Fitted on every dev partition; on the split's test partition less the sources the fit saw: "
+                  f"candidate {a:.3f}, gap {g:.3f}, difference {difference:+.3f}.", ""]
+    lines += ["## Verdict", "", apply_rule(transfers, difference).text() + ".", ""]
+    return "\n".join(lines)
