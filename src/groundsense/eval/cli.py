@@ -254,6 +254,34 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
     click.echo(text if not output else f"wrote {output}")
 
 
+@eval_group.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+              default=[DEFAULT_CACHE], show_default=True, help="Feature cache(s); every full-mode exact set is reported.")
+@click.option("--reference", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def answers(caches, reference, output, resamples, seed):
+    """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
+    partition, and the conditions that move it (scorer, task, answer cap, reference features)."""
+    from .answers import answer_report
+    from .extract import load_cache
+
+    sets = {}
+    for cache in caches:
+        for s in load_cache(cache):
+            if s.config["mode"] == "full" and s.config.get("leave_one_out", "exact") == "exact":
+                sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
+    if not sets:
+        raise click.ClickException(f"no full-mode feature sets under {', '.join(map(str, caches))}")
+    text = answer_report(sets, reference, resamples, seed)
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
+
+
 @eval_group.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
 @click.argument("benchmark", type=click.Choice(BENCHMARKS))
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
