@@ -34,7 +34,6 @@ def test_answer_columns_are_token_weighted():
     table = pd.DataFrame({"case_id": ["a", "a", "b"], "gap": [1.0, 4.0, 2.0], "n_tokens": [3, 1, 5]})
     out = add_answer_columns(table)
     assert out["answer_gap"].tolist() == [1.75, 1.75, 2.0]
-    assert out["answer_min_gap"].tolist() == [1.0, 1.0, 2.0]
     given = add_answer_columns(table.assign(answer_gap=9.0))
     assert (given["answer_gap"] == 9.0).all()
 
@@ -60,13 +59,28 @@ def test_response_table_and_type_breakdown():
     table = pd.DataFrame({
         "case_id": ["a", "a", "b", "b"], "source_id": ["s", "s", "t", "t"], "task": "QA",
         "label": [0, 1, 0, 0], "type": [None, "conflict", None, None],
-        "gap": [1.0, -1.0, 2.0, 0.5], "n_tokens": [1, 1, 1, 1],
+        "gap": [1.0, -1.0, 2.0, 0.5], "n_tokens": [1, 3, 1, 1],
     })
-    responses = response_table(table)
+    scores = {"sentence gap": -table["gap"].to_numpy(), "answer gap": np.zeros(4)}
+    responses, answer_scores = response_table(table, scores)
     assert responses["label"].tolist() == [1, 0]
-    assert responses["answer_min_gap"].tolist() == [-1.0, 0.5]
+    assert set(answer_scores) == {"sentence gap, most suspicious sentence", "sentence gap, token-weighted mean"}
+    assert answer_scores["sentence gap, most suspicious sentence"].tolist() == [1.0, -0.5]  # the lowest gap
+    assert answer_scores["sentence gap, token-weighted mean"].tolist() == [0.5, -1.25]
     by_type = breakdown_by_type(table, {"sentence gap": -table["gap"].to_numpy()})
     assert by_type.loc["conflict", "n"] == 1 and by_type.loc["conflict", "sentence gap"] == 1.0
+
+
+def test_levels_pair_answer_and_sentence_resamples():
+    """With one sentence an answer both levels rank the same items, so a paired difference is exactly 0."""
+    table = synthetic_table(n_cases=300).groupby("case_id").head(1)
+    levels = evaluate(table, seed=0, n_resamples=200).levels()
+    gap = levels.loc["sentence gap"]
+    assert gap["sentence level"] == gap["answer level, most suspicious sentence"] == gap["answer level, token-weighted mean"]
+    for aggregation in ("most suspicious sentence", "token-weighted mean"):
+        diff = levels[[f"Δ {aggregation} − sentence{end}" for end in ("", " lo", " hi")]]
+        assert (diff == 0).all().all()
+    assert "answer gap" not in levels.index
 
 
 def test_evaluate_end_to_end_on_synthetic_features():
@@ -80,7 +94,7 @@ def test_evaluate_end_to_end_on_synthetic_features():
     assert result.span.difference("standardised sum", "perplexity")["significant"]
     assert set(result.by_type.index) == {"all unsupported", "baseless", "conflict"}
     assert set(result.by_task.index) == {"QA", "Summary"}
-    assert "all six" in result.ablation.point and result.response.point["mean gap"] > 0.5
+    assert "all six" in result.ablation.point and result.response.point["sentence gap, token-weighted mean"] > 0.5
     assert "Span-level AUC" in result.report()
 
 

@@ -37,15 +37,21 @@ def test_cost_counts_passes_tokens_and_flops():
 
 def test_report_writes_tables_json_and_figures(tmp_path):
     sets = [feature_set("a", 0), feature_set("b", 1), feature_set("a", 2, mode="two_pass")]
+    b = sets[1].rows
+    b.loc[b.index[:8], "label"], b.loc[b.index[:10], "status"] = 1, "unscored"  # 8 of 10 left out are unsupported
     markdown = write_report(sets, tmp_path, n_resamples=200)
     text = markdown.read_text()
     for heading in ("Table 3", "Table 4", "Table 5", "Table 6", "Table 9", "Transfer across benchmarks"):
         assert heading in text
+    scored_rate = sets[1].table["label"].mean()
+    assert f"(10 unscored and left out: 80.0% of them unsupported, against {scored_rate:.1%} of the scored)" in text
     assert "Gap threshold chosen on dev" in text and "precision" in text
     numbers = json.loads((tmp_path / "report.json").read_text())
     full = numbers["sets"]["a-tiny__full-k5-0000"]
     assert full["span"]["sensitivity"]["auc"] > 0.65
     assert set(full["threshold"]) == {"threshold", "precision", "recall", "f1"}
+    assert full["levels"]["sentence gap"]["sentence level"] == full["span"]["sentence gap"]["auc"]
+    assert numbers["sets"]["b-tiny__full-k5-0000"]["unsupported_unscored_sentences"] == 8
     assert "span" not in numbers["sets"]["a-tiny__two_pass-k5-0000"]  # cost only
     assert set(numbers["transfer"]["tiny__full-k5-0000"]) == {"a", "b"}
     pngs = {p.name for p in (tmp_path / "figures").glob("*.png")}

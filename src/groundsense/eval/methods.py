@@ -28,15 +28,12 @@ ABLATIONS: dict[str, list[str]] = {
 
 
 def add_answer_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Add ``answer_gap`` (token-weighted mean sentence gap of the answer) and ``answer_min_gap``
-    (its lowest sentence gap) where the table does not carry them already."""
+    """Add ``answer_gap`` (token-weighted mean sentence gap of the answer) where the table does
+    not carry it already."""
     table = table.copy()
-    by_case = table.groupby("case_id", sort=False)
     if "answer_gap" not in table.columns:
         weighted = (table["gap"] * table["n_tokens"]).groupby(table["case_id"]).transform("sum")
-        table["answer_gap"] = weighted / by_case["n_tokens"].transform("sum")
-    if "answer_min_gap" not in table.columns:
-        table["answer_min_gap"] = by_case["gap"].transform("min")
+        table["answer_gap"] = weighted / table.groupby("case_id", sort=False)["n_tokens"].transform("sum")
     return table
 
 

@@ -3,7 +3,7 @@ breakdowns by error type and task, the feature ablation, and source-level bootst
 
 Expected columns: ``case_id, source_id, task, benchmark, sentence, start, end, label`` (1 =
 unsupported), ``type``, the six grounding features, ``surprisal``, ``n_tokens``; optionally
-``answer_gap``/``answer_min_gap`` (else derived) and ``partition`` (else a seeded 60/40
+``answer_gap`` (else derived) and ``partition`` (else a seeded 60/40
 source-level split by task).
 """
 
@@ -19,6 +19,8 @@ from sklearn.metrics import precision_recall_curve, precision_recall_fscore_supp
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import ablation_scores, add_answer_columns, method_scores
 from .split import DEV, TEST, assign_partition
+
+MOST_SUSPICIOUS, MEAN = "most suspicious sentence", "token-weighted mean"  # the answer-level aggregations
 
 
 def auc_or_nan(y: np.ndarray, score: np.ndarray) -> float:
@@ -56,21 +58,26 @@ def threshold_report(dev: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
     return report | {"threshold": -report["threshold"]}
 
 
-def response_table(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per answer: ``label`` (any unsupported sentence), ``answer_gap``, ``answer_min_gap``."""
-    table = add_answer_columns(table)
-    return table.groupby("case_id", sort=False).agg(
-        source_id=("source_id", "first"),
-        task=("task", "first"),
-        label=("label", "max"),
-        answer_gap=("answer_gap", "first"),
-        answer_min_gap=("answer_min_gap", "first"),
-    )
+def response_table(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """One row per answer (``label``: any unsupported sentence) and each sentence method's answer
+    scores: its most suspicious sentence, and its token-weighted mean over the answer's sentences.
 
-
-def response_scores(responses: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Response-level methods: low mean gap and low lowest-sentence gap are suspicious."""
-    return {"mean gap": -responses["answer_gap"].to_numpy(), "lowest sentence gap": -responses["answer_min_gap"].to_numpy()}
+    For the sentence gap these are the lowest sentence gap and the answer's mean gap. ``answer
+    gap`` is left out: it scores every sentence with that mean already.
+    """
+    case = test["case_id"]
+    responses = test.groupby(case, sort=False).agg(source_id=("source_id", "first"), task=("task", "first"),
+                                                   label=("label", "max"))
+    weights = test["n_tokens"].astype(float)
+    tokens = weights.groupby(case, sort=False).sum()
+    answer_scores = {}
+    for name, score in scores.items():
+        if name == "answer gap":
+            continue
+        score = pd.Series(score, index=test.index, dtype=float)
+        answer_scores[f"{name}, {MOST_SUSPICIOUS}"] = score.groupby(case, sort=False).max().to_numpy()
+        answer_scores[f"{name}, {MEAN}"] = ((score * weights).groupby(case, sort=False).sum() / tokens).to_numpy()
+    return responses, answer_scores
 
 
 def breakdown_by_type(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> pd.DataFrame:
@@ -110,6 +117,28 @@ class Evaluation:
     by_task: pd.DataFrame
     ablation: BootstrapResult
 
+    def levels(self) -> pd.DataFrame:
+        """Table 4: each method's span AUC beside its answer-level AUCs, and each answer level
+        minus the span AUC with its interval.
+
+        The intervals are paired: the span and response bootstraps draw the same test sources
+        (one seed over the same source ids), so their resamples line up.
+        """
+        both = BootstrapResult({**self.span.point, **self.response.point},
+                               pd.concat([self.span.resamples, self.response.resamples], axis=1), self.span.level)
+        aucs = both.intervals()
+        rows = {}
+        for method in self.span.point:
+            if f"{method}, {MEAN}" not in both.point:
+                continue
+            rows[method] = _triple("sentence level", *aucs.loc[method])
+            for aggregation in (MOST_SUSPICIOUS, MEAN):
+                answer = f"{method}, {aggregation}"
+                diff = both.difference(answer, method)
+                rows[method] |= _triple(f"answer level, {aggregation}", *aucs.loc[answer])
+                rows[method] |= _triple(f"Δ {aggregation} − sentence", diff["diff"], diff["lo"], diff["hi"])
+        return pd.DataFrame.from_dict(rows, orient="index")
+
     def report(self) -> str:
         parts = [
             "Span-level AUC (test, 95% source bootstrap):",
@@ -119,8 +148,8 @@ class Evaluation:
             "Differences against sentence gap:",
             self.span.differences("sentence gap").round(3).to_string(),
             f"Gap threshold (max F1 on dev): {self.threshold}",
-            "Response-level AUC:",
-            self.response.intervals().round(3).to_string(),
+            "Sentence level against answer level:",
+            self.levels().round(3).to_string(),
             "By type (AUC against grounded sentences):",
             self.by_type.round(3).to_string(),
             "By task:",
@@ -129,6 +158,10 @@ class Evaluation:
             self.ablation.intervals().round(3).to_string(),
         ]
         return "\n".join(parts)
+
+
+def _triple(name: str, value: float, lo: float, hi: float) -> dict[str, float]:
+    return {name: value, f"{name} lo": lo, f"{name} hi": hi}
 
 
 def evaluate(table: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> Evaluation:
@@ -140,11 +173,11 @@ def evaluate(table: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> Eva
     test = table[table["partition"] == TEST].reset_index(drop=True)
     y, groups = test["label"].to_numpy(), test["source_id"].to_numpy()
     scores = method_scores(dev, test, seed)
-    responses = response_table(test)
+    responses, answer_scores = response_table(test, scores)
     return Evaluation(
         span=source_bootstrap(y, scores, groups, n_resamples, seed),
         response=source_bootstrap(
-            responses["label"].to_numpy(), response_scores(responses), responses["source_id"].to_numpy(), n_resamples, seed
+            responses["label"].to_numpy(), answer_scores, responses["source_id"].to_numpy(), n_resamples, seed
         ),
         threshold=threshold_report(dev, test),
         by_type=breakdown_by_type(test, scores),

@@ -23,7 +23,7 @@ import pandas as pd
 from . import analyses, figures
 from .extract import FeatureSet
 from .methods import GROUNDING, add_answer_columns, lightgbm_scores, method_scores
-from .metrics import Evaluation, auc_or_nan, evaluate
+from .metrics import MEAN, Evaluation, auc_or_nan, evaluate
 from .split import DEV, TEST, assign_partition
 
 # Scoring passes each method needs per answer ("K+2": every leave-one-out condition).
@@ -221,7 +221,7 @@ def _set_markdown(result: BenchmarkResult) -> list[str]:
     f = result.features
     lines = [f"## {result.title}", "",
              f"{f.sentences['case_id'].nunique()} answers, {len(f.sentences)} sentences "
-             f"({len(f.sentences) - len(f.table)} unscored and left out), {len(f.errors)} answers failed; "
+             f"({_left_out(f)}), {len(f.errors)} answers failed; "
              f"scoring took {_scoring_seconds(f.sentences):,.0f} s in all (sum over answers).", ""]
     e = result.evaluation
     if e is None:
@@ -238,8 +238,8 @@ def _set_markdown(result: BenchmarkResult) -> list[str]:
             "### Table 3: span-level AUC (test)", "", markdown_table(span.fillna("—")), "",
             f"Gap threshold chosen on dev (max F1): t = {t['threshold']:.3f}; on test precision "
             f"{t['precision']:.3f}, recall {t['recall']:.3f}, F1 {t['f1']:.3f}.", "",
-            "### Table 4: response-level AUC (test)", "",
-            markdown_table(pd.DataFrame({"AUC [95% CI]": _interval(e.response.intervals())})), "",
+            "### Table 4: sentence level against answer level (test)", "",
+            *_levels_note(result.test), "", markdown_table(analyses.bracketed(e.levels())), "",
             "### Table 5: by hallucination type and by task (span AUC, test)", "",
             markdown_table(e.by_type), "", markdown_table(e.by_task), "",
             "### Table 6: feature ablation (LightGBM fit on dev, span AUC on test)", "",
@@ -251,6 +251,27 @@ def _set_markdown(result: BenchmarkResult) -> list[str]:
     return lines
 
 
+def _left_out(f: FeatureSet) -> str:
+    """How many sentences went unscored and, where any did, how many of them are unsupported
+    against the scored ones (sentences past the answer cap may not be like the rest)."""
+    left_out = len(f.sentences) - len(f.table)
+    text = f"{left_out} unscored and left out"
+    if not left_out:
+        return text
+    unsupported = int(f.sentences["label"].astype(int).sum()) - int(f.table["label"].sum())
+    return (f"{text}: {unsupported / left_out:.1%} of them unsupported, against "
+            f"{f.table['label'].mean():.1%} of the scored")
+
+
+def _levels_note(test: pd.DataFrame) -> list[str]:
+    answers = test.groupby("case_id")["label"].max()
+    return [f"{len(answers)} test answers, {int(answers.sum())} with an unsupported scored sentence. Sentence level: "
+            "span AUC (Table 3). Answer level: answers ranked by the score of their most suspicious sentence (for "
+            f"the gap, the lowest sentence gap) or by the {MEAN} of their sentences' scores (for the gap, the "
+            "answer's mean gap). Δ: an answer level minus the sentence level, with a source-level paired interval "
+            "(significant where it excludes zero)."]
+
+
 def _set_numbers(result: BenchmarkResult) -> dict:
     f = result.features
     numbers = {
@@ -259,6 +280,7 @@ def _set_numbers(result: BenchmarkResult) -> dict:
         "sentences": len(f.sentences),
         "scored_sentences": len(f.table),
         "unsupported_sentences": int(f.table["label"].sum()),
+        "unsupported_unscored_sentences": int(f.sentences["label"].astype(int).sum()) - int(f.table["label"].sum()),
         "errors": f.errors.to_dict("records"),
         "cost": _frame_numbers(result.cost),
         "skipped": result.skipped,
@@ -271,6 +293,7 @@ def _set_numbers(result: BenchmarkResult) -> dict:
             span_vs_perplexity=_frame_numbers(e.span.differences("perplexity")),
             threshold=e.threshold,
             response=_frame_numbers(e.response.intervals()),
+            levels=_frame_numbers(e.levels()),
             by_type=_frame_numbers(e.by_type),
             by_task=_frame_numbers(e.by_task),
             ablation=_frame_numbers(e.ablation.intervals()),
