@@ -40,16 +40,16 @@ def load_benchmark(
 
 
 def select(cases: list[Case], benchmark: str, sample: str, splits: Sequence[str]) -> list[Case]:
-    """``paper``: RAGTruth's 300 hallucinated + 300 clean answers of one split, every case
-    elsewhere; ``full``: every case; ``N``: N answers, half with an unsupported sentence,
-    spread over tasks."""
+    """``paper``: a paper-style RAGTruth sample, 300 hallucinated + 300 clean answers of one
+    split, every case elsewhere; ``full``: every case; ``N``: N answers, half with an
+    unsupported sentence, spread over tasks."""
     from .sampling import balanced_sample, sample_ragtruth
 
     if sample == "full" or (sample == "paper" and benchmark != "ragtruth"):
         return cases
     if sample == "paper":
         if len(splits) != 1:
-            raise click.BadParameter("the paper sample is drawn from one split", param_hint="--split")
+            raise click.BadParameter("the paper-style sample is drawn from one split", param_hint="--split")
         return sample_ragtruth(cases, split=splits[0])
     n = int(sample)
     return balanced_sample(cases, n // 2, n - n // 2)
@@ -89,7 +89,7 @@ def _case_options(func):
     options = [
         click.argument("benchmark", type=click.Choice(BENCHMARKS)),
         click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
-                     help="paper (RAGTruth: 300 hallucinated + 300 clean; others: all), full, or N answers (balanced)."),
+                     help="paper (RAGTruth: a paper-style 300 hallucinated + 300 clean; others: all), full, or N answers (balanced)."),
         click.option("--split", "splits", multiple=True,
                      help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test]."),
         click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found]."),

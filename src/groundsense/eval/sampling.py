@@ -65,8 +65,8 @@ def sample_ragtruth(
     n_supported: int | None = 300,
     seed: int = 0,
 ) -> list[Case]:
-    """The paper's RAGTruth sample (section 6.1): by default 300 hallucinated + 300 clean
-    ``test`` responses over the three tasks. ``None`` counts take the whole split;
+    """A paper-style RAGTruth sample (drawn as section 6.1 describes, with our own seed): by
+    default 300 hallucinated + 300 clean ``test`` responses over the three tasks. ``None`` counts take the whole split;
     ``split="train"`` draws a calibration sample the same way."""
     pool = [c for c in cases if c.benchmark == "ragtruth" and c.split == split]
     if n_unsupported is None or n_supported is None:
