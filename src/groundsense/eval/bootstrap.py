@@ -2,7 +2,9 @@
 
 Resampling sources with replacement is the same as weighting every row by how many times its
 source was drawn, so each resample's AUC is a weighted Mann-Whitney statistic. Scores are
-sorted once; all resamples are then evaluated together with cumulative sums.
+sorted once; :func:`weighted_auc` then evaluates all resamples together with cumulative sums
+over rows, and :func:`group_aucs` (what :func:`source_bootstrap` uses) with a product over the
+groups x groups table of correctly ordered pairs, which is much faster when rows share sources.
 """
 
 from __future__ import annotations
@@ -47,13 +49,42 @@ def resample_aucs(y: np.ndarray, score: np.ndarray, row_counts: np.ndarray) -> n
     )
 
 
-def group_counts(groups: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """Row multiplicities (resamples x rows) from drawing the distinct groups with replacement."""
+def group_draws(groups: np.ndarray, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each resample's count of every distinct group (resamples x groups), drawn with
+    replacement, and each row's group index."""
     _, group_index = np.unique(np.asarray(groups), return_inverse=True)
     n_groups = int(group_index.max()) + 1
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples)
-    return draws[:, group_index]
+    return rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples), group_index
+
+
+def group_aucs(y: np.ndarray, score: np.ndarray, group_index: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """ROC AUC per resample of whole groups: ``draws`` (resamples x groups) counts each group,
+    ``group_index`` gives each row's group.
+
+    With ``pairs[g, h]`` the (unsupported row of g, grounded row of h) pairs the score orders
+    right (ties count one half), a resample's AUC is w'·pairs·w / ((w·P)(w·N)), P and N each
+    group's positives and negatives. Every term is a multiple of one half, so the sums are exact
+    and the result equals :func:`weighted_auc` on the row counts bit for bit, at a cost that
+    grows with groups, not rows.
+    """
+    y = np.asarray(y).astype(bool)
+    n_groups = draws.shape[1]
+    _, tie = np.unique(np.asarray(score, dtype=float), return_inverse=True)
+    negatives = np.zeros((int(tie.max()) + 1, n_groups))
+    np.add.at(negatives, (tie[~y], group_index[~y]), 1.0)
+    beaten = np.cumsum(negatives, axis=0) - 0.5 * negatives  # per tie level: negatives below, ties at half
+    order = np.argsort(group_index[y], kind="stable")
+    positive_groups = group_index[y][order]
+    starts = np.flatnonzero(np.r_[True, positive_groups[1:] != positive_groups[:-1]])
+    pairs = np.zeros((n_groups, n_groups))
+    if len(order):
+        pairs[positive_groups[starts]] = np.add.reduceat(beaten[tie[y]][order], starts, axis=0)
+    draws = np.asarray(draws, dtype=float)
+    wins = ((draws @ pairs) * draws).sum(axis=1)
+    total = (draws @ np.bincount(group_index[y], minlength=n_groups)) * (draws @ negatives.sum(axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, wins / total, np.nan)
 
 
 @dataclass
@@ -95,7 +126,7 @@ def source_bootstrap(
 ) -> BootstrapResult:
     """Paired bootstrap over ``groups`` (source ids): every method is scored on the same resamples."""
     y = np.asarray(y)
-    counts = group_counts(groups, n_resamples, seed)
+    draws, group_index = group_draws(groups, n_resamples, seed)
     point = {name: float(roc_auc_score(y, s)) for name, s in scores.items()}
-    resamples = pd.DataFrame({name: resample_aucs(y, np.asarray(s), counts) for name, s in scores.items()})
+    resamples = pd.DataFrame({name: group_aucs(y, s, group_index, draws) for name, s in scores.items()})
     return BootstrapResult(point, resamples, level)
