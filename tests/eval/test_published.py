@@ -1,0 +1,80 @@
+"""The committed reports under docs/results/ equal what their commands render today from the
+committed caches (results/), so a change to the analysis code or a cache cannot leave them stale.
+
+Each report is re-rendered in full by the command that made it (`groundsense eval report` as
+docs/results.md lists it; `groundsense eval compare` as each compare report's header says),
+with the same 2,000 resamples: a cheaper render would not be the committed report. Markdown must
+match exactly, JSON to 1e-9 relative (the last bits of a float may differ across BLAS builds).
+Figures are drawn but not laid out or saved (a fifth of the time; PNG bytes depend on the
+matplotlib build, so they are not compared). Measured: all four take about 45 s of CPU, 80 s
+wall on 2 cores shared with other jobs (``-m 'not slow'`` skips them).
+"""
+
+import json
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundsense.cli import cli
+from groundsense.eval import figures
+from groundsense.eval.figures import plt
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = {"docs/results": "results/features", "docs/results/split": "results/split-features"}
+COMPARISONS = ["docs/results/compare-qwen.md", "docs/results/compare-masked.md"]
+HEADER_LINES = 4  # title, blank, the command in backticks, blank
+
+pytestmark = pytest.mark.slow
+
+
+def run(args: list[str], monkeypatch) -> str:
+    monkeypatch.chdir(ROOT)  # the commands' paths are relative to the repository root
+    monkeypatch.setattr(figures, "_save", lambda fig, path: (plt.close(fig), path)[1])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.stdout
+
+
+def flat(value: object, path: str = "") -> dict[str, object]:
+    """Every leaf of a JSON value by its path."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in flat(item, f"{path}/{key}").items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in flat(item, f"{path}/{i}").items()}
+    return {path: value}
+
+
+def assert_same_numbers(rendered: Path, committed: Path) -> None:
+    new, old = flat(json.loads(rendered.read_text())), flat(json.loads(committed.read_text()))
+    assert new.keys() == old.keys(), f"{committed}: keys differ, e.g. {sorted(new.keys() ^ old.keys())[:5]}"
+    changed = [path for path, value in new.items() if not same(value, old[path])]
+    assert not changed, f"{committed} is stale: {len(changed)} numbers differ, e.g. {changed[:5]}"
+
+
+def same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+@pytest.mark.parametrize("folder", REPORTS)
+def test_report_equals_its_render(folder, tmp_path, monkeypatch):
+    run(["eval", "report", "--cache", REPORTS[folder], "-o", str(tmp_path)], monkeypatch)
+    committed = ROOT / folder
+    assert (tmp_path / "report.md").read_text() == (committed / "report.md").read_text(), (
+        f"{folder}/report.md is stale: rerun `groundsense eval report --cache {REPORTS[folder]} -o {folder}`")
+    assert_same_numbers(tmp_path / "report.json", committed / "report.json")
+
+
+@pytest.mark.parametrize("report", COMPARISONS)
+def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
+    lines = (ROOT / report).read_text().splitlines(keepends=True)
+    command = shlex.split(lines[2].strip().strip("`"))
+    assert command[:3] == ["groundsense", "eval", "compare"], f"{report}: line 3 should be its command"
+    output = command.index("-o") + 1
+    committed_json, command[output] = ROOT / command[output], str(tmp_path / "compare.json")
+    assert run(command[1:], monkeypatch) == "".join(lines[HEADER_LINES:]), f"{report} is stale: rerun its command"
+    assert_same_numbers(tmp_path / "compare.json", committed_json)
