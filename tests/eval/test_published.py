@@ -78,3 +78,20 @@ def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
     committed_json, command[output] = ROOT / command[output], str(tmp_path / "compare.json")
     assert run(command[1:], monkeypatch) == "".join(lines[HEADER_LINES:]), f"{report} is stale: rerun its command"
     assert_same_numbers(tmp_path / "compare.json", committed_json)
+
+
+RENDERED = ["docs/results/answer-level.md", "docs/results/selection-A.md"]
+
+
+@pytest.mark.parametrize("report", RENDERED)
+def test_rendered_report_equals_its_render(report, tmp_path, monkeypatch):
+    """Reports that carry their own command on line 3 (`eval answers`, `eval selection`)."""
+    text = (ROOT / report).read_text()
+    command = shlex.split(text.splitlines()[2].strip().strip("`"))
+    assert command[:2] == ["groundsense", "eval"] and command[-2] == "-o", f"{report}: line 3 should be its command"
+    if "--reference" in command and not (ROOT / command[command.index("--reference") + 1]).exists():
+        pytest.skip("the reference features (../shared/reference) are absent")
+    command[-1] = str(tmp_path / "report.md")
+    run(command[1:], monkeypatch)
+    rendered = (tmp_path / "report.md").read_text().replace(str(tmp_path / "report.md"), report)
+    assert rendered == text, f"{report} is stale: rerun `{shlex.join(command[:-1] + [report])}`"

@@ -99,7 +99,8 @@ def reference_answers(folder: Path) -> pd.DataFrame | None:
     })
 
 
-def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, n_resamples: int = 2000, seed: int = 0) -> str:
+def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, command: str,
+                  n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report: aggregations by benchmark (dev and test partitions), and the
     conditions that move the answer-level figure."""
     columns, conditions = {}, {}
@@ -117,7 +118,7 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, n_resa
             kept = whole[~whole.index.isin(cut)]
             conditions[f"{name}, answers with every sentence scored ({len(kept)} of {len(whole)})"] = aucs(
                 kept, n_resamples, seed)
-    lines = ["# Answer-level verdict", "",
+    lines = ["# Answer-level verdict", "", f"`{command}`", "",
              "Answer-level AUC (label: the answer has an unsupported scored sentence) of training-free "
              "aggregations of sentence scores, with 95% source-level bootstrap intervals. The aggregation "
              "to ship is chosen on the dev partitions. `highest sensitivity` is the shipped detector's "

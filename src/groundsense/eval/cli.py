@@ -150,6 +150,14 @@ def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_on
                f"{summary.errors} errors", err=True)
 
 
+def _command(*args) -> str:
+    """The shell command that renders a report, shown in its header (the published-report
+    check reruns it). Default resamples and seed only: those are what is published."""
+    import shlex
+
+    return shlex.join(["groundsense", "eval", *map(str, args)])
+
+
 def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
     pairs = {}
     for value in values:
@@ -245,8 +253,10 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
         raise click.ClickException(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
                                    f"the protocol needs all of {', '.join(BENCHMARKS)}")
     split = next((s for s in load_cache(split_cache, scorer) if s.benchmark == "ragtruth"), None) if split_cache else None
+    command = _command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
+                       *(["--candidate", candidate] if candidate != "A" else []), *(["-o", output] if output else []))
     try:
-        text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, resamples, seed)
+        text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, command, resamples, seed)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if output:
@@ -276,7 +286,9 @@ def answers(caches, reference, output, resamples, seed):
                 sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
     if not sets:
         raise click.ClickException(f"no full-mode feature sets under {', '.join(map(str, caches))}")
-    text = answer_report(sets, reference, resamples, seed)
+    command = _command("answers", *(a for c in caches for a in ("--cache", c)),
+                       *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
+    text = answer_report(sets, reference, command, resamples, seed)
     if output:
         output.write_text(text)
     click.echo(text if not output else f"wrote {output}")

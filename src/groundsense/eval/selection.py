@@ -183,7 +183,7 @@ def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], spl
     return float(a), float(g), float(a - g)
 
 
-def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, candidate: str,
+def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, candidate: str, command: str,
                      n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report: single features on dev, leave-one-benchmark-out, the rule's verdict."""
     features = CANDIDATES[candidate]
@@ -191,7 +191,7 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
     missing = [f for f in features if any(f not in dev.columns for dev, _ in parts.values())]
     if missing:
         raise ValueError(f"candidate {candidate} needs {missing}: extract with --token-rows (scripts/token_rows.sh)")
-    lines = [f"# Detector selection: candidate {candidate}", "",
+    lines = [f"# Detector selection: candidate {candidate}", "", f"`{command}`", "",
              "Protocol and rule: docs/detector-selection.md. Scorer and configuration: "
              + "; ".join(f"{n}: {fs.key}" for n, fs in sets.items()) + ".", "",
              "## Single features on the dev partitions", "",
