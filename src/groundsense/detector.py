@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentenc
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from .scorer import EncodedAnswer, Scorer
 from .text import Span, segment_sentences
+
+if TYPE_CHECKING:
+    from .stream import DetectionStream
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +121,7 @@ class Detector:
         scores = self.scorer.score(prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked")
         owner = assign_tokens(prompt.answer.offsets, spans)
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
-        result = self._result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
+        result = self.build_result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
         result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
         result.tokens = TokenRows(scores.logp, scores.jsd, owner, prompt.answer.offsets)
         return result
@@ -142,10 +146,19 @@ class Detector:
             results.append(outcome.result)
         return results
 
-    def _result(
+    def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None) -> DetectionStream:
+        """Check an answer while it is generated: ``stream.feed(delta)`` returns the sentences
+        each piece of text finished, judged; ``stream.close()`` the whole answer's result,
+        equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
+        from .stream import DetectionStream
+
+        return DetectionStream(self, question, context, passages)
+
+    def build_result(
         self, answer: str, spans: list[Span], evidence: Evidence, encoded: EncodedAnswer,
         features: SentenceFeatures, tokens_processed: int,
     ) -> DetectionResult:
+        """The result of ``answer``'s sentences from their features (as scored so far, for a stream)."""
         values = features.values
         scored_until = len(answer) if not encoded.tokens_cut else int(encoded.offsets[-1, 1])
         unscored = [
@@ -185,6 +198,11 @@ def check_inputs(answer: str, context: str | None, passages: list[str] | None) -
     """Reject inputs that cannot be scored, before any model work."""
     if not isinstance(answer, str) or not answer.strip():
         raise InputError("the answer is empty: give the answer text to check")
+    check_evidence(context, passages)
+
+
+def check_evidence(context: str | None, passages: list[str] | None) -> None:
+    """Reject evidence that cannot be scored: both forms given, or nothing in it."""
     if context is not None and passages is not None:
         raise InputError("give the evidence either as one context string or as a list of passages, not both")
     evidence = context if context is not None else "".join(passages or [])

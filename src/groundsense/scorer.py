@@ -72,6 +72,17 @@ class TokenScores:
 
 
 @dataclass
+class ConditionCaches:
+    """An answer's conditions being scored as it arrives: each condition's KV cache (row
+    order as in :class:`TokenScores`) up to the last token fed, and the token the next
+    piece's first token is predicted from (not fed yet)."""
+
+    caches: list
+    next_input: int
+    tokens_processed: int = 0
+
+
+@dataclass
 class _KeptEvidence:
     """One evidence's encoded conditions in the LRU: each cache holds its condition's
     evidence (``lengths`` tokens) followed by ``lead``, the last question seen.
@@ -311,6 +322,41 @@ class Scorer:
                 full = Distributions.of(torch.log_softmax(logits[0].float(), dim=-1))
             logp[row], jsd[row] = self._compare(full, logits, target)
             processed += encoded
+        return TokenScores(logp=logp, jsd=jsd, tokens_processed=processed)
+
+    @torch.inference_mode()
+    def open_conditions(
+        self, prefix: list[int], chunks: list[list[int]], middle: list[int], leave_one_out: bool = True
+    ) -> ConditionCaches:
+        """Each condition's KV cache up to the prompt's last token, as copies of its own, for
+        an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
+        LRU, or is encoded once and kept there, as for :meth:`score`."""
+        lead = tuple(middle[:-1])
+        rows = 2 + len(chunks) if leave_one_out else 2
+        caches, processed = [None] * rows, 0
+        # a loop, not list(): each row's cache may be reused for the next once copied
+        for row, cache, encoded in self._evidence_caches(prefix, chunks, rows, lead, in_turn=True):
+            caches[row] = _cropped_copy(cache, cache.get_seq_length())
+            processed += encoded
+        return ConditionCaches(caches, middle[-1], processed)
+
+    @torch.inference_mode()
+    def score_next(self, conditions: ConditionCaches, ids: list[int]) -> TokenScores:
+        """Score the answer's next tokens ``ids`` under every condition, extending each
+        condition's cache by them: the rows of :meth:`score` for those tokens."""
+        inputs = [conditions.next_input, *ids[:-1]]
+        target = torch.tensor(ids, device=self.device)
+        logp = np.zeros((len(conditions.caches), len(ids)), dtype=np.float64)
+        jsd = np.zeros_like(logp)
+        full = None
+        for row, cache in enumerate(conditions.caches):
+            logits = self._forward(inputs, cache, len(inputs)).logits
+            if full is None:  # row 0 comes first
+                full = Distributions.of(torch.log_softmax(logits[0].float(), dim=-1))
+            logp[row], jsd[row] = self._compare(full, logits, target)
+        conditions.next_input = ids[-1]
+        processed = len(inputs) * len(conditions.caches)
+        conditions.tokens_processed += processed
         return TokenScores(logp=logp, jsd=jsd, tokens_processed=processed)
 
     def _exact_conditions(

@@ -1,0 +1,150 @@
+"""Streaming detection: judge each sentence of an answer as soon as it ends, while the
+answer is still being generated.
+
+The scorer is causal, so a sentence's token scores depend only on the prompt, the answer
+before it and its own tokens. The evidence is encoded once; each condition's KV cache then
+grows with the answer, and a finished sentence costs only its own tokens under each
+condition. The final result equals :meth:`Detector.detect` on the whole answer with the same
+sentence spans (the stream's own segmentation, frozen sentence by sentence).
+
+A token is scored once it can no longer change: the answer is re-tokenised as it grows, and
+the tokens that end before its last run of whitespace are final (byte-level BPE tokenizers,
+the scorers' kind, never merge across whitespace). A sentence is judged once the next one
+has begun and its tokens are final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import InputError
+from .evidence import build_evidence
+from .features import assign_tokens, sentence_features
+from .prompt import PromptLayout
+from .result import DetectionResult, SentenceResult, TokenRows
+from .scorer import EncodedAnswer
+from .text import Span, segment_sentences
+
+if TYPE_CHECKING:
+    from .detector import Detector
+
+_TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
+
+
+class DetectionStream:
+    """Feed an answer's text as it is generated; get each sentence's verdict when it ends.
+
+    Made by :meth:`Detector.stream`. ``feed(delta)`` returns the sentences that the new text
+    finished; ``close()`` judges the rest and returns the whole answer's result. The answer
+    token cap applies as in ``detect``: sentences past it come back unscored.
+    """
+
+    def __init__(self, detector: Detector, question: str = "", context: str | None = None,
+                 passages: list[str] | None = None):
+        from .detector import check_evidence
+
+        if detector.leave_one_out == "masked":
+            raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
+        check_evidence(context, passages)
+        self.detector, scorer = detector, detector.scorer
+        self.evidence = build_evidence(scorer, context, passages, detector.k, detector.max_context_tokens)
+        layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
+        self._lead = layout.answer_lead
+        self._prompt_tokens = len(scorer.encode_prefix(layout.prefix)) + len(scorer.tokenize(layout.middle))
+        chunks = [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks]
+        self._prompt_tokens += sum(map(len, chunks))
+        self._conditions = scorer.open_conditions(
+            scorer.encode_prefix(layout.prefix), chunks, scorer.tokenize(layout.middle), leave_one_out=detector.mode == "full"
+        )
+        self.text = ""  # the answer so far
+        self._ids: list[int] = []  # scored tokens (final)
+        self._offsets = np.zeros((0, 2), dtype=np.int64)
+        self._logp: list[np.ndarray] = []
+        self._jsd: list[np.ndarray] = []
+        self._cut = 0  # tokens past the cap
+        self._spans: list[Span] = []  # judged sentences
+        self.closed = False
+
+    def feed(self, delta: str) -> list[SentenceResult]:
+        """Add generated text; returns the sentences it finished, judged."""
+        if self.closed:
+            raise InputError("this stream is closed: start a new one for another answer")
+        if not isinstance(delta, str):
+            raise InputError(f"feed text, not {type(delta).__name__}")
+        self.text += delta
+        stable = self._score_final_tokens(final=False)
+        ended = [s for s in self._pending_sentences()[:-1] if s.end <= stable]
+        return self._judge(ended).sentences[-len(ended):] if ended else []
+
+    def close(self) -> DetectionResult:
+        """Judge the sentences not returned yet; the whole answer's result."""
+        if self.closed:
+            raise InputError("this stream is closed already")
+        if not self.text.strip():
+            raise InputError("the answer is empty: feed the answer text before closing the stream")
+        self.closed = True
+        self._score_final_tokens(final=True)
+        result = self._judge(self._pending_sentences())
+        if not result.sentences:
+            raise InputError("the answer has no sentence to score")
+        return result
+
+    async def afeed(self, delta: str) -> list[SentenceResult]:
+        """:meth:`feed` in a worker thread, for an event loop."""
+        return await asyncio.to_thread(self.feed, delta)
+
+    async def aclose(self) -> DetectionResult:
+        """:meth:`close` in a worker thread, for an event loop."""
+        return await asyncio.to_thread(self.close)
+
+    def _score_final_tokens(self, final: bool) -> int:
+        """Score the tokens that can no longer change; returns the answer position up to
+        which every token is final (scored, or past the cap)."""
+        text = self._lead + self.text
+        enc = self.detector.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = enc.input_ids
+        ends = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
+        trailing = _TRAILING.search(text)
+        boundary = len(text) if final else (trailing.start() if trailing else 0)
+        n_final = len(ids) if final else int(np.searchsorted(ends[:, 1], boundary, side="right"))
+        if ids[: len(self._ids)] != self._ids:
+            raise RuntimeError("the scorer's tokenizer re-split text it had already produced; this scorer cannot stream")
+        cap = self.detector.max_answer_tokens
+        new = ids[len(self._ids) : min(n_final, cap)]
+        if new:
+            scores = self.detector.scorer.score_next(self._conditions, new)
+            self._logp.append(scores.logp)
+            self._jsd.append(scores.jsd)
+            self._ids += new
+            self._offsets = np.clip(ends[: len(self._ids)] - len(self._lead), 0, None)
+        if final:
+            self._cut = max(0, len(ids) - cap)
+        elif n_final > cap:
+            self._cut = n_final - cap
+        return max(0, boundary - len(self._lead))
+
+    def _pending_sentences(self) -> list[Span]:
+        """The sentences of the text after the judged ones, by the built-in segmenter."""
+        start = self._spans[-1].end if self._spans else 0
+        return [Span(start + s.start, start + s.end) for s in segment_sentences(self.text[start:])]
+
+    def _judge(self, ended: list[Span]) -> DetectionResult:
+        """Freeze ``ended`` and judge every frozen sentence over the tokens scored so far."""
+        self._spans += ended
+        spans, n = self._spans, len(self._ids)
+        rows = len(self._conditions.caches)
+        logp = np.concatenate(self._logp, axis=1) if self._logp else np.zeros((rows, 0))
+        jsd = np.concatenate(self._jsd, axis=1) if self._jsd else np.zeros((rows, 0))
+        offsets = self._offsets[:n]
+        owner = assign_tokens(offsets, spans) if spans and n else np.full(n, -1)
+        features = sentence_features(logp, jsd, owner, len(spans))
+        encoded = EncodedAnswer(self._ids, offsets, self._cut)
+        result = self.detector.build_result(self.text, spans, self.evidence, encoded, features,
+                                            self._conditions.tokens_processed)
+        result.prompt_tokens = self._prompt_tokens + max(n - 1, 0)
+        result.tokens = TokenRows(logp, jsd, owner, offsets)
+        return result
