@@ -1,0 +1,125 @@
+"""Streaming detection on real RAGTruth answers with the real default scorer: the stream's
+result equals `detect` on the whole answer with the same sentence spans."""
+
+import asyncio
+import random
+
+import numpy as np
+import pytest
+
+from groundsense import Detector
+from groundsense.errors import InputError
+
+pytestmark = pytest.mark.slow
+
+CASE_IDS = ["ragtruth:16360", "ragtruth:6249", "ragtruth:1990"]  # QA, Data2txt, Summary (each with a hallucination)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    from groundsense.eval.ragtruth import load_ragtruth
+
+    found, _ = load_ragtruth(ids=set(CASE_IDS))
+    if len(found) < len(CASE_IDS):
+        pytest.skip("RAGTruth is not under ../shared/data")
+    return sorted(found, key=lambda c: CASE_IDS.index(c.id))
+
+
+def evidence(case) -> dict:
+    return {"passages": case.passages} if case.passages is not None else {"context": case.context}
+
+
+def streamed(detector, case, seed=0, largest=12):
+    """Feed the answer in random pieces of 1..``largest`` characters, as an LLM emits text."""
+    rng = random.Random(seed)
+    stream = detector.stream(question=case.question, **evidence(case))
+    emitted, i = [], 0
+    while i < len(case.answer):
+        n = rng.randint(1, largest)
+        emitted += stream.feed(case.answer[i : i + n])
+        i += n
+    return emitted, stream.close(), stream
+
+
+def assert_same(result, reference, tol=1e-4):
+    assert len(result.sentences) == len(reference.sentences)
+    for s, r in zip(result.sentences, reference.sentences):
+        assert (s.start, s.end, s.text, s.status, s.reason, s.flagged) == (r.start, r.end, r.text, r.status, r.reason, r.flagged)
+        assert (s.support and s.support.chunk) == (r.support and r.support.chunk)
+        if s.score is not None:
+            assert s.score == pytest.approx(r.score, abs=tol)
+        for name, value in s.features.items():
+            assert np.isclose(value, r.features[name], atol=tol, equal_nan=True), name
+        assert np.allclose(s.drops, r.drops, atol=tol, equal_nan=True) and np.allclose(s.jsds, r.jsds, atol=tol, equal_nan=True)
+    assert result.answer.flagged == reference.answer.flagged
+    assert result.truncated.to_dict() == reference.truncated.to_dict()
+
+
+@pytest.mark.parametrize("mode", ["full", "two_pass"])
+def test_stream_equals_detect_with_the_same_spans(scorer, cases, mode):
+    detector = Detector(scorer, mode=mode)
+    for seed, case in enumerate(cases):
+        emitted, result, _ = streamed(detector, case, seed)
+        spans = [(s.start, s.end) for s in result.sentences]
+        reference = detector.detect(answer=case.answer, question=case.question, sentences=spans, **evidence(case))
+        assert_same(result, reference)
+        # every sentence but the last is judged before the stream closes, exactly as in the result
+        assert len(emitted) >= len(result.sentences) - 1
+        assert [s.to_dict() for s in emitted] == [s.to_dict() for s in result.sentences[: len(emitted)]]
+        assert any(s.flagged for s in result.sentences) == bool(result.answer.n_flagged)
+
+
+def test_a_new_sentence_costs_only_its_own_tokens(scorer, cases):
+    detector = Detector(scorer)
+    case = cases[2]
+    stream = detector.stream(question=case.question, **evidence(case))
+    rows = 2 + len(stream.evidence.chunks)
+    before = stream._conditions.tokens_processed
+    half = len(case.answer) // 2
+    stream.feed(case.answer[:half])
+    fed = len(stream._ids)
+    assert stream._conditions.tokens_processed - before == rows * fed  # each token once per condition
+    stream.feed(case.answer[half:])
+    stream.close()
+    assert stream._conditions.tokens_processed - before == rows * len(stream._ids)
+
+
+def test_the_answer_cap_applies_as_in_detect(scorer, cases):
+    detector = Detector(scorer, max_answer_tokens=40)
+    case = cases[1]  # Data2txt: well over 40 tokens
+    _, result, _ = streamed(detector, case)
+    assert result.truncated.answer and any(s.reason == "past the answer token cap" for s in result.sentences)
+    spans = [(s.start, s.end) for s in result.sentences]
+    assert_same(result, detector.detect(answer=case.answer, question=case.question, sentences=spans, **evidence(case)))
+
+
+def test_async_stream_gives_the_same_result(scorer, cases):
+    detector = Detector(scorer, mode="two_pass")
+    case = cases[0]
+
+    async def run():
+        stream = detector.stream(question=case.question, **evidence(case))
+        for word in case.answer.split(" "):
+            await stream.afeed(word + " ")
+        return await stream.aclose()
+
+    result = asyncio.run(run())
+    _, sync, _ = streamed(detector, case)
+    assert [s.score for s in result.sentences] == pytest.approx([s.score for s in sync.sentences], abs=1e-4)
+
+
+def test_stream_refuses_what_it_cannot_do(scorer, cases):
+    case = cases[0]
+    with pytest.raises(InputError, match="exact leave-one-out"):
+        Detector(scorer, leave_one_out="masked").stream(**evidence(case))
+    detector = Detector(scorer, mode="two_pass")
+    with pytest.raises(InputError, match="evidence is empty"):
+        detector.stream(passages=["  "])
+    stream = detector.stream(**evidence(case))
+    stream.feed("   ")
+    with pytest.raises(InputError, match="answer is empty"):
+        stream.close()
+    stream.feed(case.answer)  # a refused close loses nothing: the stream goes on
+    assert stream.close().sentences
+    with pytest.raises(InputError, match="closed"):
+        stream.feed("More text.")
