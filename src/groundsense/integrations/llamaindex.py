@@ -7,7 +7,8 @@
     result.passing, result.score, result.feedback
 
 ``evaluate(query, response, contexts)`` (and ``evaluate_response`` on a ``Response`` with its
-source nodes, and the async variants, and ``BatchEvalRunner``) return an ``EvaluationResult``
+source nodes, the async variants and ``BatchEvalRunner``: the base class routes them all
+through ``aevaluate``, which scores in a worker thread) return an ``EvaluationResult``
 whose ``score`` is the share of sentences judged supported, ``passing`` is true only when all
 are, and ``feedback`` names the others (see :mod:`groundsense.integrations.common`). No LLM
 and no prompt: the evaluator has no prompts to get or update.
@@ -22,7 +23,7 @@ from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 
 from ..detector import Detector
-from .common import GroundingReport, acheck, check
+from .common import acheck
 
 __all__ = ["GroundsenseEvaluator"]
 
@@ -45,16 +46,6 @@ class GroundsenseEvaluator(BaseEvaluator):
     def _update_prompts(self, prompts: PromptDictType) -> None:
         pass
 
-    def evaluate(
-        self,
-        query: str | None = None,
-        response: str | None = None,
-        contexts: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> EvaluationResult:
-        _require(response, contexts)
-        return self._result(query, response, contexts, check(response, contexts, query, self._detector))
-
     async def aevaluate(
         self,
         query: str | None = None,
@@ -62,10 +53,9 @@ class GroundsenseEvaluator(BaseEvaluator):
         contexts: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> EvaluationResult:
-        _require(response, contexts)
-        return self._result(query, response, contexts, await acheck(response, contexts, query, self._detector))
-
-    def _result(self, query, response, contexts, report: GroundingReport) -> EvaluationResult:
+        if response is None or contexts is None:
+            raise ValueError("contexts and response must be provided")
+        report = await acheck(response, contexts, query, self._detector)
         if self._raise_error and not report.passing:
             raise ValueError(f"The response is not supported by the contexts. {report.feedback}")
         return EvaluationResult(
@@ -73,7 +63,3 @@ class GroundsenseEvaluator(BaseEvaluator):
             passing=report.passing, score=report.score, feedback=report.feedback,
         )
 
-
-def _require(response: str | None, contexts: Sequence[str] | None) -> None:
-    if response is None or contexts is None:
-        raise ValueError("contexts and response must be provided")
