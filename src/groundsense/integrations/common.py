@@ -147,9 +147,9 @@ class GroundingReport:
 
 def check(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
     """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict."""
-    detector = resolve_detector(detector)
     passages = evidence_texts(sources)
-    with _LOCK:
+    with _LOCK:  # also makes two threads' first call load the default detector once
+        detector = resolve_detector(detector)
         result = detector.detect(answer=answer, passages=passages, question=question or "")
     return GroundingReport(answer, result)
 
