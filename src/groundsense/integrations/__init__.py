@@ -1,0 +1,12 @@
+"""groundsense inside the frameworks RAG teams already use (docs/integrations.md).
+
+One module per framework, each installed by its own extra and imported only by its users:
+
+- ``groundsense.integrations.guardrails``: a Guardrails AI validator (``groundsense[guardrails]``);
+- ``groundsense.integrations.llamaindex``: a LlamaIndex evaluator (``groundsense[llamaindex]``);
+- ``groundsense.integrations.langchain``: a LangChain Runnable (``groundsense[langchain]``);
+- ``groundsense.integrations.ragas``: a RAGAS metric (``groundsense[ragas]``).
+
+All of them make the same ``Detector.detect`` call and read the same verdict from it
+(:mod:`groundsense.integrations.common`). The core package never imports this one.
+"""

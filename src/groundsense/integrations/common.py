@@ -1,0 +1,159 @@
+"""What every framework integration shares: one ``Detector.detect`` call and the verdict read from it.
+
+The score in [0, 1] that every integration reports is defined here, and only here::
+
+    score = sentences judged supported / sentences in the answer
+
+A sentence is *judged supported* when the detector scored it and did not flag it
+(``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
+token cap) both count against the answer: the check fails closed. ``passing`` is true only when
+every sentence is judged supported (``score == 1``, i.e. ``result.answer.flagged is False``).
+The *grounded answer* keeps only the sentences judged supported.
+
+Imports no framework: evidence items are read by duck typing (a string, a LangChain
+``Document``, a LlamaIndex node or ``NodeWithScore``, or a dict with ``page_content``/``text``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Any
+
+from ..detector import Detector
+from ..errors import GroundsenseError, InputError
+from ..result import DetectionResult, SentenceResult
+
+# One detection at a time per process: frameworks call validators and evaluators from thread
+# pools and event loops, and the scorer keeps state (its evidence cache) between calls.
+_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def default_detector() -> Detector:
+    """The embedded default scorer with its shipped calibration, loaded once per process."""
+    return Detector()
+
+
+def resolve_detector(detector: Detector | None) -> Detector:
+    """``detector`` itself, or the shared default; refuses one that cannot flag anything."""
+    detector = detector if detector is not None else default_detector()
+    calibration = detector.calibration
+    if calibration is None or calibration.thresholds.get(detector.detector) is None:
+        raise GroundsenseError(
+            f"the detector has no flag threshold for scorer {detector.scorer.name} (no calibration): an "
+            "integration needs one to judge sentences; pass calibration=... (see `groundsense calibrate`)"
+        )
+    return detector
+
+
+def evidence_texts(sources: Any) -> list[str]:
+    """The passage texts of ``sources``: one string, or an iterable of strings, LangChain
+    ``Document``s, LlamaIndex nodes / ``NodeWithScore``s or dicts with ``page_content``/``text``."""
+    if sources is None:
+        raise InputError("no evidence: give the retrieved passages (sources, documents or contexts)")
+    if isinstance(sources, str):
+        return [sources]
+    if not isinstance(sources, Iterable):
+        raise InputError(f"the evidence must be a string or a list of passages, not {type(sources).__name__}")
+    return [_text_of(item) for item in sources]
+
+
+def _text_of(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(getattr(item, "page_content", None), str):  # LangChain Document
+        return item.page_content
+    if callable(getattr(item, "get_content", None)):  # LlamaIndex BaseNode and NodeWithScore
+        return item.get_content()
+    if isinstance(item, dict):
+        for key in ("page_content", "text", "content"):
+            if isinstance(item.get(key), str):
+                return item[key]
+    raise InputError(f"cannot read a passage's text from a {type(item).__name__}: give strings or documents")
+
+
+@dataclass(frozen=True)
+class GroundingReport:
+    """The verdict on one answer, as every integration reports it (see the module's docstring)."""
+
+    answer: str
+    result: DetectionResult
+
+    @cached_property
+    def supported(self) -> list[SentenceResult]:
+        return [s for s in self.result.sentences if s.flagged is False]
+
+    @cached_property
+    def unsupported(self) -> list[SentenceResult]:
+        """The flagged sentences."""
+        return [s for s in self.result.sentences if s.flagged is True]
+
+    @cached_property
+    def unjudged(self) -> list[SentenceResult]:
+        """Sentences the detector could not judge (past the answer token cap); never supported."""
+        return [s for s in self.result.sentences if s.flagged is None]
+
+    @property
+    def rejected(self) -> list[SentenceResult]:
+        """Every sentence not judged supported, in answer order."""
+        return [s for s in self.result.sentences if s.flagged is not False]
+
+    @property
+    def score(self) -> float:
+        return len(self.supported) / len(self.result.sentences)
+
+    @property
+    def passing(self) -> bool:
+        return self.result.answer.flagged is False
+
+    @cached_property
+    def grounded_answer(self) -> str:
+        """The answer with only its supported sentences. Two kept sentences are joined by the
+        widest whitespace the answer had between them (a paragraph break survives the removal
+        of the sentence next to it), or by a space."""
+        sentences, parts, last = self.result.sentences, [], None
+        for i, sentence in enumerate(sentences):
+            if sentence.flagged is not False:
+                continue
+            if last is not None:
+                gaps = [self.answer[a.end : b.start] for a, b in zip(sentences[last:i], sentences[last + 1 : i + 1])]
+                gaps = [g for g in gaps if g and not g.strip()]
+                parts.append(max(gaps, key=lambda g: g.count("\n")) if gaps else " ")
+            parts.append(sentence.text)
+            last = i
+        return "".join(parts)
+
+    def reason(self, sentence: SentenceResult) -> str:
+        """Why one sentence is not judged supported."""
+        if sentence.flagged is True:
+            return f"not supported by the evidence (score {sentence.score:+.3f} ≥ threshold {self.result.threshold:.3f})"
+        return f"not judged: {sentence.reason or 'no flag'}; counted as unsupported"
+
+    @property
+    def feedback(self) -> str:
+        """A reviewer's summary naming every sentence that is not judged supported."""
+        n = len(self.result.sentences)
+        lines = [f"{len(self.supported)} of {n} sentences supported by the evidence (score {self.score:.3f})."]
+        for label, group in (("Unsupported", self.unsupported), ("Not judged", self.unjudged)):
+            if group:
+                lines.append(f"{label}:")
+                lines += [f'- [{s.index}] "{s.text}"' for s in group]
+        return "\n".join(lines)
+
+
+def check(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
+    """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict."""
+    passages = evidence_texts(sources)
+    with _LOCK:  # also makes two threads' first call load the default detector once
+        detector = resolve_detector(detector)
+        result = detector.detect(answer=answer, passages=passages, question=question or "")
+    return GroundingReport(answer, result)
+
+
+async def acheck(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
+    """:func:`check` in a worker thread, so an event loop keeps running while the scorer works."""
+    return await asyncio.to_thread(check, answer, sources, question, detector)

@@ -1,0 +1,63 @@
+"""RAGAS: :class:`GroundsenseFaithfulness`, a metric that needs no LLM (``pip install 'groundsense[ragas]'``).
+
+::
+
+    from ragas import EvaluationDataset, RunConfig, evaluate
+    result = evaluate(dataset, metrics=[GroundsenseFaithfulness()], run_config=RunConfig(max_workers=1))
+
+It reads ``response``, ``retrieved_contexts`` and (optionally) ``user_input`` of each
+``SingleTurnSample`` and scores faithfulness in [0, 1]: the share of the response's sentences
+that groundsense judges supported, unjudged ones counting as unsupported (see
+:mod:`groundsense.integrations.common`). Like RAGAS' own faithfulness it is a share of
+supported statements, but of sentences, judged by the scorer's likelihoods instead of an LLM.
+
+Scoring is CPU/GPU-bound on one model and runs one sample at a time, so give ``evaluate`` a
+``RunConfig(max_workers=1)``: more workers only queue, and their waiting counts against RAGAS'
+per-sample timeout. Importing this module turns RAGAS' usage tracking off unless
+``RAGAS_DO_NOT_TRACK`` is already set.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # before ragas is imported: it reads this once
+
+import typing as t  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from langchain_core.callbacks import Callbacks  # noqa: E402
+from ragas.dataset_schema import SingleTurnSample  # noqa: E402
+from ragas.metrics.base import MetricOutputType, MetricType, SingleTurnMetric  # noqa: E402
+from ragas.run_config import RunConfig  # noqa: E402
+
+from ..detector import Detector  # noqa: E402
+from .common import acheck  # noqa: E402
+
+__all__ = ["GroundsenseFaithfulness"]
+
+
+@dataclass
+class GroundsenseFaithfulness(SingleTurnMetric):
+    """Faithfulness of ``response`` to ``retrieved_contexts``, judged sentence by sentence.
+
+    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
+    loaded once per process.
+    """
+
+    name: str = "groundsense_faithfulness"
+    _required_columns: t.Dict[MetricType, t.Set[str]] = field(
+        default_factory=lambda: {MetricType.SINGLE_TURN: {"user_input:optional", "response", "retrieved_contexts"}}
+    )
+    output_type: MetricOutputType = MetricOutputType.CONTINUOUS
+    detector: Detector | None = field(default=None, repr=False)
+
+    def init(self, run_config: RunConfig) -> None:
+        pass
+
+    async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:
+        report = await acheck(sample.response, sample.retrieved_contexts, sample.user_input, self.detector)
+        return report.score
+
+    async def _ascore(self, row: t.Dict, callbacks: Callbacks) -> float:
+        return await self._single_turn_ascore(SingleTurnSample(**row), callbacks)

@@ -1,0 +1,34 @@
+"""Shared by the framework integrations' tests: the shipped example and a network block."""
+
+import socket
+
+import pytest
+
+from integration_example import EXAMPLE
+
+
+@pytest.fixture
+def example() -> dict:
+    return dict(EXAMPLE)
+
+
+@pytest.fixture
+def offline(monkeypatch) -> list:
+    """No network: every name lookup and every non-local connection fails (as it does on a
+    machine without internet) and is recorded; a test asserts the list stays empty."""
+    attempts = []
+    real_connect = socket.socket.connect
+
+    def getaddrinfo(host, *args, **kwargs):
+        attempts.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, f"offline test: no lookup of {host}")
+
+    def connect(self, address):
+        if self.family == socket.AF_UNIX:
+            return real_connect(self, address)
+        attempts.append(address)
+        raise OSError(f"offline test: no connection to {address}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return attempts

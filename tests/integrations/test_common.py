@@ -1,0 +1,98 @@
+"""The verdict every integration reports, on the real default scorer."""
+
+import subprocess
+import sys
+
+import pytest
+
+from groundsense.detector import Detector
+from groundsense.errors import GroundsenseError, InputError
+from groundsense.integrations.common import GroundingReport, check, evidence_texts
+
+from integration_example import INVENTED, SUPPORTED
+
+
+@pytest.mark.slow
+def test_report_names_the_invented_sentence_and_drops_it(detector, example):
+    report = check(example["answer"], example["passages"], example["question"], detector)
+
+    assert [s.text for s in report.unsupported] == [INVENTED]
+    assert report.unjudged == []
+    assert report.score == pytest.approx(2 / 3)
+    assert report.passing is False
+    assert report.grounded_answer == SUPPORTED
+    assert INVENTED in report.feedback and "2 of 3 sentences supported" in report.feedback
+
+
+@pytest.mark.slow
+def test_a_supported_answer_passes(detector, example):
+    report = check(SUPPORTED, example["passages"], example["question"], detector)
+
+    assert report.passing is True and report.score == 1.0
+    assert report.grounded_answer == SUPPORTED and report.rejected == []
+
+
+@pytest.mark.slow
+def test_unjudged_sentences_fail_closed(scorer, example):
+    """Past the answer token cap a sentence is not judged: it never counts as supported."""
+    capped = Detector(scorer, k=5, max_answer_tokens=20)
+    report = check(example["answer"], example["passages"], example["question"], capped)
+
+    assert report.unjudged, "the cap should leave the last sentence unjudged"
+    assert report.passing is False and report.score < 1
+    for sentence in report.unjudged:
+        assert sentence.text not in report.grounded_answer
+        assert "not judged" in report.reason(sentence) and sentence.text in report.feedback
+
+
+@pytest.mark.slow
+def test_an_uncalibrated_detector_is_refused(scorer, example):
+    with pytest.raises(GroundsenseError, match="no flag threshold"):
+        check(example["answer"], example["passages"], detector=Detector(scorer, k=5, calibration=False))
+
+
+@pytest.mark.parametrize(
+    "answer, flags, kept",
+    [
+        ("One.\n\nTwo is invented. Three.", [False, True, False], "One.\n\nThree."),
+        ("One. Two is invented.\n\nThree.", [False, True, False], "One.\n\nThree."),
+        ("One.  Two.", [False, False], "One.  Two."),
+        ("Invented. One.", [True, False], "One."),
+        ("One. Not judged.", [False, None], "One."),
+    ],
+)
+def test_grounded_answer_keeps_the_separators_of_kept_sentences(answer, flags, kept):
+    from groundsense.result import AnswerSummary, DetectionResult, SentenceResult, Truncation
+    from groundsense.text import segment_sentences
+
+    spans = segment_sentences(answer)
+    assert len(spans) == len(flags)
+    sentences = [
+        SentenceResult(i, span.start, span.end, span.of(answer), 0.0, flag, {}, [], [], None)
+        for i, (span, flag) in enumerate(zip(spans, flags))
+    ]
+    summary = AnswerSummary(0.0, 0.0, len(flags), flags.count(True), flags.count(None), None)
+    result = DetectionResult("s", "full", "exact", "sensitivity", 1.0, sentences, summary, Truncation())
+    assert GroundingReport(answer, result).grounded_answer == kept
+
+
+def test_evidence_is_read_from_framework_documents_and_nodes():
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    items = ["a", Document(page_content="b"), TextNode(text="c"), NodeWithScore(node=TextNode(text="d"), score=0.5), {"text": "e"}]
+    assert evidence_texts(items) == ["a", "b", "c", "d", "e"]
+    assert evidence_texts("one context") == ["one context"]
+    for bad in (None, 3, [object()]):
+        with pytest.raises(InputError):
+            evidence_texts(bad)
+
+
+def test_the_core_never_imports_an_integration():
+    code = (
+        "import sys, groundsense.cli, groundsense.detector, groundsense.service.app, groundsense.batch\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('groundsense.integrations') "
+        "or m.split('.')[0] in {'guardrails', 'llama_index', 'langchain_core', 'ragas'})\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,64 @@
+"""The LlamaIndex evaluator with the real llama-index-core package and the real default scorer."""
+
+import asyncio
+
+import pytest
+from llama_index.core.base.response.schema import Response
+from llama_index.core.evaluation import BaseEvaluator, BatchEvalRunner, EvaluationResult
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from groundsense.integrations.llamaindex import GroundsenseEvaluator
+from integration_example import INVENTED, SUPPORTED
+
+pytestmark = pytest.mark.slow
+
+
+def assert_invented_reported(result: EvaluationResult, example):
+    assert result.passing is False
+    assert result.score == pytest.approx(2 / 3)
+    assert INVENTED in result.feedback and SUPPORTED.split(". ")[0] not in result.feedback
+    assert result.response == example["answer"] and list(result.contexts) == example["passages"]
+
+
+def test_evaluate(detector, example, offline):
+    evaluator = GroundsenseEvaluator(detector)
+    assert isinstance(evaluator, BaseEvaluator) and evaluator.get_prompts() == {}
+
+    result = evaluator.evaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
+    assert_invented_reported(result, example)
+    assert offline == []
+
+
+def test_evaluate_response_reads_the_source_nodes(detector, example):
+    nodes = [NodeWithScore(node=TextNode(text=p), score=1.0 - i / 10) for i, p in enumerate(example["passages"])]
+    response = Response(response=example["answer"], source_nodes=nodes)
+
+    result = GroundsenseEvaluator(detector).evaluate_response(query=example["question"], response=response)
+    assert_invented_reported(result, example)
+
+
+def test_async_and_batch(detector, example):
+    evaluator = GroundsenseEvaluator(detector)
+    result = asyncio.run(
+        evaluator.aevaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
+    )
+    assert_invented_reported(result, example)
+
+    runner = BatchEvalRunner({"groundsense": evaluator}, workers=2)
+    results = asyncio.run(
+        runner.aevaluate_response_strs(
+            queries=[example["question"]] * 2,
+            response_strs=[example["answer"], SUPPORTED],
+            contexts_list=[example["passages"]] * 2,
+        )
+    )
+    assert [r.passing for r in results["groundsense"]] == [False, True]
+    assert [r.score for r in results["groundsense"]] == [pytest.approx(2 / 3), 1.0]
+
+
+def test_raise_error_and_missing_inputs(detector, example):
+    evaluator = GroundsenseEvaluator(detector, raise_error=True)
+    with pytest.raises(ValueError, match="Gustave Eiffel"):
+        evaluator.evaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
+    with pytest.raises(ValueError, match="contexts and response"):
+        evaluator.evaluate(query=example["question"], response=example["answer"])
