@@ -146,13 +146,14 @@ class Detector:
             results.append(outcome.result)
         return results
 
-    def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None) -> DetectionStream:
+    def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
+               score_every: int = 16) -> DetectionStream:
         """Check an answer while it is generated: ``stream.feed(delta)`` returns the sentences
         each piece of text finished, judged; ``stream.close()`` the whole answer's result,
         equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
         from .stream import DetectionStream
 
-        return DetectionStream(self, question, context, passages)
+        return DetectionStream(self, question, context, passages, score_every)
 
     def build_result(
         self, answer: str, spans: list[Span], evidence: Evidence, encoded: EncodedAnswer,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 
 
+class _Tokens(NamedTuple):
+    ids: list[int]  # the answer's tokens as it reads now
+    offsets: np.ndarray  # [n, 2] character spans in the answer
+    final: int  # how many of them can no longer change
+    boundary: int  # the answer position up to which every token is final
+    complete: bool  # the answer is finished
+
+
 class DetectionStream:
     """Feed an answer's text as it is generated; get each sentence's verdict when it ends.
 
@@ -44,13 +52,15 @@ class DetectionStream:
     """
 
     def __init__(self, detector: Detector, question: str = "", context: str | None = None,
-                 passages: list[str] | None = None):
+                 passages: list[str] | None = None, score_every: int = 16):
         from .detector import check_evidence
 
         if detector.leave_one_out == "masked":
             raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
         check_evidence(context, passages)
-        self.detector, scorer = detector, detector.scorer
+        if score_every < 1:
+            raise InputError("score_every must be at least 1 token")
+        self.detector, scorer, self.score_every = detector, detector.scorer, score_every
         self.evidence = build_evidence(scorer, context, passages, detector.k, detector.max_context_tokens)
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
         self._lead = layout.answer_lead
@@ -76,8 +86,10 @@ class DetectionStream:
         if not isinstance(delta, str):
             raise InputError(f"feed text, not {type(delta).__name__}")
         self.text += delta
-        stable = self._score_final_tokens(final=False)
-        ended = [s for s in self._pending_sentences()[:-1] if s.end <= stable]
+        tokens = self._final_tokens(final=False)
+        ended = [s for s in self._pending_sentences()[:-1] if s.end <= tokens.boundary]
+        if ended or tokens.final - len(self._ids) >= self.score_every:
+            self._score(tokens)
         return self._judge(ended).sentences[-len(ended):] if ended else []
 
     def close(self) -> DetectionResult:
@@ -87,7 +99,7 @@ class DetectionStream:
         if not self.text.strip():
             raise InputError("the answer is empty: feed the answer text before closing the stream")
         self.closed = True
-        self._score_final_tokens(final=True)
+        self._score(self._final_tokens(final=True))
         result = self._judge(self._pending_sentences())
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
@@ -101,31 +113,33 @@ class DetectionStream:
         """:meth:`close` in a worker thread, for an event loop."""
         return await asyncio.to_thread(self.close)
 
-    def _score_final_tokens(self, final: bool) -> int:
-        """Score the tokens that can no longer change; returns the answer position up to
-        which every token is final (scored, or past the cap)."""
+    def _final_tokens(self, final: bool) -> _Tokens:
+        """The answer's tokens now, and how many of them can no longer change."""
         text = self._lead + self.text
         enc = self.detector.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = enc.input_ids
-        ends = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
+        spans = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
         trailing = _TRAILING.search(text)
         boundary = len(text) if final else (trailing.start() if trailing else 0)
-        n_final = len(ids) if final else int(np.searchsorted(ends[:, 1], boundary, side="right"))
-        if ids[: len(self._ids)] != self._ids:
+        n_final = len(enc.input_ids) if final else int(np.searchsorted(spans[:, 1], boundary, side="right"))
+        if enc.input_ids[: len(self._ids)] != self._ids:
             raise RuntimeError("the scorer's tokenizer re-split text it had already produced; this scorer cannot stream")
+        return _Tokens(enc.input_ids, np.clip(spans - len(self._lead), 0, None), n_final,
+                       max(0, boundary - len(self._lead)), final)
+
+    def _score(self, tokens: _Tokens) -> None:
+        """Score the final tokens not scored yet, up to the answer cap."""
         cap = self.detector.max_answer_tokens
-        new = ids[len(self._ids) : min(n_final, cap)]
+        new = tokens.ids[len(self._ids) : min(tokens.final, cap)]
         if new:
             scores = self.detector.scorer.score_next(self._conditions, new)
             self._logp.append(scores.logp)
             self._jsd.append(scores.jsd)
             self._ids += new
-            self._offsets = np.clip(ends[: len(self._ids)] - len(self._lead), 0, None)
-        if final:
-            self._cut = max(0, len(ids) - cap)
-        elif n_final > cap:
-            self._cut = n_final - cap
-        return max(0, boundary - len(self._lead))
+            self._offsets = tokens.offsets[: len(self._ids)]
+        if tokens.complete:
+            self._cut = max(0, len(tokens.ids) - cap)
+        elif tokens.final > cap:
+            self._cut = tokens.final - cap
 
     def _pending_sentences(self) -> list[Span]:
         """The sentences of the text after the judged ones, by the built-in segmenter."""
