@@ -67,7 +67,7 @@ def test_detect_reads_files(tmp_path):
         (["--answer", " ", "--context", "evidence"], None, "answer is empty"),
         (["--answer", "A sentence.", "--context", "  "], None, "evidence is empty"),
         ([], "{not json", "not valid JSON"),
-        ([], "[1, 2]", "one JSON object"),
+        ([], "[1, 2]", "must be a JSON object"),
         (["--scorer", "no-such-org/no-such-model", "--answer", "A.", "--context", "B."], None, "unknown scorer"),
     ],
 )

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from groundsense.batch import run_batch, score_rows
 from groundsense.cli import cli
+from groundsense.errors import InputError
 from groundsense.eval.ragtruth import load_ragtruth
 from groundsense.eval.rows import case_row
 from groundsense.scale import Resources, detect_dataset, open_sink, run_ray_batch, table_records
@@ -190,3 +191,28 @@ def test_batch_engine_options_are_checked_before_any_work(tmp_path, args, messag
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
     result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_ray_gives_bad_rows_their_error_records_as_the_local_batch_does(tmp_path, detector, ray_runtime):
+    """Rows that once crashed a whole run (lone surrogates in the id or answer), a row that is
+    no object and one with an unknown field: each gets the local batch's error record."""
+    rows = [{"id": "a", "passages": PASSAGES, "answer": "It opened in 1937."},
+            {"id": "b\ud800", "passages": PASSAGES, "answer": "It is long."},
+            {"id": "c", "passages": PASSAGES, "answer": "Its span\udfff is long."},
+            {"id": "d", "passage": PASSAGES, "answer": "It is long."}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join([json.dumps(r) for r in rows] + ["[1, 2]"]) + "\n", encoding="ascii")
+    run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
+    local = by_line(map(json.loads, (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()))
+    out = tmp_path / "out.jsonl"
+    summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1, rows_per_batch=2))
+    assert (summary.written, summary.errors) == (5, 4)
+    got = by_line(map(json.loads, out.read_text(encoding="utf-8").splitlines()))
+    assert sorted(got) == [1, 2, 3, 4, 5]
+    for line, record in local.items():
+        assert_same_records(got[line], record, f"line {line}")
+    assert got[2]["id"] is None and "lone UTF-16 surrogate" in got[2]["error"]["message"]
+
+    out.write_text(out.read_text(encoding="utf-8").splitlines()[0] + "\n{not a record\n", encoding="utf-8")
+    with pytest.raises(InputError, match="out.jsonl line 2 is not a batch record"):
+        run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))

@@ -38,3 +38,20 @@ def test_passages_are_chunks_and_blank_ones_are_skipped():
     assert [c.content.of(context) for c in chunks] == ["First passage.", "Second one."]
     assert [c.passage for c in chunks] == [0, 2]
     assert "".join(c.removal.of(context) for c in chunks) == context
+
+
+def test_nul_and_other_separators_end_a_sentence():
+    text = "The span is long.\x00It opened in 1937\x00it is orange.\u2028Last one."
+    assert [s.of(text) for s in segment_sentences(text)] == [
+        "The span is long.", "It opened in 1937", "it is orange.", "Last one.",
+    ]
+
+
+def test_invisible_characters_are_blank_and_never_a_sentence():
+    from groundsense.text import is_blank
+
+    assert is_blank("\u200b\ufeff\x00 \t\u2060") and not is_blank("\u200ba")
+    text = "\u200bFirst one. \ufeff\u200b Second one.\u200b"
+    assert [s.of(text) for s in segment_sentences(text)] == ["First one.", "Second one."]
+    context, chunks = join_passages(["A.", "\u200b\x00", "B."])
+    assert [c.passage for c in chunks] == [0, 2]

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .detector import Detector
 from .errors import InputError
-from .inputs import decode
+from .inputs import decode, parse_json
+from .validate import check_object, echo_id
 
 Row = dict | InputError  # a parsed input row, or the error its line raised
 
@@ -36,12 +37,13 @@ class BatchSummary:
 def parse_line(number: int, raw: bytes, source: str | Path) -> Row:
     """One JSONL line of ``source`` as a row, or the :class:`InputError` it raises."""
     try:
-        row = json.loads(decode(raw, f"{source} line {number}"))
-    except json.JSONDecodeError as exc:
-        return InputError(f"line {number} is not valid JSON: {exc.msg}")
+        row = parse_json(decode(raw, f"{source} line {number}"), f"line {number}")
     except InputError as exc:
         return exc
-    return row if isinstance(row, dict) else InputError(f"line {number} is not a JSON object")
+    try:
+        return check_object(row)
+    except InputError as exc:
+        return InputError(f"line {number}: {exc}")
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
@@ -53,15 +55,31 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
 
 
 def done_lines(out: Path) -> set[int]:
-    """Input lines already in ``out``; a final record cut off mid-write is removed."""
+    """Input lines already in ``out``; a final record cut off mid-write is removed. A
+    complete line that is not a batch record stops the run, naming the line."""
     if not out.exists():
         return set()
     data = out.read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
+    done = {_record_line(out, number, line) for number, line in enumerate(complete.splitlines(), start=1) if line.strip()}
     if len(complete) != len(data):
         with out.open("r+b") as handle:
             handle.truncate(len(complete))
-    return {json.loads(line)["line"] for line in complete.splitlines() if line.strip()}
+    return done
+
+
+def _record_line(out: Path, number: int, line: bytes) -> int:
+    """The input line a record of ``out`` answers."""
+    try:
+        record = json.loads(line)
+        if isinstance(record, dict) and isinstance(record.get("line"), int):
+            return record["line"]
+    except ValueError:
+        pass
+    raise InputError(
+        f"{out} line {number} is not a batch record (it was changed by something else): to resume, delete that "
+        f"line and the lines after it, or write to a new output file"
+    )
 
 
 def evidence_key(number: int | None, row: Row) -> str:
@@ -84,7 +102,7 @@ def score_rows(detector: Detector, rows: Iterable[tuple[int | None, Row]], progr
     rows = list(rows)
     outcomes = detector.iter_detect([row if isinstance(row, dict) else {} for _, row in rows], progress=progress)
     for (number, row), outcome in zip(rows, outcomes):
-        record: dict = {"id": row.get("id") if isinstance(row, dict) else None, "line": number}
+        record: dict = {"id": echo_id(row), "line": number}
         error = row if isinstance(row, InputError) else outcome.error
         if error is not None:
             record["error"] = {"type": type(error).__name__, "message": str(error)}

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from .errors import GroundsenseError, InputError
 from .interrupts import resumable
+from .validate import MAX_K
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -43,7 +44,7 @@ def _detector_options(fitting: bool = False):
     options = [
         click.option("--scorer", "-m", default=None, metavar="NAME",
                      help="Built-in scorer, local model directory or Hugging Face id [default: smollm2-135m-instruct]."),
-        click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True,
+        click.option("-k", "--chunks", "k", type=click.IntRange(min=1, max=MAX_K), default=5, show_default=True,
                      help="Chunks a single context string is split into (passages are chunks as given)."),
         *mode,
         LOO_OPTION,
@@ -90,6 +91,7 @@ def cli(verbose: bool, threads: int | None) -> None:
 
 def _gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file) -> dict:
     from .inputs import load_example, read_json_stream, read_text
+    from .validate import check_object
 
     if example:
         return load_example(example)
@@ -98,8 +100,7 @@ def _gather_input(example, question, question_file, context, context_file, passa
         if sys.stdin.isatty():
             raise InputError("no answer given: use --answer/--answer-file, --example NAME, or pipe a JSON object on stdin")
         row = read_json_stream(sys.stdin.buffer)
-        if not isinstance(row, dict):
-            raise InputError("standard input must hold one JSON object with 'answer' and 'context' or 'passages'")
+        check_object(row)
     picks = {
         "question": question if question is not None else (read_text(question_file) if question_file else None),
         "context": context if context is not None else (read_text(context_file) if context_file else None),
@@ -137,16 +138,19 @@ def detect(example, question, question_file, context, context_file, passage_file
     """Check one answer against its evidence.
 
     Inputs come from options and files, from --example, or as one JSON object on stdin
-    with keys question, context or passages, and answer:
+    with keys question, context or passages, and answer (and optionally id, sentences,
+    options: {k, mode}, which then override -k and --mode; the same request HTTP takes):
 
       echo '{"context": "...", "answer": "..."}' | groundsense detect --json
     """
-    from .detector import row_arguments
     from .render import render
+    from .validate import check_row
 
     try:
         row = _gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
-        arguments = row_arguments(row)  # validated before the scorer loads
+        checked = check_row(row)  # validated before the scorer loads
+        arguments = checked.arguments
+        detector_options.update(checked.options)
         if verifier:  # built first: a bad spec fails before the scorer loads
             from .cascade import Cascade
             from .verifiers import make_verifier
@@ -159,7 +163,8 @@ def detect(example, question, question_file, context, context_file, passage_file
     except GroundsenseError as exc:
         raise Failure(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         render(result, Console())
     if fail_on_flag and result.answer.n_flagged:
@@ -285,7 +290,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [env GROUNDSENSE_SCORER; default: the embedded one].")
-@click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=None, help="Default K [env GROUNDSENSE_K; 5].")
+@click.option("-k", "--chunks", "k", type=click.IntRange(min=1, max=MAX_K), default=None, help="Default K [env GROUNDSENSE_K; 5].")
 @click.option("--mode", type=click.Choice(["full", "two_pass"]), default=None, help="Default mode [env GROUNDSENSE_MODE; full].")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None, help="[env GROUNDSENSE_CALIBRATION]")
 @click.option("--device", default=None, help="[env GROUNDSENSE_DEVICE]")
@@ -294,6 +299,9 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 @click.option("--queue-size", type=click.IntRange(min=1), default=None, help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
 @click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")
+@click.option("--allowed-hosts", default=None, metavar="HOST,...",
+              help="Host headers to accept, e.g. review.example.org; others get 400. Set it when binding beyond "
+                   "loopback (docs/reliability.md) [env GROUNDSENSE_ALLOWED_HOSTS; any].")
 def serve(**options):
     """Run the HTTP API and the review page (open http://HOST:PORT/).
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .calibration import Calibration, gap_score, shipped_calibration
-from .errors import GroundsenseError, InputError
-from .evidence import EMPTY_EVIDENCE, Evidence, build_evidence
+from .errors import InputError
+from .evidence import Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
-from .scorer import EncodedAnswer, Scorer
+from .scorer import EncodedAnswer, EncodedPrompt, Scorer
 from .text import Span, segment_sentences
+from .validate import MODES, check_inputs, check_k, check_row, check_spans
 
 if TYPE_CHECKING:
     from .stream import DetectionStream
 
 log = logging.getLogger(__name__)
 
-MODES = ("full", "two_pass")
 LEAVE_ONE_OUT = ("exact", "masked")
 
 
@@ -69,8 +69,7 @@ class Detector:
             raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if leave_one_out not in LEAVE_ONE_OUT:
             raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {leave_one_out!r}")
-        if k < 1:
-            raise InputError("k (the number of context chunks) must be at least 1")
+        k = check_k(k)
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.k, self.mode = k, mode
         self.leave_one_out = leave_one_out if mode == "full" else None  # two-pass mode has none
@@ -78,6 +77,7 @@ class Detector:
         self.detector = "sensitivity" if mode == "full" else "gap"
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
+        given = calibration  # what siblings (:meth:`with_options`) share
         if isinstance(calibration, Calibration) and self.detector == "sensitivity":
             if calibration.leave_one_out != leave_one_out:
                 raise InputError(
@@ -99,6 +99,22 @@ class Detector:
         self.calibration = calibration or None
         if self.calibration is None:
             self.detector = "gap"
+        self._sibling_options = {
+            "calibration": given,
+            "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
+            "leave_one_out": leave_one_out,
+        }
+        self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
+
+    def with_options(self, k: int | None = None, mode: str | None = None) -> "Detector":
+        """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
+        that shares the scorer, its token budgets and an explicitly given calibration,
+        made once and kept."""
+        key = (self.k if k is None else k, self.mode if mode is None else mode)
+        if key not in self._siblings:
+            self._siblings[key] = Detector(self.scorer, k=key[0], mode=key[1], **self._sibling_options)
+            self._siblings[key]._siblings = self._siblings
+        return self._siblings[key]
 
     def detect(
         self,
@@ -107,34 +123,41 @@ class Detector:
         passages: list[str] | None = None,
         question: str = "",
         sentences: list[tuple[int, int]] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> DetectionResult:
         """Score every sentence of ``answer`` against the evidence.
 
         ``sentences`` optionally gives the sentence spans (character offsets into
-        ``answer``) instead of the built-in segmenter.
+        ``answer``) instead of the built-in segmenter. ``stop``, asked between the
+        scorer's conditions, cancels the work when it returns True (``errors.Cancelled``).
         """
         check_inputs(answer, context, passages)
         spans = _sentence_spans(answer, sentences)
         evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
         chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
         prompt = self.scorer.encode(question or "", chunk_texts, answer, self.max_answer_tokens)
-        scores = self.scorer.score(prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked")
+        scores = self.scorer.score(
+            prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked", stop=stop,
+        )
         owner = assign_tokens(prompt.answer.offsets, spans)
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
         result = self.build_result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
+        result.warnings = unfamiliar_text(self.scorer, prompt)
         result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
         result.tokens = TokenRows(scores.logp, scores.jsd, owner, prompt.answer.offsets)
         return result
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
-        """Detect on each row (keys as in :func:`row_arguments`), keeping going past bad
-        rows: each yields an :class:`Outcome` with its result or its error."""
+        """Detect on each row (checked by :func:`validate.check_row`; its ``options`` choose
+        ``k`` and ``mode``), keeping going past bad rows: each yields an :class:`Outcome`
+        with its result or its error."""
         from .progress import track
 
         for index, row in enumerate(track(rows, "Scoring answers", enabled=progress)):
             try:
-                yield Outcome(index, row, result=self.detect(**row_arguments(row)))
-            except (GroundsenseError, ValueError, RuntimeError) as exc:
+                checked = check_row(row)
+                yield Outcome(index, row, result=self.with_options(**checked.options).detect(**checked.arguments))
+            except Exception as exc:  # noqa: BLE001 - one bad row must not stop the others
                 yield Outcome(index, row, error=exc)
 
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
@@ -195,33 +218,29 @@ class Detector:
         )
 
 
-def check_inputs(answer: str, context: str | None, passages: list[str] | None) -> None:
-    """Reject inputs that cannot be scored, before any model work."""
-    if not isinstance(answer, str) or not answer.strip():
-        raise InputError("the answer is empty: give the answer text to check")
-    check_evidence(context, passages)
-
-
-def check_evidence(context: str | None, passages: list[str] | None) -> None:
-    """Reject evidence that cannot be scored: both forms given, or nothing in it."""
-    if context is not None and passages is not None:
-        raise InputError("give the evidence either as one context string or as a list of passages, not both")
-    evidence = context if context is not None else "".join(passages or [])
-    if not evidence.strip():
-        raise InputError(EMPTY_EVIDENCE)
-
-
 def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:
-    if sentences is None:
-        spans = segment_sentences(answer)
-    else:
-        spans = [Span(int(s), int(e)) for s, e in sentences]
-        bad = [s for s in spans if not 0 <= s.start < s.end <= len(answer)]
-        if bad:
-            raise InputError(f"sentence spans must lie inside the answer (0..{len(answer)}): {bad[:3]}")
+    spans = segment_sentences(answer) if sentences is None else check_spans(sentences, answer)
     if not spans:
         raise InputError("the answer has no sentence to score")
     return spans
+
+
+UNFAMILIAR_SHARE = 0.5  # byte-fragment tokens past which text counts as unfamiliar to the scorer
+
+
+def unfamiliar_text(scorer: Scorer, prompt: EncodedPrompt) -> list[str]:
+    """Warnings for an answer or evidence that the scorer mostly reads as byte fragments
+    (a script it was not trained on, such as CJK for the default English scorer): their
+    scores say little, so the result says so rather than judging silently."""
+    warnings = []
+    for name, ids in (("answer", prompt.answer.ids), ("evidence", [i for chunk in prompt.chunks for i in chunk])):
+        share = scorer.byte_fragment_share(ids)
+        if share >= UNFAMILIAR_SHARE:
+            warnings.append(
+                f"the {name} is mostly text the scorer was not trained for ({share:.0%} of its tokens are pieces "
+                f"of characters, e.g. a script other than the scorer's languages): its scores are unreliable"
+            )
+    return warnings
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
@@ -250,23 +269,6 @@ def answer_summary(sentences: list[SentenceResult]) -> AnswerSummary:
 
 
 def row_arguments(row: Mapping) -> dict:
-    """``detect`` keyword arguments from an input row: ``question``, ``context`` or
-    ``passages``, ``answer`` and optional ``sentences``; other keys (``id``) are ignored."""
-    if not isinstance(row, Mapping):
-        raise InputError(f"each input must be a JSON object, not {type(row).__name__}")
-    if "answer" not in row:
-        raise InputError("the input has no 'answer' field")
-    for key in ("answer", "question", "context"):
-        if row.get(key) is not None and not isinstance(row[key], str):
-            raise InputError(f"'{key}' must be a string")
-    passages = row.get("passages")
-    if passages is not None and (not isinstance(passages, list) or not all(isinstance(p, str) for p in passages)):
-        raise InputError("'passages' must be a list of strings")
-    check_inputs(row["answer"], row.get("context"), passages)
-    return {
-        "answer": row["answer"],
-        "context": row.get("context"),
-        "passages": passages,
-        "question": row.get("question") or "",
-        "sentences": row.get("sentences"),
-    }
+    """``detect`` keyword arguments from an input row (``question``, ``context`` or
+    ``passages``, ``answer``, optional ``sentences``), checked by :func:`validate.check_row`."""
+    return check_row(row).arguments

@@ -15,3 +15,7 @@ class ScorerUnavailable(GroundsenseError):
 
 class VerifierUnavailable(GroundsenseError):
     """A verifier's model cannot be loaded, or does not fit the verifier."""
+
+
+class Cancelled(Exception):
+    """The caller stopped waiting (a service request past its timeout); the work was dropped."""

@@ -8,12 +8,6 @@ from dataclasses import dataclass, replace
 from .scorer import Scorer
 from .text import Chunk, Span, chunk_context, join_passages
 
-EMPTY_EVIDENCE = (
-    "the evidence is empty: with no context the full- and no-context conditions are the same "
-    "prompt, so every sentence would score 0 and nothing could be judged. Pass the retrieved "
-    "evidence as a context string or a list of passages."
-)
-
 
 @dataclass(frozen=True)
 class Evidence:

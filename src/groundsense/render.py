@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.text import Text
 
 from .result import DetectionResult, SentenceResult
 
 EXCERPT = 160
+# Control characters (ESC starts a terminal escape sequence) and the bidirectional
+# overrides and isolates that reorder what a reader sees: never sent to the terminal raw.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character shown as an escape (ESC as ``\\x1b``)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _style(sentence: SentenceResult) -> str:
@@ -34,7 +44,7 @@ def render(result: DetectionResult, console: Console) -> None:
         line = Text()
         line.append(f"[{s.index}] {_mark(s)} ", style=_style(s))
         line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
-        line.append(s.text, style=_style(s))
+        line.append(printable(s.text), style=_style(s))
         console.print(line)
         if s.verifier_score is not None:
             console.print(Text(f"      verifier {result.cascade['verifier']}: P(unsupported) {s.verifier_score:.3f} decides the flag",
@@ -44,7 +54,7 @@ def render(result: DetectionResult, console: Console) -> None:
         elif s.support is None:
             console.print(Text("      no support: removing no chunk lowers this sentence's likelihood", style="magenta"))
         else:
-            excerpt = " ".join(s.support.text.split())
+            excerpt = printable(" ".join(s.support.text.split()))
             excerpt = excerpt if len(excerpt) <= EXCERPT else excerpt[: EXCERPT - 1] + "…"
             where = f"passage {s.support.passage}" if s.support.passage is not None else f"chunk {s.support.chunk}"
             console.print(Text(f"      support: {where} (drop {s.support.drop:+.3f}): {excerpt}", style="cyan"))
@@ -52,6 +62,8 @@ def render(result: DetectionResult, console: Console) -> None:
     verdict = {True: "has unsupported sentences", False: "all sentences supported", None: "not judged"}[a.flagged]
     gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"
     console.print(Text(f"answer: {verdict} · {a.n_flagged} flagged, {a.n_unscored} unscored of {a.n_sentences} · mean gap {gap}", style="bold"))
+    for warning in result.warnings:
+        console.print(Text(f"warning: {warning}", style="bold yellow"))
     t = result.truncated
     if t.context:
         console.print(Text(f"note: {t.context_tokens_removed} context tokens were cut to fit the scorer's budget", style="yellow"))

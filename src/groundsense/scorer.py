@@ -24,7 +24,7 @@ from collections import OrderedDict
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 
 import numpy as np
@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from . import weights
-from .errors import InputError, ScorerUnavailable
+from .errors import Cancelled, InputError, ScorerUnavailable
 from .prompt import PromptLayout
 
 LN2 = math.log(2.0)
@@ -251,6 +251,7 @@ class Scorer:
         self.evidence_cache_bytes = evidence_cache_bytes
         self.batch_conditions = self.device.type == "cuda" if batch_conditions is None else batch_conditions
         self._evidence_lru: OrderedDict = OrderedDict()
+        self._stop: Callable[[], bool] | None = None  # set by :meth:`score` for its duration
         self._bos = _leading_special_ids(self.tokenizer) if self.tokenizer is not None else []
 
     def forget_evidence(self) -> None:
@@ -268,6 +269,13 @@ class Scorer:
         """Character span of each token of ``text``, shape [n_tokens, 2]."""
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
+
+    def byte_fragment_share(self, ids: Sequence[int]) -> float:
+        """Share of the tokens ``ids`` that are a piece of one character's UTF-8 bytes rather
+        than whole characters: high for a script the tokenizer, and so the model, saw little of."""
+        if not ids:
+            return 0.0
+        return sum("\ufffd" in piece for piece in self.tokenizer.batch_decode([[i] for i in ids])) / len(ids)
 
     def encode(
         self, question: str, chunk_texts: list[str], answer: str, max_answer_tokens: int
@@ -295,14 +303,31 @@ class Scorer:
         return EncodedAnswer(enc.input_ids[:cap], offsets[:cap], max(0, len(enc.input_ids) - cap))
 
     @torch.inference_mode()
-    def score(self, prompt: EncodedPrompt, leave_one_out: bool = True, masked: bool = False) -> TokenScores:
+    def score(
+        self, prompt: EncodedPrompt, leave_one_out: bool = True, masked: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> TokenScores:
         """Score the answer under every condition; the evidence's encoding is reused.
+        ``stop`` is asked before each forward pass (at most ``ENCODE_PIECE`` tokens); when
+        it says True, :class:`Cancelled` is raised (a service drops a request past its
+        timeout that way) and the kept evidence encodings, which the interrupted work may
+        have left half-updated, are dropped.
 
         ``masked`` approximates the leave-one-out rows: instead of re-encoding the context
         without chunk k, the question-and-answer tail runs once more over the full
         context's encoding with chunk k's positions hidden from it (see
         :meth:`_masked_conditions`). The full- and no-context rows stay exact.
         """
+        self._stop = stop
+        try:
+            return self._score(prompt, leave_one_out, masked)
+        except Cancelled:
+            self.forget_evidence()
+            raise
+        finally:
+            self._stop = None
+
+    def _score(self, prompt: EncodedPrompt, leave_one_out: bool, masked: bool) -> TokenScores:
         n_answer = len(prompt.answer.ids)
         target = torch.tensor(prompt.answer.ids, device=self.device)
         # Everything up to the last prompt token stays in the caches (the question too,
@@ -427,6 +452,7 @@ class Scorer:
             visible[i, :, length + i * n : length + (i + 1) * n] = own
         mask = additive_mask(visible, self.model.dtype)
         positions = torch.arange(length, length + n, device=self.device).repeat(copies)
+        self._check_stop()
         logits = self.model(
             input_ids=torch.tensor([tail * copies], device=self.device),
             attention_mask=mask.reshape(1, 1, copies * n, -1), position_ids=positions[None],
@@ -554,6 +580,7 @@ class Scorer:
         for row, n in enumerate(lengths):
             mask[row, : longest - n] = 0
         positions = torch.tensor([[n + i for i in range(len(tail))] for n in lengths], device=self.device)
+        self._check_stop()
         logits = self.model(
             input_ids=torch.tensor([tail] * len(caches), device=self.device), attention_mask=mask,
             position_ids=positions, cache=batched, use_cache=True, logits_to_keep=n_answer,
@@ -658,7 +685,12 @@ class Scorer:
     def _lru_bytes(self) -> int:
         return sum(_cache_bytes(c) for kept in self._evidence_lru.values() for c in kept.all_caches())
 
+    def _check_stop(self) -> None:
+        if self._stop is not None and self._stop():
+            raise Cancelled("scoring was cancelled")
+
     def _forward(self, ids: list[int], cache, n_answer: int):
+        self._check_stop()
         inputs = torch.tensor([ids], device=self.device)
         return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_answer)
 

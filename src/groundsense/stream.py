@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .errors import InputError
+from .validate import check_evidence, check_text
+from .detector import unfamiliar_text
 from .evidence import build_evidence
 from .features import assign_tokens, sentence_features
 from .prompt import PromptLayout
 from .result import DetectionResult, SentenceResult, TokenRows
-from .scorer import EncodedAnswer
-from .text import Span, segment_sentences
+from .scorer import EncodedAnswer, EncodedPrompt
+from .text import Span, is_blank, segment_sentences
 
 if TYPE_CHECKING:
     from .detector import Detector
@@ -53,8 +56,6 @@ class DetectionStream:
 
     def __init__(self, detector: Detector, question: str = "", context: str | None = None,
                  passages: list[str] | None = None, score_every: int = 16):
-        from .detector import check_evidence
-
         if detector.leave_one_out == "masked":
             raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
         check_evidence(context, passages)
@@ -64,11 +65,12 @@ class DetectionStream:
         self.evidence = build_evidence(scorer, context, passages, detector.k, detector.max_context_tokens)
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
         self._lead = layout.answer_lead
-        self._prompt_tokens = len(scorer.encode_prefix(layout.prefix)) + len(scorer.tokenize(layout.middle))
-        chunks = [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks]
-        self._prompt_tokens += sum(map(len, chunks))
+        self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
+            scorer.encode_prefix(layout.prefix), [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
+            scorer.tokenize(layout.middle), EncodedAnswer([], np.zeros((0, 2), dtype=np.int64), 0),
+        )
         self._conditions = scorer.open_conditions(
-            scorer.encode_prefix(layout.prefix), chunks, scorer.tokenize(layout.middle), leave_one_out=detector.mode == "full"
+            self._prompt.prefix, self._prompt.chunks, self._prompt.middle, leave_one_out=detector.mode == "full"
         )
         self.text = ""  # the answer so far
         self._ids: list[int] = []  # scored tokens (final)
@@ -83,9 +85,7 @@ class DetectionStream:
         """Add generated text; returns the sentences it finished, judged."""
         if self.closed:
             raise InputError("this stream is closed: start a new one for another answer")
-        if not isinstance(delta, str):
-            raise InputError(f"feed text, not {type(delta).__name__}")
-        self.text += delta
+        self.text += check_text(delta, "delta")
         tokens = self._final_tokens(final=False)
         ended = [s for s in self._pending_sentences()[:-1] if s.end <= tokens.boundary]
         if ended or tokens.final - len(self._ids) >= self.score_every:
@@ -96,13 +96,14 @@ class DetectionStream:
         """Judge the sentences not returned yet; the whole answer's result."""
         if self.closed:
             raise InputError("this stream is closed already")
-        if not self.text.strip():
+        if is_blank(self.text):
             raise InputError("the answer is empty: feed the answer text before closing the stream")
         self.closed = True
         self._score(self._final_tokens(final=True))
         result = self._judge(self._pending_sentences())
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
+        result.warnings = unfamiliar_text(self.detector.scorer, self._prompt)
         return result
 
     async def afeed(self, delta: str) -> list[SentenceResult]:
@@ -156,9 +157,9 @@ class DetectionStream:
         offsets = self._offsets[:n]
         owner = assign_tokens(offsets, spans) if spans and n else np.full(n, -1)
         features = sentence_features(logp, jsd, owner, len(spans))
-        encoded = EncodedAnswer(self._ids, offsets, self._cut)
-        result = self.detector.build_result(self.text, spans, self.evidence, encoded, features,
+        self._prompt = replace(self._prompt, answer=EncodedAnswer(self._ids, offsets, self._cut))
+        result = self.detector.build_result(self.text, spans, self.evidence, self._prompt.answer, features,
                                             self._conditions.tokens_processed)
-        result.prompt_tokens = self._prompt_tokens + max(n - 1, 0)
+        result.prompt_tokens = len(self._prompt.condition_ids())
         result.tokens = TokenRows(logp, jsd, owner, offsets)
         return result

@@ -7,13 +7,27 @@ Nothing here re-joins or normalises text: every span indexes the string it came 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pysbd
 
-_NEWLINES = re.compile(r"\n+")
+# Line breaks, and the other separators and controls that must never join two sentences
+# (NUL among them): each ends a sentence, like a newline.
+_NEWLINES = re.compile("[\n\r\v\f\x00\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def invisible(ch: str) -> bool:
+    """Whitespace, a control character (NUL, ESC) or a format character (U+200B, U+FEFF):
+    nothing a reader sees."""
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` holds no visible character: it counts as empty."""
+    return all(invisible(ch) for ch in text)
 
 
 @dataclass(frozen=True)
@@ -46,22 +60,23 @@ def _segmenter() -> pysbd.Segmenter:
 
 
 def _strip(text: str, start: int, end: int) -> Span | None:
-    while start < end and text[start].isspace():
+    while start < end and invisible(text[start]):
         start += 1
-    while end > start and text[end - 1].isspace():
+    while end > start and invisible(text[end - 1]):
         end -= 1
     return Span(start, end) if end > start else None
 
 
 def segment_sentences(text: str) -> list[Span]:
-    """Split ``text`` into sentence spans: line breaks always end a sentence, and pysbd
-    finds the boundaries inside a line. Spans are stripped of surrounding whitespace."""
+    """Split ``text`` into sentence spans: line breaks (and NUL and the other separators of
+    ``_NEWLINES``) always end a sentence, and pysbd finds the boundaries inside a line.
+    Spans are stripped of surrounding invisible characters (:func:`invisible`)."""
     spans: list[Span] = []
     line_start = 0
     for match in [*_NEWLINES.finditer(text), None]:
         line_end = match.start() if match else len(text)
         line = text[line_start:line_end]
-        if line.strip():
+        if not is_blank(line):
             spans.extend(_segment_line(text, line, line_start))
         if match:
             line_start = match.end()
@@ -120,7 +135,7 @@ def join_passages(passages: list[str]) -> tuple[str, list[Chunk]]:
     context = ""
     chunks = []
     for position, passage in enumerate(passages):
-        if not passage.strip():
+        if is_blank(passage):
             continue
         removal_start = len(context)
         if chunks:

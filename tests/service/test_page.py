@@ -86,3 +86,39 @@ def test_review_page_marks_the_cut_context(short_context_server, browser):
     assert "context tokens were cut" in browser.find_element(By.ID, "notes").text
     cut = browser.find_element(By.CSS_SELECTOR, "#context-view .cut")
     assert "Orange" in cut.text and "not scored" in browser.find_element(By.ID, "context-view").text
+
+
+def test_review_page_places_text_outside_the_bmp_and_never_runs_markup(live_server, browser):
+    """Offsets are code points; the page converts them to UTF-16 for JavaScript. Emoji
+    before each span would shift every highlight without that."""
+    passages = ["🌉🌉 The Golden Gate Bridge opened to traffic on May 27, 1937. 🎉",
+                "The bridge's main span 🌁 is 4,200 feet long."]
+    answer = ("🌉 It opened in 1937. Its main span 🌁 is 4,200 feet long. "
+              '<img src=x onerror="window.pwned=1">It is painted gold 🎨.')
+    request = {"passages": passages, "answer": answer}
+    expected = httpx.post(f"{live_server.url}/v1/detect", json=request, timeout=300).json()
+
+    browser.get(live_server.url + "/")
+    wait = WebDriverWait(browser, 300)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
+    # ChromeDriver types only BMP characters, so the form is filled from script.
+    browser.find_element(By.CSS_SELECTOR, "input[name=evidence][value=passages]").click()
+    browser.execute_script("document.getElementById('evidence').value = arguments[0];"
+                           "document.getElementById('answer').value = arguments[1];",
+                           "\n---\n".join(passages), answer)
+    browser.find_element(By.ID, "run").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "support")))
+
+    text_of = "return document.getElementById(arguments[0]).textContent"
+    assert browser.execute_script(text_of, "answer-view") == answer
+    spans = browser.execute_script("return [...document.querySelectorAll('#answer-view .s')].map(e => e.textContent)")
+    assert spans == [s["text"] for s in expected["sentences"]]
+    assert browser.find_elements(By.CSS_SELECTOR, "#answer-view img") == []
+    assert browser.execute_script("return window.pwned") is None
+
+    target = next(s for s in expected["sentences"] if s["support"])
+    browser.find_elements(By.CSS_SELECTOR, "#answer-view .s")[target["index"]].click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#context-view mark"))
+    assert browser.execute_script(text_of, "context-view") == "\n\n".join(passages)
+    mark = browser.execute_script("return document.querySelector('#context-view mark').textContent")
+    assert mark == target["support"]["text"] == passages[target["support"]["passage"]]

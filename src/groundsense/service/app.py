@@ -1,9 +1,14 @@
 """FastAPI app: ``POST /v1/detect``, ``POST /v1/detect/batch``, probes, and the review page.
 
 The service fails closed: any error is an HTTP error with a message, never a "supported"
-verdict. Status codes: 413 oversized body, 422 input a person must fix, 429 queue full
-(with Retry-After), 503 scorer not ready or failed to load, 504 request timed out,
-500 anything else.
+verdict. Status codes: 413 oversized body or batch, 422 input a person must fix, 429 queue
+full (with Retry-After), 503 scorer not ready or failed to load, 504 request timed out,
+500 anything else ("internal error" and a request id; the details go to the log only).
+
+Request bodies are read and checked by the same core functions as the command line
+(:func:`inputs.decode`, :func:`inputs.parse_json`, :func:`validate.check_row`), so both
+accept and refuse the same inputs with the same messages. The pydantic models below only
+document the request in the OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -11,20 +16,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 import time
+import uuid
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from ..errors import GroundsenseError
-from ..inputs import example_names, load_example
-from .limits import BodyLimit
+from ..errors import Cancelled, GroundsenseError, InputError
+from ..inputs import decode, example_names, load_example, parse_json
+from ..validate import MAX_K, CheckedRow, check_row, echo_id
+from .limits import BodyLimit, BodyTooLarge
 from .settings import ServiceSettings
 from .worker import QueueFull, ScoringWorker
 
@@ -33,72 +41,85 @@ log = logging.getLogger(__name__)
 
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    k: int | None = Field(None, ge=1, le=50, description="Chunks for a single context string.")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="Chunks for a single context string.")
     mode: Literal["full", "two_pass"] | None = None
 
 
 class DetectRequest(BaseModel):
+    """The request row :func:`validate.check_row` accepts (documentation only)."""
+
     model_config = ConfigDict(extra="forbid")
     id: str | int | None = Field(None, description="Echoed back in the response.")
     question: str = ""
     context: str | None = Field(None, description="The evidence as one string; or give passages.")
     passages: list[str] | None = Field(None, description="Retrieved passages, one chunk each.")
     answer: str
-    sentences: list[tuple[int, int]] | None = Field(None, description="Optional sentence spans in the answer.")
+    sentences: list[tuple[int, int]] | None = Field(
+        None, description="Optional sentence spans in the answer: integer pairs, in order, not overlapping.")
     options: Options | None = None
+    labels: list | None = Field(None, description="Read by `groundsense calibrate`; ignored here.")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, retry_after: float | None = None):
+    def __init__(self, status: int, message: str, retry_after: float | None = None, request_id: str | None = None):
         super().__init__(message)
-        self.status, self.message, self.retry_after = status, message, retry_after
+        self.status, self.message, self.retry_after, self.request_id = status, message, retry_after, request_id
+
+
+def internal_error(request_id: str) -> str:
+    return f"internal error (request id {request_id}); the details are in the server's log"
 
 
 class Scoring:
-    """What the worker thread owns: the scorer and a detector per (K, mode)."""
+    """What the worker thread owns: the scorer and its detectors (one per K and mode)."""
 
     def __init__(self, settings: ServiceSettings):
         from ..detector import Detector
-        from ..scorer import Scorer
 
-        self.settings = settings
-        self.scorer = Scorer(settings.scorer, device=settings.device)
-        self._detectors: dict[tuple[int, str], Detector] = {}
-        self.detector(settings.k, settings.mode)  # load the calibration now, not on the first request
+        self.detector = Detector(
+            settings.scorer, k=settings.k, mode=settings.mode, calibration=settings.calibration,
+            max_context_tokens=settings.max_context_tokens, max_answer_tokens=settings.max_answer_tokens,
+            device=settings.device,
+        )
+        self.scorer = self.detector.scorer
         self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
 
-    def detector(self, k: int, mode: str):
-        from ..detector import Detector
+    def run(self, row: CheckedRow, stop) -> dict:
+        detector = self.detector.with_options(**row.options)
+        result = detector.detect(**row.arguments, stop=stop).to_dict()
+        return result if row.id is None else {"id": row.id, **result}
 
-        if (k, mode) not in self._detectors:
-            s = self.settings
-            self._detectors[k, mode] = Detector(
-                self.scorer, k=k, mode=mode, calibration=s.calibration,
-                max_context_tokens=s.max_context_tokens, max_answer_tokens=s.max_answer_tokens,
-            )
-        return self._detectors[k, mode]
-
-    def run(self, request: DetectRequest) -> dict:
-        options = request.options or Options()
-        detector = self.detector(options.k or self.settings.k, options.mode or self.settings.mode)
-        result = detector.detect(
-            answer=request.answer, context=request.context, passages=request.passages,
-            question=request.question, sentences=request.sentences,
-        ).to_dict()
-        return result if request.id is None else {"id": request.id, **result}
-
-    def timed(self, requests: list[DetectRequest]) -> list[dict]:
-        """Score requests in order; an input error becomes that item's error record."""
+    def timed(self, rows: list[CheckedRow], stop, request_id: str) -> list[dict]:
+        """Score rows in order until ``stop()``; an error becomes that row's error record."""
         started = time.perf_counter()
         results = []
-        for request in requests:
+        for row in rows:
+            if stop():
+                raise Cancelled("the request timed out")
             try:
-                results.append(self.run(request))
+                results.append(self.run(row, stop))
             except GroundsenseError as exc:
-                results.append({"id": request.id, "error": {"type": type(exc).__name__, "message": str(exc)}})
-        elapsed = (time.perf_counter() - started) / max(len(requests), 1)
+                results.append({"id": row.id, "error": {"type": type(exc).__name__, "message": str(exc)}})
+            except Cancelled:
+                raise
+            except Exception:
+                log.exception("internal error scoring an item of request %s", request_id)
+                results.append({"id": row.id, "error": {
+                    "type": "InternalError", "message": internal_error(request_id), "request_id": request_id}})
+        elapsed = (time.perf_counter() - started) / max(len(rows), 1)
         self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * elapsed
         return results
+
+
+async def read_json(request: Request) -> object:
+    """The request body as JSON, read by the same functions as the command line's input."""
+    return parse_json(decode(await request.body(), "the request body"), "the request body")
+
+
+def _request_schema(many: bool) -> dict:
+    schema = {"$ref": "#/components/schemas/DetectRequest"}
+    schema = {"type": "array", "items": schema} if many else schema
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
@@ -119,37 +140,49 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     )
     app.state.worker, app.state.settings = worker, settings
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if settings.allowed_hosts:  # outermost: a request for another Host gets 400 before anything else
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
 
-    async def score(requests: list[DetectRequest]) -> list[dict]:
+    async def score(rows: list[CheckedRow]) -> list[dict]:
+        if not rows:  # a batch of bad items only: nothing to score
+            return []
         if worker.load_error is not None:
             raise ApiError(503, f"the scorer failed to load: {worker.load_error}")
         if not worker.ready.is_set():
             raise ApiError(503, "the scorer is still loading; retry shortly", retry_after=5)
+        request_id, stopped = uuid.uuid4().hex[:12], threading.Event()
         try:
-            future = worker.submit(lambda state: state.timed(requests))
+            future = worker.submit(lambda state: state.timed(rows, stopped.is_set, request_id))
         except QueueFull:
-            estimate = worker.state.mean_seconds * (worker.pending + 1) * len(requests)
+            estimate = worker.state.mean_seconds * (worker.pending + 1) * len(rows)
             raise ApiError(429, "the scorer is busy: too many requests are waiting", retry_after=estimate) from None
         try:
+            # On timeout wait_for cancels the future: a queued job never starts ...
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout=settings.timeout_s)
         except asyncio.TimeoutError:
+            stopped.set()  # ... and a running one stops at the scorer's next check
             raise ApiError(504, f"scoring took longer than the {settings.timeout_s:g} s limit",
                            retry_after=settings.timeout_s) from None
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
         headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))} if exc.retry_after else None
-        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+        body = {"error": exc.message} | ({"request_id": exc.request_id} if exc.request_id else {})
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError):
-        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        return JSONResponse({"error": "invalid request: " + "; ".join(problems), "problems": problems}, status_code=422)
+    @app.exception_handler(GroundsenseError)
+    async def bad_input(request: Request, exc: GroundsenseError):
+        return JSONResponse({"error": str(exc)}, status_code=422)
+
+    @app.exception_handler(BodyTooLarge)
+    async def too_large(request: Request, exc: BodyTooLarge):
+        return JSONResponse({"error": str(exc)}, status_code=413)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):
-        log.exception("internal error")
-        return JSONResponse({"error": f"internal error ({type(exc).__name__}): {exc}"}, status_code=500)
+        request_id = uuid.uuid4().hex[:12]
+        log.exception("internal error, request id %s", request_id)
+        return JSONResponse({"error": internal_error(request_id), "request_id": request_id}, status_code=500)
 
     @app.get("/healthz", summary="The process is up")
     async def healthz() -> dict:
@@ -162,20 +195,34 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         status = "failed" if worker.load_error else "loading"
         return JSONResponse({"status": status, "error": str(worker.load_error or "")}, status_code=503)
 
-    @app.post("/v1/detect", summary="Check one answer; same JSON as `groundsense detect --json`")
-    async def detect(request: DetectRequest) -> dict:
-        (result,) = await score([request])
+    @app.post("/v1/detect", summary="Check one answer; same JSON as `groundsense detect --json`",
+              openapi_extra=_request_schema(many=False))
+    async def detect(request: Request) -> dict:
+        row = check_row(await read_json(request))
+        (result,) = await score([row])
         if "error" in result:
-            raise ApiError(422, result["error"]["message"])
+            error = result["error"]
+            if error["type"] == "InternalError":
+                raise ApiError(500, error["message"], request_id=error["request_id"])
+            raise ApiError(422, error["message"])
         return result
 
-    @app.post("/v1/detect/batch", summary="Check several answers; one result or error record each, in order")
-    async def detect_batch(requests: list[DetectRequest]) -> list[dict]:
-        if not requests:
-            raise ApiError(422, "the batch is empty: send a JSON list of detect requests")
-        if len(requests) > settings.max_batch_items:
+    @app.post("/v1/detect/batch", summary="Check several answers; one result or error record each, in order",
+              openapi_extra=_request_schema(many=True))
+    async def detect_batch(request: Request) -> list[dict]:
+        rows = await read_json(request)
+        if not isinstance(rows, list) or not rows:
+            raise ApiError(422, "the batch must be a non-empty JSON list of detect requests")
+        if len(rows) > settings.max_batch_items:
             raise ApiError(413, f"at most {settings.max_batch_items} items per batch; split the list")
-        return await score(requests)
+        checked: list[CheckedRow | dict] = []
+        for row in rows:
+            try:
+                checked.append(check_row(row))
+            except InputError as exc:
+                checked.append({"id": echo_id(row), "error": {"type": type(exc).__name__, "message": str(exc)}})
+        scored = iter(await score([item for item in checked if isinstance(item, CheckedRow)]))
+        return [next(scored) if isinstance(item, CheckedRow) else item for item in checked]
 
     @app.get("/v1/examples", summary="Names of the shipped examples")
     async def examples() -> list[str]:
@@ -188,6 +235,20 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         except GroundsenseError as exc:
             raise ApiError(404, str(exc)) from None
 
+    default_openapi = app.openapi
+
+    def openapi() -> dict:
+        """The generated schema, plus the request models the endpoints read by hand."""
+        if app.openapi_schema is None:
+            schema = default_openapi()
+            schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in (DetectRequest, Options):
+                model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                model_schema.pop("$defs", None)
+                schemas[model.__name__] = model_schema
+        return app.openapi_schema
+
+    app.openapi = openapi
     static = resources.files("groundsense") / "service" / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
 

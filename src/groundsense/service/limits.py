@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 
-class _TooLarge(Exception):
-    pass
+class BodyTooLarge(Exception):
+    """Raised while an app reads a body past the limit; the app answers 413 (or this
+    middleware does, when the app lets it through)."""
 
 
 class BodyLimit:
@@ -18,7 +19,7 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and int(length) > self.limit:
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
             return await self._refuse(send)
         received = 0
 
@@ -27,12 +28,12 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.limit:
-                raise _TooLarge
+                raise BodyTooLarge(f"request body over the {self.limit}-byte limit")
             return message
 
         try:
             await self.app(scope, counted, send)
-        except _TooLarge:
+        except BodyTooLarge:
             await self._refuse(send)
 
     async def _refuse(self, send) -> None:

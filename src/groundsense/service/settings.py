@@ -21,6 +21,11 @@ class ServiceSettings:
     timeout_s: float = 120.0  # per request, queueing included
     max_body_bytes: int = 2_000_000
     max_batch_items: int = 32
+    allowed_hosts: str | None = None  # comma-separated Host names to accept (Starlette's TrustedHostMiddleware)
+
+    @property
+    def allowed_host_list(self) -> list[str]:
+        return [h.strip() for h in (self.allowed_hosts or "").split(",") if h.strip()]
 
     @classmethod
     def from_env(cls, **overrides) -> "ServiceSettings":

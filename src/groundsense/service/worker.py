@@ -29,6 +29,7 @@ class ScoringWorker:
         self.ready = threading.Event()
         self.load_error: BaseException | None = None
         self.state: Any = None  # what ``load`` returned, used only on the worker thread
+        self.running = False  # a job is on the scorer now
 
     def start(self) -> None:
         self._thread.start()
@@ -73,7 +74,10 @@ class ScoringWorker:
             if self.load_error is not None:
                 future.set_exception(self.load_error)
                 continue
+            self.running = True
             try:
                 future.set_result(job(self.state))
             except BaseException as exc:
                 future.set_exception(exc)
+            finally:
+                self.running = False

@@ -36,9 +36,21 @@ function readForm() {
   return request;
 }
 
+// Blank as the API counts it: only whitespace, control and format characters (text.is_blank).
+const BLANK = /^[\s\p{Cc}\p{Cf}]*$/u;
+
 // The string the API's chunk spans index: the context, or non-blank passages joined by a blank line.
 function scoredContext(request) {
-  return request.passages ? request.passages.filter((p) => p.trim()).join("\n\n") : request.context;
+  return request.passages ? request.passages.filter((p) => !BLANK.test(p)).join("\n\n") : request.context;
+}
+
+// The API's offsets count code points (Python string indices); JavaScript strings index
+// UTF-16 code units, where a character outside the Basic Multilingual Plane (most emoji)
+// takes two. unitIndex(text) maps a code-point offset of text to its UTF-16 index.
+function unitIndex(text) {
+  const units = [0];
+  for (const ch of text) units.push(units[units.length - 1] + ch.length);
+  return (offset) => units[Math.min(offset, units.length - 1)];
 }
 
 function showError(message) {
@@ -65,9 +77,10 @@ function render(request, result) {
   const range = { min: Math.min(...scores), max: Math.max(...scores) };
   const view = $("answer-view");
   view.replaceChildren();
+  const at = unitIndex(request.answer);
   let cursor = 0;
   for (const s of result.sentences) {
-    view.append(request.answer.slice(cursor, s.start));
+    view.append(request.answer.slice(cursor, at(s.start)));
     const span = document.createElement("span");
     const kind = band(s, result, range);
     span.className = `s s-${kind}`;
@@ -82,7 +95,7 @@ function render(request, result) {
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(s.index); }
     });
     view.append(span);
-    cursor = s.end;
+    cursor = at(s.end);
   }
   view.append(request.answer.slice(cursor));
   const a = result.answer;
@@ -90,7 +103,7 @@ function render(request, result) {
   $("verdict").textContent = `${verdicts[a.flagged]} — ${a.n_flagged} flagged, ${a.n_unscored} unscored of ${a.n_sentences}`
     + ` · scorer ${result.scorer}, ${result.detector} detector`
     + (result.threshold === null ? " (uncalibrated: colours are relative to this answer)" : "");
-  const notes = [];
+  const notes = (result.warnings || []).map((w) => `Warning: ${w}.`);
   if (result.truncated.context) notes.push(`${result.truncated.context_tokens_removed} context tokens were cut to fit the scorer.`);
   if (result.truncated.answer) notes.push(`${result.truncated.answer_tokens_unscored} answer tokens past the cap were not scored.`);
   $("notes").replaceChildren(...notes.map((n) => Object.assign(document.createElement("p"), { className: "note", textContent: n })));
@@ -145,16 +158,17 @@ function drawDrops(s, result) {
 
 function drawContext(request, result, support) {
   const text = scoredContext(request);
+  const at = unitIndex(text);
   const view = $("context-view");
   view.replaceChildren();
   let cursor = 0;
   for (const chunk of result.chunks) {
-    view.append(text.slice(cursor, chunk.start));
+    view.append(text.slice(cursor, at(chunk.start)));
     const el = document.createElement(support && support.chunk === chunk.index ? "mark" : "span");
     el.className = "chunk";
-    el.textContent = text.slice(chunk.start, chunk.end);
+    el.textContent = text.slice(at(chunk.start), at(chunk.end));
     view.append(el);
-    cursor = chunk.end;
+    cursor = at(chunk.end);
   }
   const rest = text.slice(cursor);
   if (result.truncated.context && rest.trim()) {

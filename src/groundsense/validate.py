@@ -1,0 +1,185 @@
+"""One check of a detect request, shared by every entry point.
+
+The CLI (`detect`, `batch`), the Python API and the HTTP service all pass a request row
+through :func:`check_row`, so they accept and refuse the same inputs with the same
+messages. Everything here runs before any model work.
+
+Decisions (docs/reliability.md):
+
+- a lone UTF-16 surrogate (e.g. JSON ``"\\ud800"``) is refused, not replaced: it is not
+  Unicode, and replacing it would change the caller's text and so their offsets;
+- text made only of invisible characters (whitespace, NUL, U+200B, U+FEFF) is empty;
+- ``k`` is at most :data:`MAX_K`;
+- unknown fields are refused (a typo such as ``passage`` must not drop the evidence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .text import Span, is_blank
+
+MAX_K = 50  # chunks a context string may be split into; each costs one more scorer pass
+MODES = ("full", "two_pass")
+FIELDS = ("id", "question", "context", "passages", "answer", "sentences", "options", "labels")
+OPTIONS = ("k", "mode")
+
+EMPTY_ANSWER = "the answer is empty: give the answer text to check"
+EMPTY_EVIDENCE = (
+    "the evidence is empty: with no context the full- and no-context conditions are the same "
+    "prompt, so every sentence would score 0 and nothing could be judged. Pass the retrieved "
+    "evidence as a context string or a list of passages."
+)
+
+
+@dataclass(frozen=True)
+class CheckedRow:
+    """A valid request: its ``id``, the keyword arguments of ``Detector.detect`` and the
+    detector ``options`` it asks for (``k``, ``mode``; only those given)."""
+
+    id: str | int | None
+    arguments: dict
+    options: dict = field(default_factory=dict)
+
+
+def check_text(value: object, name: str) -> str:
+    """``value`` as a string that is valid Unicode, or an :class:`InputError` naming ``name``."""
+    if not isinstance(value, str):
+        raise InputError(f"'{name}' must be a string, not {_kind(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"'{name}' holds a lone UTF-16 surrogate (U+{ord(value[exc.start]):04X}) at character {exc.start}, "
+            "which is not Unicode text: fix the text's encoding where it was produced"
+        ) from None
+    return value
+
+
+def check_inputs(answer: object, context: object, passages: object) -> None:
+    """Refuse an answer or evidence that cannot be scored (wrong type, invalid Unicode, empty)."""
+    answer = check_text(answer, "answer")
+    if is_blank(answer):
+        raise InputError(EMPTY_ANSWER)
+    check_evidence(context, passages)
+
+
+def check_evidence(context: object, passages: object) -> None:
+    """Refuse evidence that cannot be scored: both forms given, wrong type, invalid Unicode, empty."""
+    if context is not None and passages is not None:
+        raise InputError("give the evidence either as one context string or as a list of passages, not both")
+    if passages is not None:
+        if not isinstance(passages, list):
+            raise InputError(f"'passages' must be a list of strings, not {_kind(passages)}")
+        texts = [check_text(p, f"passages[{i}]") for i, p in enumerate(passages)]
+    else:
+        texts = [] if context is None else [check_text(context, "context")]
+    if all(is_blank(t) for t in texts):
+        raise InputError(EMPTY_EVIDENCE)
+
+
+def check_spans(spans: object, answer: str) -> list[Span]:
+    """Caller-given sentence spans: a list of ``[start, end]`` integer pairs inside the
+    answer, in order and not overlapping."""
+    if not isinstance(spans, list) or not spans:
+        raise InputError("'sentences' must be a non-empty list of [start, end] character offsets into the answer")
+    checked: list[Span] = []
+    for i, pair in enumerate(spans):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(_is_int(v) for v in pair):
+            raise InputError(f"sentences[{i}] must be a pair of integers [start, end], not {_short(pair)}")
+        span = Span(int(pair[0]), int(pair[1]))
+        if not 0 <= span.start < span.end <= len(answer):
+            raise InputError(
+                f"sentences[{i}] = [{span.start}, {span.end}] must lie inside the answer, with "
+                f"0 <= start < end <= {len(answer)} (its length in characters)"
+            )
+        if checked and span.start < checked[-1].end:
+            raise InputError(
+                f"sentences[{i}] = [{span.start}, {span.end}] overlaps or comes before sentences[{i - 1}] = "
+                f"[{checked[-1].start}, {checked[-1].end}]: give the spans in order, without overlap"
+            )
+        checked.append(span)
+    return checked
+
+
+def check_options(options: object) -> dict:
+    """Per-request detector options: ``k`` (1..MAX_K) and ``mode``; only those given."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise InputError(f"'options' must be an object with k and/or mode, not {_kind(options)}")
+    unknown = [key for key in options if key not in OPTIONS]
+    if unknown:
+        raise InputError(f"unknown option {_short(unknown[0])}: the options are {', '.join(OPTIONS)}")
+    checked = {key: value for key, value in options.items() if value is not None}
+    if "k" in checked:
+        checked["k"] = check_k(checked["k"], "options.k")
+    if "mode" in checked and checked["mode"] not in MODES:
+        raise InputError(f"'options.mode' must be one of {', '.join(MODES)}, not {_short(checked['mode'])}")
+    return checked
+
+
+def check_k(k: object, name: str = "k") -> int:
+    if not _is_int(k) or not 1 <= k <= MAX_K:
+        raise InputError(f"'{name}' (the number of context chunks) must be an integer from 1 to {MAX_K}, not {_short(k)}")
+    return int(k)
+
+
+def check_object(row: object) -> Mapping:
+    if not isinstance(row, Mapping):
+        raise InputError(f"each input must be a JSON object, not {_kind(row)}")
+    return row
+
+
+def check_row(row: object) -> CheckedRow:
+    """Validate one request row (a JSON object with the keys of :data:`FIELDS`)."""
+    check_object(row)
+    unknown = [key for key in row if key not in FIELDS]
+    if unknown:
+        raise InputError(f"unknown field {_short(unknown[0])}: the fields are {', '.join(FIELDS)}")
+    row_id = row.get("id")
+    if row_id is not None and not (_is_int(row_id) or isinstance(row_id, str)):
+        raise InputError(f"'id' must be a string or an integer, not {_kind(row_id)}")
+    if isinstance(row_id, str):
+        check_text(row_id, "id")
+    if "answer" not in row:
+        raise InputError("the input has no 'answer' field: give the answer text to check")
+    question = row.get("question")
+    question = "" if question is None else check_text(question, "question")
+    check_inputs(row["answer"], row.get("context"), row.get("passages"))
+    sentences = row.get("sentences")
+    if sentences is not None:
+        check_spans(sentences, row["answer"])
+    arguments = {
+        "answer": row["answer"], "context": row.get("context"), "passages": row.get("passages"),
+        "question": question, "sentences": sentences,
+    }
+    return CheckedRow(row_id, arguments, check_options(row.get("options")))
+
+
+def echo_id(row: object) -> str | int | None:
+    """The ``id`` to echo in a row's error record: the row's own when it is valid, else None."""
+    row_id = row.get("id") if isinstance(row, Mapping) else None
+    if _is_int(row_id):
+        return row_id
+    try:
+        return check_text(row_id, "id")
+    except InputError:
+        return None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """A value for a message: its repr (which escapes control characters), cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,230 @@
+"""Every case of the bad-input corpus through every entry point: `groundsense detect` (plain
+and --json), `groundsense batch`, the Python API, `POST /v1/detect` and `/v1/detect/batch`.
+
+Refused cases need no model, so they run in the fast tier (the HTTP app's scorer is one
+that cannot load: input is checked before the scorer is asked). Accepted cases run the
+real default scorer, loaded once per process (``slow``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+from corpus_cases import CASES, Accepted, Case, Error
+from fastapi.testclient import TestClient
+
+from groundsense import cli as cli_module
+from groundsense.errors import InputError
+from groundsense.inputs import decode, parse_json
+from groundsense.service.app import create_app
+from groundsense.service.settings import ServiceSettings
+from groundsense.text import join_passages
+from groundsense.validate import check_row
+
+REFUSED = [c for c in CASES if isinstance(c.outcome, Error)]
+ACCEPTED = [c for c in CASES if isinstance(c.outcome, Accepted)]
+TERMINAL_UNSAFE = ("\x1b", "\x07", "\x08", "\x00", "\u202e")
+
+
+def ids(cases: list[Case]) -> list[str]:
+    return [c.name for c in cases]
+
+
+def test_the_corpus_is_large_and_covers_every_outcome():
+    assert len(CASES) >= 50 and len(set(ids(CASES))) == len(CASES)
+    outcomes = [c.outcome for c in ACCEPTED]
+    assert any(o.unscored for o in outcomes) and any(o.warned for o in outcomes)
+
+
+def parsed(case: Case) -> tuple[bool, object]:
+    """``(True, value)`` when the body is JSON the core reads, else ``(False, None)``."""
+    try:
+        return True, parse_json(decode(case.body, "body"), "body")
+    except InputError:
+        return False, None
+
+
+def batch_body(case: Case) -> bytes:
+    """The case as a one-item /v1/detect/batch body (its raw bytes when it is not JSON)."""
+    ok, value = parsed(case)
+    return json.dumps([value], ensure_ascii=True).encode() if ok else case.body
+
+
+def detect(*args: str, body: bytes):
+    return CliRunner().invoke(cli_module.cli, ["detect", *args], input=body)
+
+
+def assert_refused_by_cli(result, case: Case) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exc_info)
+    assert case.outcome.message in result.output
+    assert "Traceback" not in result.output and '"sentences"' not in result.output
+
+
+def assert_result(case: Case, data: dict) -> None:
+    """An accepted result: offsets round-trip, unscored sentences are never judged."""
+    outcome = case.outcome
+    row = case.row or {}
+    answer = row["answer"]
+    sentences = data["sentences"]
+    assert sentences and data["answer"]["n_sentences"] == len(sentences)
+    for s in sentences:
+        assert answer[s["start"] : s["end"]] == s["text"]
+        assert s["status"] in ("scored", "unscored")
+        if s["status"] == "unscored":
+            assert s["flagged"] is None and s["score"] is None and s["reason"]
+        else:
+            assert s["flagged"] in (True, False, None) and s["score"] is not None
+    if row.get("passages") is not None:
+        context = join_passages(row["passages"])[0]
+    else:
+        context = row["context"]
+    for s in sentences:
+        if s["support"]:
+            assert context[s["support"]["start"] : s["support"]["end"]] == s["support"]["text"]
+    unscored = any(s["status"] == "unscored" for s in sentences)
+    assert unscored == outcome.unscored
+    if unscored:
+        assert data["answer"]["flagged"] is not False  # never "all supported" with sentences unjudged
+    assert bool(data["warnings"]) == outcome.warned, data["warnings"]
+    if outcome.n_sentences is not None:
+        assert len(sentences) == outcome.n_sentences
+    if outcome.texts is not None:
+        assert tuple(s["text"] for s in sentences) == outcome.texts
+    if (row.get("options") or {}).get("mode"):
+        assert data["mode"] == row["options"]["mode"]
+
+
+# -- refused: the fast tier, no model -------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
+def test_cli_detect_refuses(case):
+    assert_refused_by_cli(detect(body=case.body), case)
+    assert_refused_by_cli(detect("--json", body=case.body), case)
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
+def test_core_check_refuses(case):
+    ok, value = parsed(case)
+    if not ok:
+        with pytest.raises(InputError, match="JSON|UTF"):
+            parse_json(decode(case.body, "body"), "body")
+        return
+    with pytest.raises(InputError) as refused:
+        check_row(value)
+    assert case.outcome.message in str(refused.value)
+
+
+@pytest.fixture(scope="module")
+def refusing_app():
+    """The real app whose scorer cannot load: every answer here comes from input checks."""
+    with TestClient(create_app(ServiceSettings(scorer="no-such-org/no-such-model"))) as client:
+        yield client
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
+def test_http_refuses(refusing_app, case):
+    response = refusing_app.post("/v1/detect", content=case.body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert case.outcome.message in response.json()["error"]
+    if not case.in_batch:
+        return
+    response = refusing_app.post("/v1/detect/batch", content=batch_body(case), headers={"Content-Type": "application/json"})
+    ok, _ = parsed(case)
+    if ok:  # a bad item gets its own error record
+        assert response.status_code == 200, response.text
+        (record,) = response.json()
+        assert case.outcome.message in record["error"]["message"]
+    else:  # a body that is not JSON refuses the whole batch
+        assert response.status_code == 422 and case.outcome.message in response.json()["error"]
+
+
+# -- accepted, and the batch file of every case: the real scorer -----------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_on_shared_detector(detector, monkeypatch_module):
+    """The CLI builds its detector through ``_make_detector``; here it gets the session's
+    real detector (with the requested K and mode) instead of loading the scorer per case."""
+    monkeypatch_module.setattr(cli_module, "_make_detector", lambda **o: detector.with_options(k=o["k"], mode=o["mode"]))
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
+def test_cli_detect_accepts(cli_on_shared_detector, case):
+    result = detect("--json", body=case.body)
+    assert result.exit_code == 0, result.output
+    assert_result(case, json.loads(result.output))
+    plain = detect(body=case.body)
+    assert plain.exit_code == 0, plain.output
+    assert "answer:" in plain.output and "Traceback" not in plain.output
+    assert not any(ch in plain.output for ch in TERMINAL_UNSAFE)  # escaped, never replayed
+    assert ("warning:" in plain.output) == case.outcome.warned
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_python_api(detector, case):
+    ok, value = parsed(case)
+    if not ok:
+        return  # not JSON: nothing to hand to Python
+    (outcome,) = detector.iter_detect([value], progress=False)
+    if isinstance(case.outcome, Error):
+        assert isinstance(outcome.error, InputError) and case.outcome.message in str(outcome.error)
+    else:
+        assert outcome.error is None, outcome.error
+        assert_result(case, outcome.result.to_dict())
+
+
+@pytest.mark.slow
+def test_batch_gives_every_case_its_record(cli_on_shared_detector, tmp_path):
+    cases = [c for c in CASES if c.in_batch]
+    assert not any(b"\n" in c.body for c in cases)
+    source, out = tmp_path / "corpus.jsonl", tmp_path / "out.jsonl"
+    source.write_bytes(b"\n".join(c.body for c in cases) + b"\n")
+    result = CliRunner().invoke(cli_module.cli, ["batch", str(source), "-o", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    records = {r["line"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert sorted(records) == list(range(1, len(cases) + 1))
+    for number, case in enumerate(cases, start=1):
+        record = records[number]
+        if isinstance(case.outcome, Error):
+            assert case.outcome.message in record["error"]["message"], (case.name, record)
+        else:
+            assert "error" not in record, (case.name, record)
+            assert_result(case, record)
+
+
+@pytest.fixture(scope="module")
+def app():
+    with TestClient(create_app(ServiceSettings())) as client:
+        deadline = time.time() + 300
+        while client.get("/readyz").status_code != 200:
+            assert time.time() < deadline, "the scorer did not load"
+            time.sleep(0.2)
+        yield client
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
+def test_http_accepts(app, case):
+    response = app.post("/v1/detect", content=case.body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert_result(case, response.json())
+    # In a batch next to a bad item, the good one keeps its result.
+    bad = {**case.row, "answer": "\ud800"}
+    response = app.post("/v1/detect/batch", content=json.dumps([case.row, bad]).encode(),
+                        headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    good, refused = response.json()
+    assert_result(case, good)
+    assert "lone UTF-16 surrogate" in refused["error"]["message"]

@@ -1,0 +1,114 @@
+"""Faults in `groundsense batch`: kills at several points (SIGKILL, a record cut mid-write),
+a damaged output, rows that crashed whole runs before. A resumed run must end byte-identical
+to an uninterrupted one, and two identical runs must be byte-identical."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from groundsense.batch import done_lines
+from groundsense.errors import InputError
+
+PASSAGES = ["The Golden Gate Bridge opened to traffic on May 27, 1937.", "The bridge's main span is 4,200 feet long."]
+CONTEXT = "The Eiffel Tower was finished in 1889. It is 330 metres tall. It stands in Paris."
+ROWS = [
+    {"id": "a", "passages": PASSAGES, "answer": "It opened in 1937. Its main span is 4,200 feet long."},
+    {"id": "b\ud800", "passages": PASSAGES, "answer": "A lone surrogate in the id."},  # crashed the whole run once
+    {"id": "c", "context": CONTEXT, "answer": "It was finished in 1889."},
+    {"id": "d", "passages": PASSAGES, "answer": "Its main span\udfff is long."},  # and in the answer
+    {"id": "e", "context": CONTEXT, "answer": "It is 330 metres tall. It is in Rome."},
+    {"id": "f", "passages": PASSAGES, "answer": "It is painted blue."},
+    {"id": "g", "context": CONTEXT, "answer": "It stands in Paris."},
+    {"id": "h", "passages": PASSAGES, "answer": "It was built by Romans in 1937."},
+]
+N = len(ROWS)
+
+
+def write_source(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="ascii")
+    return source
+
+
+def command(source, out):
+    return [sys.executable, "-m", "groundsense.cli", "--threads", "1", "batch", str(source), "--no-progress", "-o", str(out)]
+
+
+def lines(path):
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_a_corrupt_complete_line_stops_the_resume_naming_it(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": "a", "line": 1}\n{"id": "b", "li\n{"id": "c", "line": 3}\n')
+    with pytest.raises(InputError, match=r"out.jsonl line 2 is not a batch record.*delete that line"):
+        done_lines(out)
+    assert out.read_text().count("\n") == 3  # untouched
+
+
+def test_a_record_cut_off_mid_write_is_removed(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": "a", "line": 1}\n{"id": "b", "line": 2}\n{"id": "c", "li')
+    assert done_lines(out) == {1, 2}
+    assert out.read_text() == '{"id": "a", "line": 1}\n{"id": "b", "line": 2}\n'
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """One uninterrupted run, and a second identical one."""
+    folder = tmp_path_factory.mktemp("whole")
+    source = write_source(folder)
+    runs = [folder / "first.jsonl", folder / "second.jsonl"]
+    for out in runs:
+        subprocess.run(command(source, out), check=True, capture_output=True, timeout=600)
+    return source, runs
+
+
+@pytest.mark.slow
+def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterrupted):
+    _, (first, second) = uninterrupted
+    assert first.read_bytes() == second.read_bytes()
+    records = {r["line"]: r for r in map(json.loads, first.read_text(encoding="utf-8").splitlines())}
+    assert sorted(records) == list(range(1, N + 1))
+    assert records[2]["id"] is None and "'id' holds a lone UTF-16 surrogate" in records[2]["error"]["message"]
+    assert records[4]["id"] == "d" and "'answer' holds a lone UTF-16 surrogate" in records[4]["error"]["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after, cut", [(1, False), (4, False), (N - 1, False), (3, True)],
+                         ids=["after 1 record", "after 4", "before the last", "mid-write"])
+def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, after, cut):
+    source, (whole, _) = uninterrupted
+    out = tmp_path / "resumed.jsonl"
+    proc = subprocess.Popen(command(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while proc.poll() is None and lines(out) < after and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if cut:  # the kill fell inside a write: the last record is half there
+        data = out.read_bytes()
+        last = data.rstrip(b"\n").rfind(b"\n") + 1
+        out.write_bytes(data[: last + (len(data) - last) // 2])
+    assert out.read_bytes() != whole.read_bytes()
+    resumed = subprocess.run(command(source, out), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert out.read_bytes() == whole.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_corrupt_output_line_exits_2_and_names_it(tmp_path, uninterrupted):
+    source, (whole, _) = uninterrupted
+    out = tmp_path / "out.jsonl"
+    kept = whole.read_text(encoding="utf-8").splitlines()[:3]
+    out.write_text("\n".join(kept[:2] + ["{not a record"]) + "\n", encoding="utf-8")
+    before = out.read_bytes()
+    result = subprocess.run(command(source, out), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "line 3 is not a batch record" in result.stderr
+    assert out.read_bytes() == before
