@@ -24,6 +24,7 @@ from .text import Span, is_blank
 MAX_K = 50  # chunks a context string may be split into; each costs one more scorer pass
 MODES = ("full", "two_pass")
 FIELDS = ("id", "question", "context", "passages", "answer", "sentences", "options", "labels")
+STREAM_FIELDS = ("id", "question", "context", "passages", "options")
 OPTIONS = ("k", "mode")
 
 EMPTY_ANSWER = "the answer is empty: give the answer text to check"
@@ -133,21 +134,44 @@ def check_object(row: object) -> Mapping:
     return row
 
 
-def check_row(row: object) -> CheckedRow:
-    """Validate one request row (a JSON object with the keys of :data:`FIELDS`)."""
+def _check_head(row: object, fields: tuple[str, ...]) -> tuple[str | int | None, str]:
+    """A row's known fields, its ``id`` and its ``question`` ("" when absent)."""
     check_object(row)
-    unknown = [key for key in row if key not in FIELDS]
+    unknown = [key for key in row if key not in fields]
     if unknown:
-        raise InputError(f"unknown field {_short(unknown[0])}: the fields are {', '.join(FIELDS)}")
+        raise InputError(f"unknown field {_short(unknown[0])}: the fields are {', '.join(fields)}")
     row_id = row.get("id")
     if row_id is not None and not (_is_int(row_id) or isinstance(row_id, str)):
         raise InputError(f"'id' must be a string or an integer, not {_kind(row_id)}")
     if isinstance(row_id, str):
         check_text(row_id, "id")
+    question = row.get("question")
+    return row_id, "" if question is None else check_text(question, "question")
+
+
+def check_stream_head(row: object) -> CheckedRow:
+    """The first line of a streamed request (:data:`STREAM_FIELDS`): the evidence, the
+    question and options; the answer follows as :func:`check_delta` lines."""
+    row_id, question = _check_head(row, STREAM_FIELDS)
+    check_evidence(row.get("context"), row.get("passages"))
+    arguments = {"question": question, "context": row.get("context"), "passages": row.get("passages")}
+    return CheckedRow(row_id, arguments, check_options(row.get("options")))
+
+
+def check_delta(line: object) -> str:
+    """A streamed line of answer text: ``{"delta": "..."}``."""
+    check_object(line)
+    if set(line) != {"delta"}:
+        raise InputError('each line after the first must be {"delta": "<answer text>"}, '
+                         f"not an object with {', '.join(map(_short, line)) or 'no field'}")
+    return check_text(line["delta"], "delta")
+
+
+def check_row(row: object) -> CheckedRow:
+    """Validate one request row (a JSON object with the keys of :data:`FIELDS`)."""
+    row_id, question = _check_head(row, FIELDS)
     if "answer" not in row:
         raise InputError("the input has no 'answer' field: give the answer text to check")
-    question = row.get("question")
-    question = "" if question is None else check_text(question, "question")
     check_inputs(row["answer"], row.get("context"), row.get("passages"))
     sentences = row.get("sentences")
     if sentences is not None:

@@ -1,4 +1,5 @@
-"""FastAPI app: ``POST /v1/detect``, ``POST /v1/detect/batch``, probes, and the review page.
+"""FastAPI app: ``POST /v1/detect``, ``/v1/detect/batch``, ``/v1/detect/stream`` (:mod:`.stream`),
+probes, and the review page.
 
 The service fails closed: any error is an HTTP error with a message, never a "supported"
 verdict. Status codes: 413 oversized body or batch, 422 input a person must fix, 429 queue
@@ -34,6 +35,7 @@ from ..inputs import decode, example_names, load_example, parse_json
 from ..validate import MAX_K, CheckedRow, check_row, echo_id
 from .limits import BodyLimit, BodyTooLarge
 from .settings import ServiceSettings
+from .stream import StepFailed, open_stream
 from .worker import QueueFull, ScoringWorker
 
 log = logging.getLogger(__name__)
@@ -223,6 +225,14 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
                 checked.append({"id": echo_id(row), "error": {"type": type(exc).__name__, "message": str(exc)}})
         scored = iter(await score([item for item in checked if isinstance(item, CheckedRow)]))
         return [next(scored) if isinstance(item, CheckedRow) else item for item in checked]
+
+    @app.post("/v1/detect/stream", summary="Check an answer while it streams: NDJSON in (evidence, then "
+              "{\"delta\": ...} lines), NDJSON events out (each sentence as it ends, then the result)")
+    async def detect_stream(request: Request):
+        try:
+            return await open_stream(request, worker, settings)
+        except StepFailed as exc:
+            raise ApiError(exc.status, exc.message, retry_after=5 if exc.status in (429, 503) else None) from None
 
     @app.get("/v1/examples", summary="Names of the shipped examples")
     async def examples() -> list[str]:

@@ -1,0 +1,144 @@
+"""``POST /v1/detect/stream``: check an answer while it is generated.
+
+The request body is NDJSON: the first line holds the evidence (``question``, ``context`` or
+``passages``, ``options``, ``id``; no answer), every later line ``{"delta": "<answer text>"}``.
+The response is NDJSON too, written as the request arrives: ``{"event": "sentence",
+"sentence": {...}}`` for each sentence as soon as it ends, then ``{"event": "result",
+"result": {...}}`` (the same JSON as ``/v1/detect``). The body is read while the response is
+written, so a client that sends deltas as its LLM emits them gets each verdict meanwhile.
+
+Before the first event the usual statuses apply (422 bad first line, 429 queue full, 503
+scorer not ready, 413 body too large). Once the response has begun, a failure ends it with
+``{"event": "error", "status": ..., "error": "..."}`` and no result: a stream that ends
+without a ``result`` event was not judged (fail closed). Every scoring step (opening the
+stream, which encodes the evidence; each delta; the close) is a job on the same scorer queue
+as ``/v1/detect`` with the same timeout; a step of an admitted stream waits for a queue slot
+instead of being refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import StreamingResponse
+
+from ..errors import GroundsenseError, InputError
+from ..inputs import decode, parse_json
+from ..validate import check_delta, check_stream_head
+from .limits import BodyTooLarge
+from .settings import ServiceSettings
+from .worker import QueueFull, ScoringWorker
+
+log = logging.getLogger(__name__)
+
+
+class StepFailed(Exception):
+    """A scoring step of a stream failed: its HTTP-like status and message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class DuplexStreamingResponse(StreamingResponse):
+    """A streaming response that leaves the request's messages to the app: Starlette's own
+    listens for a disconnect on ``receive``, which would swallow the body still arriving."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.stream_response(send)
+
+
+async def ndjson_lines(request: Request) -> AsyncIterator[object]:
+    """The body's lines as JSON values, as they arrive (blank lines skipped)."""
+    buffer, number = b"", 0
+    async for chunk in request.stream():
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            number += 1
+            if line.strip():
+                yield parse_json(decode(line, f"line {number}"), f"line {number}")
+    if buffer.strip():
+        yield parse_json(decode(buffer, f"line {number + 1}"), f"line {number + 1}")
+
+
+def event(kind: str, **fields: Any) -> bytes:
+    return (json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n").encode()
+
+
+class StreamSteps:
+    """Runs a stream's scoring steps on the worker, under the service's timeout."""
+
+    def __init__(self, worker: ScoringWorker, settings: ServiceSettings):
+        self.worker, self.settings = worker, settings
+
+    async def run(self, job: Callable[[Any], Any], admitted: bool) -> Any:
+        """``job(state)`` on the worker. Not yet ``admitted``: a full queue is a 429 at once;
+        admitted: wait for a slot within the timeout."""
+        deadline = time.monotonic() + self.settings.timeout_s
+        while True:
+            try:
+                future = self.worker.submit(job)
+                break
+            except QueueFull:
+                if not admitted or time.monotonic() > deadline:
+                    raise StepFailed(429, "the scorer is busy: too many requests are waiting") from None
+                await asyncio.sleep(0.05)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise StepFailed(504, f"a scoring step took longer than the {self.settings.timeout_s:g} s limit") from None
+        except GroundsenseError as exc:
+            raise StepFailed(422, str(exc)) from None
+
+
+async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings):
+    """Read the first line, open the stream on the scorer, and answer with the events; the
+    errors before the response begins propagate (the app maps them to statuses)."""
+    if worker.load_error is not None:
+        raise StepFailed(503, f"the scorer failed to load: {worker.load_error}")
+    if not worker.ready.is_set():
+        raise StepFailed(503, "the scorer is still loading; retry shortly")
+    lines = ndjson_lines(request)
+    first = await anext(lines, None)
+    if first is None:
+        raise InputError("the body is empty: send the evidence as the first line, then answer deltas")
+    head = check_stream_head(first)
+    steps = StreamSteps(worker, settings)
+
+    def start(state):
+        return state.detector.with_options(**head.options).stream(**head.arguments)
+
+    stream = await steps.run(start, admitted=False)
+    return DuplexStreamingResponse(events(lines, stream, steps, head.id), media_type="application/x-ndjson")
+
+
+async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, row_id) -> AsyncIterator[bytes]:
+    """The response's events, written as the deltas arrive."""
+    try:
+        async for line in lines:
+            delta = check_delta(line)
+            for sentence in await steps.run(lambda _state: stream.feed(delta), admitted=True):
+                yield event("sentence", sentence=sentence.to_dict())
+        result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
+        yield event("result", result=result if row_id is None else {"id": row_id, **result})
+    except StepFailed as exc:
+        yield event("error", status=exc.status, error=exc.message)
+    except GroundsenseError as exc:
+        yield event("error", status=422, error=str(exc))
+    except BodyTooLarge as exc:
+        yield event("error", status=413, error=str(exc))
+    except ClientDisconnect:
+        return
+    except Exception:  # noqa: BLE001 - fail closed, never echo the details
+        request_id = uuid.uuid4().hex[:12]
+        log.exception("internal error in a stream, request id %s", request_id)
+        yield event("error", status=500, error=f"internal error (request id {request_id}); the details are in "
+                                             "the server's log", request_id=request_id)

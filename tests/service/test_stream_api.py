@@ -1,0 +1,99 @@
+"""``POST /v1/detect/stream`` against the real default scorer: the events, their equality
+with ``/v1/detect``, the errors, and verdicts written while the request is still arriving."""
+
+import json
+import socket
+
+import pytest
+from fastapi.testclient import TestClient
+
+from groundsense.inputs import load_example
+from groundsense.service.app import create_app
+from groundsense.service.settings import ServiceSettings
+
+pytestmark = pytest.mark.slow
+EXAMPLE = load_example("passages-qa")
+HEAD = {"id": "s1", "question": EXAMPLE["question"], "passages": EXAMPLE["passages"]}
+
+
+def words(text: str) -> list[str]:
+    pieces = text.split(" ")
+    return [p + " " for p in pieces[:-1]] + [pieces[-1]]
+
+
+def ndjson(*lines) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+@pytest.fixture(scope="module")
+def client(wait_ready):
+    with TestClient(create_app(ServiceSettings(max_body_bytes=50_000))) as client:
+        wait_ready(client.get)
+        yield client
+
+
+def post(client, body: bytes):
+    return client.post("/v1/detect/stream", content=body, headers={"content-type": "application/x-ndjson"})
+
+
+def test_stream_events_end_with_the_detect_result(client):
+    body = ndjson(HEAD, *({"delta": w} for w in words(EXAMPLE["answer"])))
+    response = post(client, body)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/x-ndjson")
+    events = [json.loads(line) for line in response.text.splitlines()]
+    assert [e["event"] for e in events] == ["sentence"] * (len(events) - 1) + ["result"]
+    result = events[-1]["result"]
+    assert result["id"] == "s1" and [e["sentence"] for e in events[:-1]] == result["sentences"][: len(events) - 1]
+    spans = [[s["start"], s["end"]] for s in result["sentences"]]
+    whole = client.post("/v1/detect", json={**HEAD, "answer": EXAMPLE["answer"], "sentences": spans}).json()
+    assert [s["flagged"] for s in result["sentences"]] == [s["flagged"] for s in whole["sentences"]]
+    assert [s["score"] for s in result["sentences"]] == pytest.approx([s["score"] for s in whole["sentences"]], abs=1e-4)
+    assert result["sentences"][2]["flagged"] is True and result["answer"]["flagged"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "body is empty"),
+        (ndjson({**HEAD, "answer": "x"}), "unknown field 'answer'"),
+        (ndjson({"question": "q", "passages": ["  "]}), "evidence is empty"),
+        (b"{not json\n", "not valid JSON"),
+    ],
+)
+def test_a_bad_first_line_is_a_422(client, body, message):
+    response = post(client, body)
+    assert response.status_code == 422 and message in response.json()["error"]
+
+
+def test_a_bad_delta_ends_the_stream_without_a_result(client):
+    response = post(client, ndjson(HEAD, {"delta": "The bridge opened in 1937. "}, {"text": "oops"}))
+    events = [json.loads(line) for line in response.text.splitlines()]
+    assert events[-1]["event"] == "error" and events[-1]["status"] == 422 and '{"delta"' in events[-1]["error"]
+    assert all(e["event"] != "result" for e in events)  # fail closed: not judged
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def test_a_verdict_arrives_while_the_answer_is_still_being_sent(live_server):
+    """A raw HTTP/1.1 client sends the evidence and the first sentence and part of the second,
+    reads the first verdict, and only then sends the rest of the answer."""
+    answer = EXAMPLE["answer"]
+    cut = answer.index(" Its main span") + len(" Its")
+    with socket.create_connection(("127.0.0.1", live_server.port), timeout=120) as sock:
+        sock.sendall(b"POST /v1/detect/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sock.sendall(_chunk(ndjson(HEAD, {"delta": answer[:cut]})))
+        received = b""
+        while b'"event": "sentence"' not in received:
+            data = sock.recv(65536)
+            assert data, f"the connection closed before a verdict: {received!r}"
+            received += data
+        assert b'"event": "result"' not in received  # the answer is not finished yet
+        sock.sendall(_chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
+        while b'"event": "result"' not in received:
+            data = sock.recv(65536)
+            assert data, f"the connection closed before the result: {received!r}"
+            received += data
+    assert received.startswith(b"HTTP/1.1 200")
