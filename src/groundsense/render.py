@@ -37,27 +37,43 @@ def _mark(sentence: SentenceResult) -> str:
 
 
 def render(result: DetectionResult, console: Console) -> None:
-    threshold = "uncalibrated: nothing flagged" if result.threshold is None else f"flag at score ≥ {result.threshold:.3f}"
-    mode = result.mode + (" (masked leave-one-out)" if result.leave_one_out == "masked" else "")
-    console.print(Text(f"scorer {result.scorer} · mode {mode} · detector {result.detector} · {threshold}", style="dim"))
+    render_header(result.scorer, result.mode, result.leave_one_out, result.detector, result.threshold, console)
     for s in result.sentences:
-        line = Text()
-        line.append(f"[{s.index}] {_mark(s)} ", style=_style(s))
-        line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
-        line.append(printable(s.text), style=_style(s))
-        console.print(line)
-        if s.verifier_score is not None:
-            console.print(Text(f"      verifier {result.cascade['verifier']}: P(unsupported) {s.verifier_score:.3f} decides the flag",
-                               style="blue"))
-        if s.reason:
-            console.print(Text(f"      {s.reason}", style="dim"))
-        elif s.support is None:
-            console.print(Text("      no support: removing no chunk lowers this sentence's likelihood", style="magenta"))
-        else:
-            excerpt = printable(" ".join(s.support.text.split()))
-            excerpt = excerpt if len(excerpt) <= EXCERPT else excerpt[: EXCERPT - 1] + "…"
-            where = f"passage {s.support.passage}" if s.support.passage is not None else f"chunk {s.support.chunk}"
-            console.print(Text(f"      support: {where} (drop {s.support.drop:+.3f}): {excerpt}", style="cyan"))
+        render_sentence(s, result.cascade, console)
+    render_summary(result, console)
+
+
+def render_header(scorer: str, mode: str, leave_one_out: str | None, detector: str, threshold: float | None,
+                  console: Console) -> None:
+    """The line that says how the answer is judged."""
+    flag = "uncalibrated: nothing flagged" if threshold is None else f"flag at score ≥ {threshold:.3f}"
+    mode += " (masked leave-one-out)" if leave_one_out == "masked" else ""
+    console.print(Text(f"scorer {scorer} · mode {mode} · detector {detector} · {flag}", style="dim"))
+
+
+def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -> None:
+    """One sentence's verdict, score and support (or why it has none)."""
+    line = Text()
+    line.append(f"[{s.index}] {_mark(s)} ", style=_style(s))
+    line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
+    line.append(printable(s.text), style=_style(s))
+    console.print(line)
+    if s.verifier_score is not None:
+        console.print(Text(f"      verifier {cascade['verifier']}: P(unsupported) {s.verifier_score:.3f} decides the flag",
+                           style="blue"))
+    if s.reason:
+        console.print(Text(f"      {s.reason}", style="dim"))
+    elif s.support is None:
+        console.print(Text("      no support: removing no chunk lowers this sentence's likelihood", style="magenta"))
+    else:
+        excerpt = printable(" ".join(s.support.text.split()))
+        excerpt = excerpt if len(excerpt) <= EXCERPT else excerpt[: EXCERPT - 1] + "…"
+        where = f"passage {s.support.passage}" if s.support.passage is not None else f"chunk {s.support.chunk}"
+        console.print(Text(f"      support: {where} (drop {s.support.drop:+.3f}): {excerpt}", style="cyan"))
+
+
+def render_summary(result: DetectionResult, console: Console) -> None:
+    """The answer's verdict, warnings and what was cut."""
     a = result.answer
     verdict = {True: "has unsupported sentences", False: "all sentences supported", None: "not judged"}[a.flagged]
     gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"

@@ -1,0 +1,60 @@
+"""`groundsense stream` end to end: a real process reading an answer that arrives in pieces."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from groundsense.inputs import load_example
+
+pytestmark = pytest.mark.slow
+EXAMPLE = load_example("passages-qa")
+CLI = [sys.executable, "-m", "groundsense.cli"]
+
+
+def test_stream_prints_each_verdict_before_the_answer_ends(tmp_path):
+    """The first sentence's verdict is printed while the writer still holds the rest back."""
+    files = []
+    for i, passage in enumerate(EXAMPLE["passages"]):
+        (tmp_path / f"p{i}.txt").write_text(passage)
+        files += ["--passage-file", str(tmp_path / f"p{i}.txt")]
+    process = subprocess.Popen([*CLI, "stream", "--json", "-q", EXAMPLE["question"], *files],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    answer = EXAMPLE["answer"]
+    cut = answer.index(" Its main span") + len(" Its")
+    process.stdin.write(answer[:cut].encode())
+    process.stdin.flush()
+    first = json.loads(process.stdout.readline())  # blocks until the verdict is printed
+    assert first["event"] == "sentence" and first["sentence"]["text"] == answer[: answer.index(" Its")]
+    assert process.poll() is None  # still reading
+    process.stdin.write(answer[cut:].encode())
+    process.stdin.close()
+    events = [first] + [json.loads(line) for line in process.stdout]
+    assert process.wait(timeout=300) == 0
+    assert [e["event"] for e in events] == ["sentence"] * 3 + ["result"]
+    assert events[2]["sentence"]["flagged"] is True and events[-1]["result"]["answer"]["flagged"] is True
+    assert [e["sentence"] for e in events[:3]] == events[-1]["result"]["sentences"]
+
+
+def test_stream_replays_an_example_and_fails_on_flag():
+    done = subprocess.run([*CLI, "stream", "--example", "passages-qa", "--delay", "0", "--fail-on-flag"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "✗ UNSUPPORTED" in done.stdout and "answer: has unsupported sentences" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (["--context", "   "], "Some answer.", "evidence is empty"),
+        (["--context", "The bridge opened in 1937."], "  \u200b ", "answer is empty"),
+        (["--context", "The bridge opened in 1937."], b"\xff\xfe bad", "not UTF-8"),
+    ],
+)
+def test_stream_refuses_bad_input_with_exit_2(args, stdin, message):
+    data = stdin if isinstance(stdin, bytes) else stdin.encode()
+    done = subprocess.run([*CLI, "stream", *args], input=data, capture_output=True, timeout=300)
+    assert done.returncode == 2 and message in done.stderr.decode(), done.stderr.decode()
+    assert b"Traceback" not in done.stderr
