@@ -122,3 +122,31 @@ def test_review_page_places_text_outside_the_bmp_and_never_runs_markup(live_serv
     assert browser.execute_script(text_of, "context-view") == "\n\n".join(passages)
     mark = browser.execute_script("return document.querySelector('#context-view mark').textContent")
     assert mark == target["support"]["text"] == passages[target["support"]["passage"]]
+
+
+def test_review_page_replays_an_answer_as_a_stream(live_server, browser):
+    """The replay sends the answer word by word through /v1/detect/stream; each sentence is
+    drawn as its verdict arrives, and the end state is the full result."""
+    example = httpx.get(f"{live_server.url}/v1/examples/passages-qa").json()
+    browser.get(live_server.url + "/")
+    wait = WebDriverWait(browser, 300)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
+    Select(browser.find_element(By.ID, "example")).select_by_value("passages-qa")
+    browser.find_element(By.ID, "load-example").click()
+    wait.until(lambda d: d.find_element(By.ID, "answer").get_attribute("value") == example["answer"])
+    browser.execute_script("""
+        window.seen = [];
+        new MutationObserver(() => window.seen.push(document.getElementById('verdict').textContent))
+          .observe(document.getElementById('verdict'), {childList: true, characterData: true, subtree: true});""")
+    browser.find_element(By.ID, "replay").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "support")))
+    seen = browser.execute_script("return window.seen")
+    judging = [text for text in seen if text.startswith("Judging as the answer streams")]
+    assert "Judging as the answer streams… 0 sentence(s) judged so far" in judging
+    assert any("1 sentence(s) judged so far" in text for text in judging)  # drawn before the end
+    expected = httpx.post(f"{live_server.url}/v1/detect", json=example, timeout=300).json()
+    spans = browser.find_elements(By.CSS_SELECTOR, "#answer-view .s")
+    assert [s.text for s in spans] == [s["text"] for s in expected["sentences"]]
+    for span, sentence in zip(spans, expected["sentences"]):
+        assert ("s-flagged" in span.get_attribute("class")) == bool(sentence["flagged"])
+    assert browser.find_element(By.ID, "verdict").text.startswith("Has unsupported sentences")

@@ -211,8 +211,81 @@ async function run() {
   }
 }
 
+// Replay the answer as an LLM would emit it, word by word, through /v1/detect/stream, and
+// show each sentence's verdict as its event arrives. (A browser cannot stream a request body
+// over HTTP/1.1, so the words go in one body; the server still judges and answers them one
+// sentence at a time, as it would for a live generator.)
+function streamBody(request) {
+  const { answer, ...head } = request;
+  const words = answer.split(" ").map((w, i, all) => (i < all.length - 1 ? `${w} ` : w));
+  return [head, ...words.map((delta) => ({ delta }))].map((line) => JSON.stringify(line)).join("\n") + "\n";
+}
+
+function renderArriving(request, sentences) {
+  const view = $("answer-view");
+  view.replaceChildren();
+  const at = unitIndex(request.answer);
+  let cursor = 0;
+  for (const s of sentences) {
+    view.append(request.answer.slice(cursor, at(s.start)));
+    const span = document.createElement("span");
+    span.className = `s s-${s.status !== "scored" ? "unscored" : s.flagged ? "flagged" : "grounded"}`;
+    span.textContent = s.text;
+    span.dataset.index = s.index;
+    view.append(span);
+    cursor = at(s.end);
+  }
+  const pending = document.createElement("span");
+  pending.className = "pending";
+  pending.textContent = request.answer.slice(cursor);
+  view.append(pending);
+  $("verdict").textContent = `Judging as the answer streams… ${sentences.length} sentence(s) judged so far`;
+  $("notes").replaceChildren();
+  $("support").hidden = true;
+  $("results").hidden = false;
+}
+
+async function replay() {
+  const request = readForm();
+  showError("");
+  for (const id of ["run", "replay"]) $(id).disabled = true;
+  try {
+    const response = await fetch("/v1/detect/stream", {
+      method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body: streamBody(request),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+      throw new Error(body.error);
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const sentences = [];
+    renderArriving(request, sentences);
+    let buffer = "", result = null;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      const lines = buffer.split("\n");
+      buffer = lines.pop();
+      for (const line of lines.filter((l) => l.trim())) {
+        const event = JSON.parse(line);
+        if (event.event === "sentence") { sentences.push(event.sentence); renderArriving(request, sentences); }
+        else if (event.event === "result") result = event.result;
+        else throw new Error(event.error); // the stream failed: not judged
+      }
+    }
+    if (!result) throw new Error("the stream ended without a result: the answer was not judged");
+    render(request, result);
+  } catch (err) {
+    showError(err.message || String(err));
+  } finally {
+    for (const id of ["run", "replay"]) $(id).disabled = false;
+  }
+}
+
 async function init() {
   $("run").addEventListener("click", run);
+  $("replay").addEventListener("click", replay);
   $("load-example").addEventListener("click", async () => {
     const name = $("example").value;
     if (!name) return showError("Choose an example first.");
