@@ -63,6 +63,20 @@ def _detector_options(fitting: bool = False):
     return decorate
 
 
+def _evidence_options(func):
+    """The options that give the question and the evidence (``detect``, ``stream``)."""
+    for option in reversed([
+        click.option("--question", "-q", default=None, help="The question or instruction."),
+        click.option("--question-file", type=click.Path(dir_okay=False), default=None),
+        click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks)."),
+        click.option("--context-file", type=click.Path(dir_okay=False), default=None),
+        click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
+                     help="One retrieved passage per file; repeat for each passage (each is a chunk)."),
+    ]):
+        func = option(func)
+    return func
+
+
 def _make_detector(scorer, k, mode, leave_one_out, calibration, max_context_tokens, max_answer_tokens, device):
     from .detector import Detector
 
@@ -113,12 +127,7 @@ def _gather_input(example, question, question_file, context, context_file, passa
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--question", "-q", default=None, help="The question or instruction.")
-@click.option("--question-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks).")
-@click.option("--context-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
-              help="One retrieved passage per file; repeat for each passage (each is a chunk).")
+@_evidence_options
 @click.option("--answer", "-a", default=None, help="The answer to check.")
 @click.option("--answer-file", type=click.Path(dir_okay=False), default=None)
 @click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`).")
@@ -199,12 +208,7 @@ def _replayed(answer: str, delay: float) -> Iterator[str]:
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--question", "-q", default=None, help="The question or instruction.")
-@click.option("--question-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks).")
-@click.option("--context-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
-              help="One retrieved passage per file; repeat for each passage (each is a chunk).")
+@_evidence_options
 @click.option("--example", default=None, metavar="NAME",
               help="Replay a shipped example's answer word by word instead of reading standard input.")
 @click.option("--delay", type=click.FloatRange(min=0), default=0.05, show_default=True,

@@ -34,16 +34,22 @@ def browser(tmp_path):
     driver.quit()
 
 
-def test_review_page_shows_highlights_and_support(live_server, browser):
-    example = httpx.get(f"{live_server.url}/v1/examples/passages-qa").json()
-    expected = httpx.post(f"{live_server.url}/v1/detect", json=example, timeout=300).json()
-
+def open_example(browser, live_server, example: dict) -> WebDriverWait:
+    """Open the page, wait for the scorer, and load the passages-qa example into the form."""
     browser.get(live_server.url + "/")
     wait = WebDriverWait(browser, 300)
     wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
     Select(browser.find_element(By.ID, "example")).select_by_value("passages-qa")
     browser.find_element(By.ID, "load-example").click()
     wait.until(lambda d: d.find_element(By.ID, "answer").get_attribute("value") == example["answer"])
+    return wait
+
+
+def test_review_page_shows_highlights_and_support(live_server, browser):
+    example = httpx.get(f"{live_server.url}/v1/examples/passages-qa").json()
+    expected = httpx.post(f"{live_server.url}/v1/detect", json=example, timeout=300).json()
+
+    wait = open_example(browser, live_server, example)
     browser.find_element(By.ID, "run").click()
     wait.until(ec.visibility_of_element_located((By.ID, "support")))
 
@@ -128,12 +134,7 @@ def test_review_page_replays_an_answer_as_a_stream(live_server, browser):
     """The replay sends the answer word by word through /v1/detect/stream; each sentence is
     drawn as its verdict arrives, and the end state is the full result."""
     example = httpx.get(f"{live_server.url}/v1/examples/passages-qa").json()
-    browser.get(live_server.url + "/")
-    wait = WebDriverWait(browser, 300)
-    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
-    Select(browser.find_element(By.ID, "example")).select_by_value("passages-qa")
-    browser.find_element(By.ID, "load-example").click()
-    wait.until(lambda d: d.find_element(By.ID, "answer").get_attribute("value") == example["answer"])
+    wait = open_example(browser, live_server, example)
     browser.execute_script("""
         window.seen = [];
         new MutationObserver(() => window.seen.push(document.getElementById('verdict').textContent))
