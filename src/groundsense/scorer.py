@@ -252,6 +252,7 @@ class Scorer:
         self.batch_conditions = self.device.type == "cuda" if batch_conditions is None else batch_conditions
         self._evidence_lru: OrderedDict = OrderedDict()
         self._stop: Callable[[], bool] | None = None  # set by :meth:`score` for its duration
+        self._watch_stop()
         self._bos = _leading_special_ids(self.tokenizer) if self.tokenizer is not None else []
 
     def forget_evidence(self) -> None:
@@ -308,8 +309,8 @@ class Scorer:
         stop: Callable[[], bool] | None = None,
     ) -> TokenScores:
         """Score the answer under every condition; the evidence's encoding is reused.
-        ``stop`` is asked before each forward pass (at most ``ENCODE_PIECE`` tokens); when
-        it says True, :class:`Cancelled` is raised (a service drops a request past its
+        ``stop`` is asked before each decoder layer runs (:meth:`_watch_stop`); when it says
+        True, :class:`Cancelled` is raised (a service drops a request past its
         timeout that way) and the kept evidence encodings, which the interrupted work may
         have left half-updated, are dropped.
 
@@ -452,7 +453,6 @@ class Scorer:
             visible[i, :, length + i * n : length + (i + 1) * n] = own
         mask = additive_mask(visible, self.model.dtype)
         positions = torch.arange(length, length + n, device=self.device).repeat(copies)
-        self._check_stop()
         logits = self.model(
             input_ids=torch.tensor([tail * copies], device=self.device),
             attention_mask=mask.reshape(1, 1, copies * n, -1), position_ids=positions[None],
@@ -580,7 +580,6 @@ class Scorer:
         for row, n in enumerate(lengths):
             mask[row, : longest - n] = 0
         positions = torch.tensor([[n + i for i in range(len(tail))] for n in lengths], device=self.device)
-        self._check_stop()
         logits = self.model(
             input_ids=torch.tensor([tail] * len(caches), device=self.device), attention_mask=mask,
             position_ids=positions, cache=batched, use_cache=True, logits_to_keep=n_answer,
@@ -689,8 +688,15 @@ class Scorer:
         if self._stop is not None and self._stop():
             raise Cancelled("scoring was cancelled")
 
+    def _watch_stop(self) -> None:
+        """Ask ``_stop`` before each decoder layer runs (before each forward pass, for a model
+        whose layers are not at ``model.model.layers``), so that a cancelled request stops
+        within one layer's work, not one forward pass's, however slow the machine."""
+        layers = getattr(getattr(self.model, "model", None), "layers", None)
+        for module in layers if layers else [self.model]:
+            module.register_forward_pre_hook(lambda *_: self._check_stop())
+
     def _forward(self, ids: list[int], cache, n_answer: int):
-        self._check_stop()
         inputs = torch.tensor([ids], device=self.device)
         return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_answer)
 

@@ -18,14 +18,14 @@ REQUEST = {"passages": ["The bridge opened in 1937.", "It is orange."], "answer"
 
 @pytest.fixture(scope="module")
 def unloaded():
-    """The real app with a scorer that cannot load: only input checks and routing answer."""
-    with TestClient(create_app(ServiceSettings(scorer="no-such-org/no-such-model", max_body_bytes=1000))) as client:
-        yield client
+    """The real app without its lifespan, so the scorer never loads: only input checks and
+    routing answer (a valid request gets 503, still loading)."""
+    return TestClient(create_app(ServiceSettings(max_body_bytes=1000)))
 
 
-def test_the_service_binds_to_loopback_by_default():
-    assert ServiceSettings().host == "127.0.0.1"
-    assert ServiceSettings.from_env().host == "127.0.0.1" or "GROUNDSENSE_HOST" in __import__("os").environ
+def test_the_service_binds_to_loopback_by_default(monkeypatch):
+    monkeypatch.delenv("GROUNDSENSE_HOST", raising=False)
+    assert ServiceSettings().host == ServiceSettings.from_env().host == "127.0.0.1"
 
 
 def test_a_chunked_body_over_the_limit_gets_413(unloaded):
@@ -75,12 +75,12 @@ def test_no_request_can_load_another_model_or_remote_code(unloaded):
 
 
 def test_allowed_hosts_refuse_other_host_headers():
-    settings = ServiceSettings(scorer="no-such-org/no-such-model", allowed_hosts="review.example.org, localhost")
-    with TestClient(create_app(settings), base_url="http://review.example.org") as client:
-        assert client.get("/healthz").status_code == 200
-        assert client.get("/healthz", headers={"Host": "localhost:8000"}).status_code == 200
-        rebound = client.get("/healthz", headers={"Host": "attacker.example"})
-        assert rebound.status_code == 400
+    settings = ServiceSettings(allowed_hosts="review.example.org, localhost")
+    client = TestClient(create_app(settings), base_url="http://review.example.org")  # no lifespan: no scorer load
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/healthz", headers={"Host": "localhost:8000"}).status_code == 200
+    rebound = client.get("/healthz", headers={"Host": "attacker.example"})
+    assert rebound.status_code == 400
 
 
 def test_errors_have_one_shape(unloaded):
@@ -88,7 +88,7 @@ def test_errors_have_one_shape(unloaded):
         unloaded.post("/v1/detect", content=b"\xff\xfe{", headers={"Content-Type": "application/json"}),
         unloaded.post("/v1/detect/batch", json=[]),
         unloaded.post("/v1/detect/batch", json={"answer": "not a list"}),
-        unloaded.post("/v1/detect", json=REQUEST),  # valid, but the scorer failed to load: 503
+        unloaded.post("/v1/detect", json=REQUEST),  # valid, but the scorer is not loaded: 503
     ):
         assert response.status_code in (422, 503) and set(response.json()) == {"error"}, response.text
     assert unloaded.post("/v1/detect/batch", json=[REQUEST] * 33).status_code == 413

@@ -172,8 +172,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         body = {"error": exc.message} | ({"request_id": exc.request_id} if exc.request_id else {})
         return JSONResponse(body, status_code=exc.status, headers=headers)
 
-    @app.exception_handler(GroundsenseError)
-    async def bad_input(request: Request, exc: GroundsenseError):
+    @app.exception_handler(InputError)
+    async def bad_input(request: Request, exc: InputError):
         return JSONResponse({"error": str(exc)}, status_code=422)
 
     @app.exception_handler(BodyTooLarge)
