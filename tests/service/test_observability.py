@@ -2,7 +2,13 @@
 
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -71,6 +77,19 @@ def test_the_text_is_logged_only_when_the_operator_asks(request_log):
     (line,) = log_lines(request_log)
     assert line["text"] == [{"question": "Q?", "answer": "Logged answer."}]
     assert line["request_id"] == response.headers["x-request-id"]
+
+
+def test_an_unhandled_error_is_logged_with_the_id_the_500_gives(request_log, monkeypatch):
+    def broken(body):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("groundsense.service.app.alignscore_row", broken)
+    client = TestClient(create_app(ServiceSettings()), raise_server_exceptions=False)
+    response = client.post("/alignscore_large", json={"evidence": "Evidence.", "claim": "Claim."})
+    assert response.status_code == 500
+    line = log_lines(request_log)[-1]
+    assert (line["status"], line["outcome"], line["request_id"]) == (500, "error", response.json()["request_id"])
+    assert value(metrics(client), "groundsense_requests_total", status="500", outcome="error") == 1
 
 
 def test_each_app_has_its_own_registry():
@@ -143,3 +162,34 @@ def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
     assert value(samples, "groundsense_latency_seconds_count", phase="queue") == 1
     (line,) = log_lines(request_log)
     assert line["status"] == 504 and line["outcome"] == "error" and line["queue_s"] is not None
+
+
+def test_serve_writes_the_request_log_to_stdout(tmp_path):
+    """`groundsense serve`: one JSON line per scoring request on stdout, text only with --log-text;
+    the server's own messages on stderr. The scorer named cannot load, so nothing is scored."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GROUNDSENSE_LOG_TEXT": "1"}
+    command = [sys.executable, "-m", "groundsense.cli", "serve", "--port", str(port), "--scorer", "no-such-org/no-such-model"]
+    with out.open("w") as stdout, err.open("w") as stderr:
+        server = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            for _ in range(300):
+                try:
+                    if httpx.get(url + "/readyz").json()["status"] == "failed":
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+            response = httpx.post(url + "/v1/detect", json={"answer": "Logged answer.", "context": "Evidence."})
+            assert response.status_code == 503
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["request_id"] == response.headers["x-request-id"] and line["status"] == 503
+    assert line["scorer"] == "no-such-org/no-such-model" and line["text"][0]["answer"] == "Logged answer."
+    assert "Application startup complete" in err.read_text()
