@@ -226,8 +226,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     async def detect(request: Request) -> dict:
         return await score_one(check_row(await read_json(request)))
 
-    @app.post(ALIGNSCORE_PATHS[0], summary='NeMo Guardrails\' AlignScore API: {"evidence", "claim"} -> '
-              '{"alignscore": the share of the claim\'s sentences judged supported}')
+    @app.post(ALIGNSCORE_PATHS[0], summary="NeMo Guardrails' AlignScore API: the share of the claim's sentences "
+              "judged supported (docs/integrations.md)")
     @app.post(ALIGNSCORE_PATHS[1], include_in_schema=False)
     async def alignscore(request: Request) -> dict:
         return alignscore_response(await score_one(alignscore_row(await read_json(request))))
