@@ -406,10 +406,14 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
 @click.option("--allowed-hosts", default=None, metavar="HOST,...",
               help="Host headers to accept, e.g. review.example.org; others get 400. Set it when binding beyond "
                    "loopback (docs/reliability.md) [env GROUNDSENSE_ALLOWED_HOSTS; any].")
+@click.option("--log-text", is_flag=True, default=None,
+              help="Put each request's question and answer in the request log [env GROUNDSENSE_LOG_TEXT; off].")
 def serve(**options):
     """Run the HTTP API and the review page (open http://HOST:PORT/).
 
-    Flags override GROUNDSENSE_* environment variables, which override the defaults.
+    Flags override GROUNDSENSE_* environment variables, which override the defaults. Each
+    scoring request writes one JSON line to stdout (the request log); the server's own
+    messages go to stderr.
     """
     import uvicorn
 
@@ -418,7 +422,12 @@ def serve(**options):
 
     settings = ServiceSettings.from_env(**options)
     click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)", err=True)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    requests = logging.getLogger("groundsense.requests")
+    requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
+    requests.setLevel(logging.INFO)
+    requests.propagate = False
+    # The request log replaces uvicorn's access log for the scoring routes.
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info", access_log=False)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS)

@@ -7,8 +7,18 @@ service; fields may be added, none renamed.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+def support_score(flags: Iterable[bool | None]) -> float:
+    """The score in [0, 1] that the integrations and the AlignScore route report, defined here
+    only: the share of sentences judged supported (``flagged is False``), given each sentence's
+    ``flagged``. A flagged sentence and one that could not be judged (``None``) both count
+    against the answer: the check fails closed."""
+    flags = list(flags)
+    return sum(flag is False for flag in flags) / len(flags)
 
 
 def _finite(value: float | None) -> float | None:

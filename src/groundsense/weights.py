@@ -86,6 +86,12 @@ def find_builtin(name: str) -> BuiltinScorer | None:
     return None
 
 
+def display_name(name: str | None) -> str:
+    """The name :func:`resolve` gives a scorer (its ``Scorer.name``), without loading it."""
+    builtin = find_builtin(name or DEFAULT_SCORER)
+    return builtin.name if builtin is not None else name
+
+
 def resolve(name: str | None) -> tuple[str, str]:
     """Return ``(display name, what to pass to from_pretrained)`` for a scorer name.
 

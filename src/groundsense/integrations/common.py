@@ -1,6 +1,6 @@
 """What every framework integration shares: one ``Detector.detect`` call and the verdict read from it.
 
-The score in [0, 1] that every integration reports is defined here, and only here::
+Every integration reports the score in [0, 1] of :func:`groundsense.result.support_score`::
 
     score = sentences judged supported / sentences in the answer
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from ..detector import Detector
 from ..errors import GroundsenseError, InputError
-from ..result import DetectionResult, SentenceResult
+from ..result import DetectionResult, SentenceResult, support_score
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
 # pools and event loops, and the scorer keeps state (its evidence cache) between calls.
@@ -104,7 +104,7 @@ class GroundingReport:
 
     @property
     def score(self) -> float:
-        return len(self.supported) / len(self.result.sentences)
+        return support_score(s.flagged for s in self.result.sentences)
 
     @property
     def passing(self) -> bool:

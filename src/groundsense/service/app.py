@@ -1,5 +1,5 @@
 """FastAPI app: ``POST /v1/detect``, ``/v1/detect/batch``, ``/v1/detect/stream`` (:mod:`.stream`),
-probes, and the review page.
+the AlignScore route for NeMo Guardrails, probes, Prometheus metrics, and the review page.
 
 The service fails closed: any error is an HTTP error with a message, never a "supported"
 verdict. Status codes: 413 oversized body or batch, 422 input a person must fix, 429 queue
@@ -19,12 +19,11 @@ import logging
 import math
 import threading
 import time
-import uuid
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,7 +32,12 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from ..errors import Cancelled, GroundsenseError, InputError
 from ..inputs import decode, example_names, load_example, parse_json
 from ..validate import MAX_K, CheckedRow, check_row, echo_id
+from ..weights import display_name
+from .alignscore import PATHS as ALIGNSCORE_PATHS
+from .alignscore import alignscore_response, alignscore_row
 from .limits import BodyLimit, BodyTooLarge
+from .metrics import Metrics
+from .observe import Observe, RequestRecord, current_record, request_log
 from .settings import ServiceSettings
 from .stream import StepFailed, open_stream
 from .worker import QueueFull, ScoringWorker
@@ -140,21 +144,32 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.state.worker, app.state.settings = worker, settings
+    metrics = Metrics(display_name(settings.scorer), lambda: worker.pending)
+    app.state.worker, app.state.settings, app.state.metrics = worker, settings, metrics
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    if settings.allowed_hosts:  # outermost: a request for another Host gets 400 before anything else
+    if settings.allowed_hosts:  # a request for another Host gets 400 before anything else
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
 
+    def finish(record: RequestRecord) -> None:
+        metrics.observe(record)
+        request_log.info(record.log_line(metrics.scorer, settings.log_text))
+
+    app.add_middleware(Observe, routes=("/v1/detect", "/v1/detect/batch", "/v1/detect/stream", *ALIGNSCORE_PATHS),
+                       finish=finish)
+
     async def score(rows: list[CheckedRow]) -> list[dict]:
+        record = current_record()
+        record.keep_text(rows)
         if not rows:  # a batch of bad items only: nothing to score
             return []
         if worker.load_error is not None:
             raise ApiError(503, f"the scorer failed to load: {worker.load_error}")
         if not worker.ready.is_set():
             raise ApiError(503, "the scorer is still loading; retry shortly", retry_after=5)
-        request_id, stopped = uuid.uuid4().hex[:12], threading.Event()
+        stopped = threading.Event()
         try:
-            future = worker.submit(lambda state: state.timed(rows, stopped.is_set, request_id))
+            future = worker.submit(record.timing.around(
+                lambda state: state.timed(rows, stopped.is_set, record.request_id)))
         except QueueFull:
             estimate = worker.state.mean_seconds * (worker.pending + 1) * len(rows)
             raise ApiError(429, "the scorer is busy: too many requests are waiting", retry_after=estimate) from None
@@ -182,7 +197,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):
-        request_id = uuid.uuid4().hex[:12]
+        request_id = current_record().request_id
         log.exception("internal error, request id %s", request_id)
         return JSONResponse({"error": internal_error(request_id), "request_id": request_id}, status_code=500)
 
@@ -197,17 +212,27 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         status = "failed" if worker.load_error else "loading"
         return JSONResponse({"status": status, "error": str(worker.load_error or "")}, status_code=503)
 
-    @app.post("/v1/detect", summary="Check one answer; same JSON as `groundsense detect --json`",
-              openapi_extra=_request_schema(many=False))
-    async def detect(request: Request) -> dict:
-        row = check_row(await read_json(request))
+    async def score_one(row: CheckedRow) -> dict:
+        """One row's result; its error record becomes the error response."""
         (result,) = await score([row])
         if "error" in result:
             error = result["error"]
             if error["type"] == "InternalError":
                 raise ApiError(500, error["message"], request_id=error["request_id"])
             raise ApiError(422, error["message"])
+        current_record().note(result)
         return result
+
+    @app.post("/v1/detect", summary="Check one answer; same JSON as `groundsense detect --json`",
+              openapi_extra=_request_schema(many=False))
+    async def detect(request: Request) -> dict:
+        return await score_one(check_row(await read_json(request)))
+
+    @app.post(ALIGNSCORE_PATHS[0], summary="NeMo Guardrails' AlignScore API: 1 when every sentence of the claim is "
+              "judged supported, else half the share that is (docs/integrations.md)")
+    @app.post(ALIGNSCORE_PATHS[1], include_in_schema=False)
+    async def alignscore(request: Request) -> dict:
+        return alignscore_response(await score_one(alignscore_row(await read_json(request))))
 
     @app.post("/v1/detect/batch", summary="Check several answers; one result or error record each, in order",
               openapi_extra=_request_schema(many=True))
@@ -224,7 +249,11 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             except InputError as exc:
                 checked.append({"id": echo_id(row), "error": {"type": type(exc).__name__, "message": str(exc)}})
         scored = iter(await score([item for item in checked if isinstance(item, CheckedRow)]))
-        return [next(scored) if isinstance(item, CheckedRow) else item for item in checked]
+        results = [next(scored) if isinstance(item, CheckedRow) else item for item in checked]
+        current_record().note(*results)
+        return results
+
+    app.get("/metrics", summary="Prometheus metrics", response_class=Response)(metrics.endpoint)
 
     @app.post("/v1/detect/stream", summary="Check an answer while it streams: NDJSON in (evidence, then "
               "{\"delta\": ...} lines), NDJSON events out (each sentence as it ends, then the result)")

@@ -22,6 +22,7 @@ class ServiceSettings:
     max_body_bytes: int = 2_000_000
     max_batch_items: int = 32
     allowed_hosts: str | None = None  # comma-separated Host names to accept (Starlette's TrustedHostMiddleware)
+    log_text: bool = False  # the request log includes each question and answer
 
     @property
     def allowed_host_list(self) -> list[str]:
@@ -35,6 +36,6 @@ class ServiceSettings:
             raw = os.environ.get(f"GROUNDSENSE_{f.name.upper()}")
             if raw is not None:
                 kind = type(f.default) if f.default is not None else str
-                values[f.name] = kind(raw)
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if kind is bool else kind(raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -31,8 +31,9 @@ from starlette.responses import StreamingResponse
 
 from ..errors import GroundsenseError, InputError
 from ..inputs import decode, parse_json
-from ..validate import check_delta, check_stream_head
+from ..validate import CheckedRow, check_delta, check_stream_head
 from .limits import BodyTooLarge
+from .observe import RequestRecord, current_record
 from .settings import ServiceSettings
 from .worker import QueueFull, ScoringWorker
 
@@ -117,17 +118,22 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
         return state.detector.with_options(**head.options).stream(**head.arguments)
 
     stream = await steps.run(start, admitted=False)
-    return DuplexStreamingResponse(events(lines, stream, steps, head.id), media_type="application/x-ndjson")
+    return DuplexStreamingResponse(events(lines, stream, steps, head, current_record()), media_type="application/x-ndjson")
 
 
-async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, row_id) -> AsyncIterator[bytes]:
-    """The response's events, written as the deltas arrive."""
+async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head: CheckedRow,
+                 record: RequestRecord) -> AsyncIterator[bytes]:
+    """The response's events, written as the deltas arrive; the outcome goes to ``record``
+    (a stream that ends without a result is an ``error``)."""
+    row_id, question = head.id, head.arguments["question"]
     try:
         async for line in lines:
             delta = check_delta(line)
             for sentence in await steps.run(lambda _state: stream.feed(delta), admitted=True):
                 yield event("sentence", sentence=sentence.to_dict())
         result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
+        record.note(result)  # the request's outcome, for the metrics and the request log
+        record.texts.append({"question": question, "answer": stream.text})
         yield event("result", result=result if row_id is None else {"id": row_id, **result})
     except StepFailed as exc:
         yield event("error", status=exc.status, error=exc.message)
