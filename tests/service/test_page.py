@@ -151,3 +151,21 @@ def test_review_page_replays_an_answer_as_a_stream(live_server, browser):
     for span, sentence in zip(spans, expected["sentences"]):
         assert ("s-flagged" in span.get_attribute("class")) == bool(sentence["flagged"])
     assert browser.find_element(By.ID, "verdict").text.startswith("Has unsupported sentences")
+
+
+def test_review_page_shows_the_unfamiliar_text_warning(live_server, browser):
+    """An answer in a script the English scorer reads as byte fragments is judged with a
+    warning, and the page shows it (the API's `warnings`)."""
+    request = {"context": "The Golden Gate Bridge opened to traffic on May 27, 1937.",
+               "answer": "金门大桥于1937年5月27日通车。它的主跨长一千二百八十米。"}
+    expected = httpx.post(f"{live_server.url}/v1/detect", json=request, timeout=300).json()
+    assert expected["warnings"]
+    browser.get(live_server.url + "/")
+    wait = WebDriverWait(browser, 300)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
+    browser.execute_script("document.getElementById('evidence').value = arguments[0];"
+                           "document.getElementById('answer').value = arguments[1];", request["context"], request["answer"])
+    browser.find_element(By.ID, "run").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "results")))
+    notes = browser.find_element(By.ID, "notes").text
+    assert f"Warning: {expected['warnings'][0]}." in notes
