@@ -19,9 +19,10 @@ CASE_IDS = ["ragtruth:16360", "ragtruth:6249", "ragtruth:1990"]  # QA, Data2txt,
 def cases():
     from groundsense.eval.ragtruth import load_ragtruth
 
-    found, _ = load_ragtruth(ids=set(CASE_IDS))
-    if len(found) < len(CASE_IDS):
-        pytest.skip("RAGTruth is not under ../shared/data")
+    try:
+        found, _ = load_ragtruth(ids=set(CASE_IDS))
+    except FileNotFoundError as exc:
+        pytest.skip(f"RAGTruth is not under ../shared/data: {exc}")
     return sorted(found, key=lambda c: CASE_IDS.index(c.id))
 
 
