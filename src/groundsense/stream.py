@@ -18,22 +18,19 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
+from .detector import Detector, unfamiliar_text
 from .errors import InputError
-from .validate import check_evidence, check_text
-from .detector import unfamiliar_text
 from .evidence import build_evidence
 from .features import assign_tokens, sentence_features
 from .prompt import PromptLayout
 from .result import DetectionResult, SentenceResult, TokenRows
 from .scorer import EncodedAnswer, EncodedPrompt
 from .text import Span, is_blank, segment_sentences
-
-if TYPE_CHECKING:
-    from .detector import Detector
+from .validate import check_evidence, check_text
 
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 
