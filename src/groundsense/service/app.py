@@ -162,10 +162,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         record.keep_text(rows)
         if not rows:  # a batch of bad items only: nothing to score
             return []
-        if worker.load_error is not None:
-            raise ApiError(503, f"the scorer failed to load: {worker.load_error}")
-        if not worker.ready.is_set():
-            raise ApiError(503, "the scorer is still loading; retry shortly", retry_after=5)
+        if reason := worker.unavailable():
+            raise ApiError(503, reason, retry_after=None if worker.load_error else 5)
         stopped = threading.Event()
         try:
             future = worker.submit(record.timing.around(

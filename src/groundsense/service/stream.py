@@ -103,10 +103,8 @@ class StreamSteps:
 async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings):
     """Read the first line, open the stream on the scorer, and answer with the events; the
     errors before the response begins propagate (the app maps them to statuses)."""
-    if worker.load_error is not None:
-        raise StepFailed(503, f"the scorer failed to load: {worker.load_error}")
-    if not worker.ready.is_set():
-        raise StepFailed(503, "the scorer is still loading; retry shortly")
+    if reason := worker.unavailable():
+        raise StepFailed(503, reason)
     lines = ndjson_lines(request)
     first = await anext(lines, None)
     if first is None:

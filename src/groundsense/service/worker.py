@@ -47,6 +47,14 @@ class ScoringWorker:
         self._jobs.put(None)
         self._thread.join(timeout)
 
+    def unavailable(self) -> str | None:
+        """Why no job can be taken now (a 503), or None when the scorer is ready."""
+        if self.load_error is not None:
+            return f"the scorer failed to load: {self.load_error}"
+        if not self.ready.is_set():
+            return "the scorer is still loading; retry shortly"
+        return None
+
     @property
     def pending(self) -> int:
         return self._jobs.qsize()
