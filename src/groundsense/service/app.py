@@ -259,7 +259,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         try:
             return await open_stream(request, worker, settings)
         except StepFailed as exc:
-            raise ApiError(exc.status, exc.message, retry_after=5 if exc.status in (429, 503) else None) from None
+            retry = exc.status == 429 or (exc.status == 503 and worker.load_error is None)  # a failed load won't recover
+            raise ApiError(exc.status, exc.message, retry_after=5 if retry else None) from None
 
     @app.get("/v1/examples", summary="Names of the shipped examples")
     async def examples() -> list[str]:
