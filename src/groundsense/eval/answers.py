@@ -36,7 +36,7 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     answers = by.agg(source_id=("source_id", "first"), task=("task", "first"), label=("label", "max"),
                      lowest_gap=("gap", "min"), wgap=("wgap", "sum"), wjsd=("wjsd", "sum"),
                      wsurprisal=("wsurprisal", "sum"), n=("n", "sum"), sentences=("gap", "size"))
-    answers["lowest two gaps"] = -by["gap"].apply(lambda g: np.sort(g.to_numpy())[:2].mean())
+    answers["lowest two gaps"] = -by["gap"].apply(_lowest_two)
     scores = pd.DataFrame(index=answers.index)
     scores["lowest sentence gap"] = -answers["lowest_gap"]
     scores["lowest two gaps"] = answers["lowest two gaps"]
@@ -47,6 +47,11 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     scores["perplexity"] = answers["wsurprisal"] / answers["n"]
     scores["length"] = answers["n"]
     return answers[["source_id", "task", "label"]].join(scores)
+
+
+def _lowest_two(gaps: pd.Series) -> float:
+    """The mean of an answer's two lowest sentence gaps (its only one, for one sentence)."""
+    return float(np.sort(gaps.to_numpy())[:2].mean())
 
 
 AGGREGATIONS = ["lowest sentence gap", "lowest two gaps", "mean gap", "mean jsd_noctx", "highest sensitivity",
@@ -94,7 +99,7 @@ def reference_answers(folder: Path) -> pd.DataFrame | None:
     s = pd.read_csv(sentence).groupby("resp_id")["gap"]
     return pd.DataFrame({
         "source_id": r.index.astype(str), "label": r["label"],
-        "lowest sentence gap": -s.min(), "lowest two gaps": -s.apply(lambda g: np.sort(g.to_numpy())[:2].mean()),
+        "lowest sentence gap": -s.min(), "lowest two gaps": -s.apply(_lowest_two),
         "mean gap": -r["gap"], "mean jsd_noctx": -r["jsd_noctx"], "perplexity": r["mean_surprisal"], "length": r["n_ans"],
     })
 

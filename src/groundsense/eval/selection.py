@@ -20,6 +20,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from ..features import GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features
+from .answers import answer_table
 from .bootstrap import source_bootstrap
 from .extract import TOKEN_COLUMNS, FeatureSet
 from .methods import lightgbm_scores
@@ -114,18 +115,16 @@ def leave_one_benchmark_out(
 
 
 def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Answer-level AUC (label: any unsupported scored sentence) of sentence aggregations."""
-    frame = test.assign(p=probability, neg_gap=-test["gap"], weighted_gap=test["gap"] * test["n_tokens"])
-    by = frame.groupby("case_id", sort=False)
-    answers = by.agg(source_id=("source_id", "first"), label=("label", "max"), lowest_gap=("gap", "min"),
-                     weighted=("weighted_gap", "sum"), n=("n_tokens", "sum"), p_max=("p", "max"),
-                     p_mean=("p", "mean"), log_clean=("p", lambda p: np.log1p(-np.clip(p, 0, 1 - 1e-9)).sum()))
+    """Answer-level AUC (label: any unsupported scored sentence) of the gap's aggregations
+    (:func:`.answers.answer_table`) and the candidate's."""
+    answers = answer_table(test)
+    p = test.assign(p=probability).groupby("case_id", sort=False)["p"]
     scores = {
-        "lowest sentence gap": -answers["lowest_gap"].to_numpy(),
-        "mean gap": -(answers["weighted"] / answers["n"]).to_numpy(),
-        "candidate, most suspicious sentence": answers["p_max"].to_numpy(),
-        "candidate, mean": answers["p_mean"].to_numpy(),
-        "candidate, any sentence (noisy-OR)": -answers["log_clean"].to_numpy(),
+        "lowest sentence gap": answers["lowest sentence gap"].to_numpy(),
+        "mean gap": answers["mean gap"].to_numpy(),
+        "candidate, most suspicious sentence": p.max().to_numpy(),
+        "candidate, mean": p.mean().to_numpy(),
+        "candidate, any sentence (noisy-OR)": -p.apply(lambda q: np.log1p(-np.clip(q, 0, 1 - 1e-9)).sum()).to_numpy(),
     }
     return source_bootstrap(answers["label"].to_numpy(), scores, answers["source_id"].to_numpy(), n_resamples, seed
                             ).intervals()
