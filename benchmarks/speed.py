@@ -4,9 +4,10 @@
     PYTHONPATH=src python benchmarks/speed.py --sections masked,rss4k --cases 4 --threads 1
     PYTHONPATH=src python benchmarks/speed.py --sections measured --threads 2
 
-The naive method (written here, not in the library) runs one independent forward pass per
-condition at batch size 1, with no cache, and computes logits at every position. Both
-methods score identical token ids: every case goes through the library's own
+The naive method (``groundsense.reference``, the method by its definition) runs one
+independent forward pass per condition at batch size 1, with no cache, and computes logits
+at every position. Both methods score identical token ids: every case goes through the
+library's own
 ``build_evidence`` and ``Scorer.encode``. Each measurement runs in its own subprocess, so
 peak resident memory (``ru_maxrss``) belongs to what that process ran; the speed ratio is
 the median over repeated (naive, library) pairs run back to back in one process.
