@@ -7,10 +7,10 @@
 The naive method (``groundsense.reference``, the method by its definition) runs one
 independent forward pass per condition at batch size 1, with no cache, and computes logits
 at every position. Both methods score identical token ids: every case goes through the
-library's own
-``build_evidence`` and ``Scorer.encode``. Each measurement runs in its own subprocess, so
-peak resident memory (``ru_maxrss``) belongs to what that process ran; the speed ratio is
-the median over repeated (naive, library) pairs run back to back in one process.
+library's own ``build_evidence`` and ``Scorer.encode``. Each measurement runs in its own
+subprocess, so peak resident memory (``ru_maxrss``) belongs to what that process ran; the
+speed ratio is the median over repeated (naive, library) pairs run back to back in one
+process.
 """
 
 from __future__ import annotations
