@@ -46,7 +46,7 @@ from groundsense.text import Span, segment_sentences
 # leave-one-out in one run; rss4k: peak memory of one 4k-token context; measured: the whole
 # split as `groundsense eval extract ragtruth --sample full` timed it, against the naive method
 SECTIONS = ("main", "length", "k", "split", "masked", "rss4k", "measured")
-RSS_TARGET_MB = 1.5e9 / 2**20  # the "under 1.5 GB", in the MiB that peak_rss_mb() reports
+RSS_TARGET_MB = 1.5e9 / 2**20  # the memory target, "under 1.5 GB", in the MiB that peak_rss_mb() reports
 MAX_CONTEXT_TOKENS = 1800  # the Detector's defaults
 MAX_ANSWER_TOKENS = 256
 TOLERANCE = 1e-4
