@@ -23,14 +23,13 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
-from ..verifiers import KINDS
+from ..verifiers import KINDS, verifier_class
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import BASELINES, GROUNDING, logistic_scores, method_scores
 from .metrics import flagging_report
 from .verifier_scores import join_scores
 
 DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
-PROBABILITY_KINDS = {kind for kind, cls in KINDS.items() if cls.scores_are_probabilities}  # Brier applies to these
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 
@@ -99,7 +98,8 @@ def compare_verifier(
         y, {k: logistic_scores(vdev, vtest, f) for k, f in classifiers.items()}, groups, n_resamples, seed
     )
     spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in DETECTORS}
-    is_probability = rows.attrs.get("config", {}).get("verifier") in PROBABILITY_KINDS
+    kind = rows.attrs.get("config", {}).get("verifier")
+    is_probability = kind in KINDS and verifier_class(kind).scores_are_probabilities  # Brier applies to these
     return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
                               flagging_cells(vdev, vtest, is_probability))
 
