@@ -11,11 +11,11 @@ from groundsense.eval.compare import compare_verifier, flagging_table, table7, t
 from groundsense.eval.escalation import cascade_scores, cascade_table
 from groundsense.eval.store import write_part
 from groundsense.eval.frontier import frontier_table
-from groundsense.eval.methods import GROUNDING
 from groundsense.eval.metrics import auc_or_nan
 from groundsense.eval.report import cost_table, evaluate_set, partitioned, write_report
 from groundsense.eval.signed import kind_separation, with_signed
 from groundsense.eval.verifier_scores import join_scores, load_verifier_cache
+from groundsense.features import GROUNDING
 from test_report import feature_set
 
 

@@ -23,9 +23,10 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
+from ..features import BASELINES, GROUNDING
 from ..verifiers import KINDS, verifier_class
 from .bootstrap import BootstrapResult, source_bootstrap
-from .methods import BASELINES, GROUNDING, logistic_scores, method_scores
+from .methods import logistic_scores, method_scores
 from .metrics import flagging_report
 from .verifier_scores import join_scores
 

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..features import GROUNDING
 from . import analyses, figures
 from .extract import FeatureSet
-from .methods import GROUNDING, add_answer_columns, lightgbm_scores, method_scores
+from .methods import add_answer_columns, lightgbm_scores, method_scores
 from .metrics import MEAN, Evaluation, auc_or_nan, evaluate
 from .split import DEV, TEST, assign_partition
 
