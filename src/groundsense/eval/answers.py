@@ -18,6 +18,7 @@ import pandas as pd
 from ..calibration import shipped_calibration
 from .bootstrap import source_bootstrap
 from .extract import FeatureSet
+from .methods import answer_mean
 from .report import markdown_table, partitioned
 
 
@@ -27,26 +28,19 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     ``sensitivity`` is the shipped detector's sentence score (higher = more suspicious),
     aligned with ``sentences``; without it that aggregation is left out.
     """
-    n = sentences["n_tokens"].astype(float)
-    frame = sentences.assign(wgap=sentences["gap"] * n, wjsd=sentences["jsd_noctx"] * n,
-                             wsurprisal=sentences["surprisal"] * n, n=n)
-    if sensitivity is not None:
-        frame = frame.assign(sensitivity=sensitivity)
-    by = frame.groupby("case_id", sort=False)
-    answers = by.agg(source_id=("source_id", "first"), task=("task", "first"), label=("label", "max"),
-                     lowest_gap=("gap", "min"), wgap=("wgap", "sum"), wjsd=("wjsd", "sum"),
-                     wsurprisal=("wsurprisal", "sum"), n=("n", "sum"), sentences=("gap", "size"))
-    answers["lowest two gaps"] = -by["gap"].apply(_lowest_two)
+    case = sentences["case_id"]
+    by = sentences.groupby(case, sort=False)
+    answers = by.agg(source_id=("source_id", "first"), task=("task", "first"), label=("label", "max"))
     scores = pd.DataFrame(index=answers.index)
-    scores["lowest sentence gap"] = -answers["lowest_gap"]
-    scores["lowest two gaps"] = answers["lowest two gaps"]
-    scores["mean gap"] = -answers["wgap"] / answers["n"]
-    scores["mean jsd_noctx"] = -answers["wjsd"] / answers["n"]
+    scores["lowest sentence gap"] = -by["gap"].min()
+    scores["lowest two gaps"] = -by["gap"].apply(_lowest_two)
+    scores["mean gap"] = -answer_mean(sentences["gap"], sentences)
+    scores["mean jsd_noctx"] = -answer_mean(sentences["jsd_noctx"], sentences)
     if sensitivity is not None:
-        scores["highest sensitivity"] = by["sensitivity"].max()
-    scores["perplexity"] = answers["wsurprisal"] / answers["n"]
-    scores["length"] = answers["n"]
-    return answers[["source_id", "task", "label"]].join(scores)
+        scores["highest sensitivity"] = pd.Series(sensitivity, index=sentences.index).groupby(case, sort=False).max()
+    scores["perplexity"] = answer_mean(sentences["surprisal"], sentences)
+    scores["length"] = sentences["n_tokens"].astype(float).groupby(case, sort=False).sum()
+    return answers.join(scores)
 
 
 def _lowest_two(gaps: pd.Series) -> float:

@@ -27,13 +27,21 @@ ABLATIONS: dict[str, Sequence[str]] = {
 }
 
 
+def answer_mean(values: pd.Series | np.ndarray, sentences: pd.DataFrame) -> pd.Series:
+    """Per answer (``case_id``, in order of appearance), the mean of the sentences' ``values``
+    weighted by their ``n_tokens``."""
+    n = sentences["n_tokens"].astype(float)
+    case = sentences["case_id"]
+    weighted = pd.Series(values, index=sentences.index, dtype=float) * n
+    return weighted.groupby(case, sort=False).sum() / n.groupby(case, sort=False).sum()
+
+
 def add_answer_columns(table: pd.DataFrame) -> pd.DataFrame:
     """Add ``answer_gap`` (token-weighted mean sentence gap of the answer) where the table does
     not carry it already."""
     table = table.copy()
     if "answer_gap" not in table.columns:
-        weighted = (table["gap"] * table["n_tokens"]).groupby(table["case_id"]).transform("sum")
-        table["answer_gap"] = weighted / table.groupby("case_id", sort=False)["n_tokens"].transform("sum")
+        table["answer_gap"] = table["case_id"].map(answer_mean(table["gap"], table))
     return table
 
 

@@ -18,7 +18,7 @@ from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
 from ..calibration import best_f1_threshold
 from .bootstrap import BootstrapResult, source_bootstrap
-from .methods import ablation_scores, add_answer_columns, method_scores
+from .methods import ablation_scores, add_answer_columns, answer_mean, method_scores
 from .split import DEV, TEST, assign_partition
 
 MOST_SUSPICIOUS, MEAN = "most suspicious sentence", "token-weighted mean"  # the answer-level aggregations
@@ -56,15 +56,13 @@ def response_table(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> tupl
     case = test["case_id"]
     responses = test.groupby(case, sort=False).agg(source_id=("source_id", "first"), task=("task", "first"),
                                                    label=("label", "max"))
-    weights = test["n_tokens"].astype(float)
-    tokens = weights.groupby(case, sort=False).sum()
     answer_scores = {}
     for name, score in scores.items():
         if name == "answer gap":
             continue
         score = pd.Series(score, index=test.index, dtype=float)
         answer_scores[f"{name}, {MOST_SUSPICIOUS}"] = score.groupby(case, sort=False).max().to_numpy()
-        answer_scores[f"{name}, {MEAN}"] = ((score * weights).groupby(case, sort=False).sum() / tokens).to_numpy()
+        answer_scores[f"{name}, {MEAN}"] = answer_mean(score, test).to_numpy()
     return responses, answer_scores
 
 
