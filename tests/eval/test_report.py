@@ -3,7 +3,9 @@ import json
 import pytest
 
 from groundsense.eval.extract import FeatureSet
-from groundsense.eval.report import PASSES, cost_table, markdown_table, write_report
+from groundsense.eval.benchmark_result import PASSES, cost_table
+from groundsense.eval.report import write_report
+from groundsense.eval.tables import markdown_table
 from test_metrics import synthetic_table
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,

@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import shipped_calibration
+from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .extract import FeatureSet
 from .methods import answer_mean
-from .report import markdown_table, partitioned
+from .tables import interval_cells, markdown_table
 
 
 def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None) -> pd.DataFrame:
@@ -67,7 +68,7 @@ def aucs(answers: pd.DataFrame, n_resamples: int, seed: int) -> pd.Series:
         return pd.Series("—", index=present)
     result = source_bootstrap(answers["label"].to_numpy(), {a: answers[a].to_numpy() for a in present},
                               answers["source_id"].to_numpy(), n_resamples, seed).intervals()
-    return result.apply(lambda r: f"{r['auc']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]", axis=1)
+    return interval_cells(result)
 
 
 def partition_answers(features: FeatureSet, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

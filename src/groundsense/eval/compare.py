@@ -1,7 +1,7 @@
 """Verifiers against the detector on identical sentences: the analogues of the paper's
 Table 7 (span AUC next to Gap and Sensitivity + baselines) and Table 8 (complementarity).
 
-Inputs are one feature set's development and test partitions (:func:`report.partitioned`)
+Inputs are one feature set's development and test partitions (:func:`.benchmark_result.partitioned`)
 and one verifier's cached rows (:mod:`verifier_scores`). Only sentences the verifier scored
 are compared; the detectors' LightGBM models are fit on the whole development partition, as
 in Table 3, and scored on those sentences.
