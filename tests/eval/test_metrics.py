@@ -82,8 +82,8 @@ def test_evaluate_end_to_end_on_synthetic_features():
     result = evaluate(table, seed=0, n_resamples=200)
     spans = result.span.intervals()
     assert set(spans.index) == {"perplexity", "length", "answer gap", "sentence gap",
-                                "standardised sum", "sensitivity", "sensitivity + baselines"}
-    assert spans.loc["sentence gap", "auc"] > 0.65 and spans.loc["sensitivity", "auc"] > 0.65
+                                "standardised sum", "LightGBM", "LightGBM + baselines"}
+    assert spans.loc["sentence gap", "auc"] > 0.65 and spans.loc["LightGBM", "auc"] > 0.65
     assert 0.4 < spans.loc["perplexity", "auc"] < 0.6
     assert result.span.difference("standardised sum", "perplexity")["significant"]
     assert set(result.by_type.index) == {"all unsupported", "baseless", "conflict"}

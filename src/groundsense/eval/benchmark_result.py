@@ -19,8 +19,8 @@ PASSES = {
     "answer gap": "2",
     "sentence gap": "2",
     "standardised sum": "K+2",
-    "sensitivity": "K+2",
-    "sensitivity + baselines": "K+2",
+    "LightGBM": "K+2",
+    "LightGBM + baselines": "K+2",
 }
 MODE_PASSES = {"two_pass": "2", "full": "K+2"}
 

@@ -1,5 +1,5 @@
 """Verifiers against the detector on identical sentences: the analogues of the paper's
-Table 7 (span AUC next to Gap and Sensitivity + baselines) and Table 8 (complementarity).
+Table 7 (span AUC next to Gap and LightGBM + baselines) and Table 8 (complementarity).
 
 Inputs are one feature set's development and test partitions (:func:`.benchmark_result.partitioned`)
 and one verifier's cached rows (:mod:`verifier_scores`). Only sentences the verifier scored
@@ -30,7 +30,7 @@ from .methods import logistic_scores, method_scores
 from .metrics import flagging_report
 from .verifier_scores import join_scores
 
-DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
+DETECTORS = ("sentence gap", "LightGBM + baselines")  # Table 7's reference columns
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 

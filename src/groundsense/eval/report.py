@@ -5,7 +5,7 @@ Each full-mode feature set (benchmark x scorer x configuration) is evaluated wit
 :func:`metrics.evaluate` on its seeded source-level 60/40 split; two-pass sets (no
 leave-one-out features) contribute their cost and their gap methods' place on the cost
 frontier. With more than one benchmark under one configuration, a transfer matrix trains
-Sensitivity on one benchmark's dev partition and scores another's test partition. Each set's
+LightGBM (the six grounding features) on one benchmark's dev partition and scores another's test partition. Each set's
 partitions and cost come from :mod:`.benchmark_result`, the sections beyond the paper's tables
 (signed sensitivity, verifiers, cascade, attribution, cost frontier) from :mod:`.analyses`.
 """
@@ -27,7 +27,7 @@ from .tables import bracketed, frame_numbers, interval_cells, json_safe, markdow
 
 
 def transfer_matrix(sets: list[FeatureSet], seed: int = 0) -> pd.DataFrame:
-    """Span AUC of Sensitivity trained on the row benchmark's dev, tested on the column's test."""
+    """Span AUC of LightGBM (the six grounding features) trained on the row benchmark's dev, tested on the column's test."""
     parts = {s.benchmark: partitioned(s.table, seed) for s in sets}
     return pd.DataFrame(
         {
@@ -83,7 +83,7 @@ def write_report(
         matrix = transfer_matrix(group, seed)
         path = figures.transfer_heatmap(matrix, out / "figures" / f"transfer-{key}.png")
         sections += [f"## Transfer across benchmarks ({key})", "",
-                     "Sensitivity trained on the row benchmark's dev partition, span AUC on the column's test partition.",
+                     "LightGBM trained on the row benchmark's dev partition, span AUC on the column's test partition.",
                      "", markdown_table(matrix), "", f"![transfer](figures/{path.name})", ""]
         numbers.setdefault("transfer", {})[key] = frame_numbers(matrix)
     (out / "report.json").write_text(json.dumps(json_safe(numbers), indent=2) + "\n")
