@@ -1,9 +1,11 @@
 import json
+from pathlib import Path
 
 import pytest
 
-from groundsense.eval.extract import FeatureSet
 from groundsense.eval.benchmark_result import PASSES, cost_table
+from groundsense.eval.extract import FeatureSet
+from groundsense.eval.layout import cache_folder
 from groundsense.eval.report import write_report
 from groundsense.eval.tables import markdown_table
 from test_metrics import synthetic_table
@@ -59,6 +61,11 @@ def test_report_writes_tables_json_and_figures(tmp_path):
     pngs = {p.name for p in (tmp_path / "figures").glob("*.png")}
     assert {"a-tiny__full-k5-0000-roc.png", "a-tiny__full-k5-0000-features.png",
             "a-tiny__full-k5-0000-drop-max.png", "transfer-tiny__full-k5-0000.png"} <= pngs
+
+
+def test_caches_sit_beside_the_feature_cache_or_under_runs():
+    assert cache_folder("verifiers", "results/features") == Path("results/verifiers")
+    assert cache_folder("attribution") == Path("runs/attribution")
 
 
 def test_markdown_table_rounds_and_marks_missing():

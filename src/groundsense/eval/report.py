@@ -21,6 +21,7 @@ from ..features import GROUNDING
 from . import analyses, figures
 from .benchmark_result import BenchmarkResult, evaluate_set, partitioned
 from .extract import FeatureSet
+from .layout import cache_folder
 from .methods import lightgbm_scores, method_scores
 from .metrics import MEAN, auc_or_nan
 from .tables import bracketed, frame_numbers, interval_cells, json_safe, markdown_table
@@ -51,14 +52,15 @@ def write_report(
     """Write ``report.md``, ``report.json`` and ``figures/*.png`` under ``out``; return the Markdown path.
 
     ``verifiers`` is the root of the verifier score cache and ``attribution`` of the
-    attribution pairs and ratings (see :mod:`analyses`; default ``results/verifiers`` and
-    ``results/attribution`` under the working directory); where they hold nothing for a
-    set, its sections say where they looked.
+    attribution pairs and ratings (see :mod:`analyses`; by default those of ``runs/``,
+    :func:`.layout.cache_folder`); where they hold nothing for a set, its sections say where
+    they looked.
     """
     out = Path(out)
     folder = out / "figures"
     folder.mkdir(parents=True, exist_ok=True)
-    verifiers, attribution = Path(verifiers or "results/verifiers"), Path(attribution or "results/attribution")
+    verifiers = Path(verifiers or cache_folder("verifiers"))
+    attribution = Path(attribution or cache_folder("attribution"))
     results = [evaluate_set(s, seed, n_resamples) for s in sets]
     sections, numbers = ["# groundsense evaluation", ""], {"seed": seed, "n_resamples": n_resamples, "sets": {}}
     comparisons: dict[str, list] = {}
