@@ -52,8 +52,9 @@ class Cascade:
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
         self.detector, self.verifier = detector, verifier
         if getattr(verifier, "scores_are_probabilities", True) is False:
-            raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a cascade "
-                             "cannot threshold them: use a judge or a classifier (judge:, nli:, minicheck:, alignscore:)")
+            raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
+                             "cascade cannot threshold them: use a judge or a classifier "
+                             "(judge:, nli:, minicheck:, alignscore:)")
         escalation_mask(np.zeros(0), escalate)  # checks the fraction
         self.escalate, self.threshold = escalate, threshold
 

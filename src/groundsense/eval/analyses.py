@@ -131,4 +131,3 @@ def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list
                           "", f"![frontier](figures/{path.name})", ""]
     section.numbers = {"frontier": frame.to_dict("records")}
     return section
-

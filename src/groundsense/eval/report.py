@@ -5,9 +5,10 @@ Each full-mode feature set (benchmark x scorer x configuration) is evaluated wit
 :func:`metrics.evaluate` on its seeded source-level 60/40 split; two-pass sets (no
 leave-one-out features) contribute their cost and their gap methods' place on the cost
 frontier. With more than one benchmark under one configuration, a transfer matrix trains
-LightGBM (the six grounding features) on one benchmark's dev partition and scores another's test partition. Each set's
-partitions and cost come from :mod:`.benchmark_result`, the sections beyond the paper's tables
-(signed sensitivity, verifiers, cascade, attribution, cost frontier) from :mod:`.analyses`.
+LightGBM (the six grounding features) on one benchmark's dev partition and scores another's
+test partition. Each set's partitions and cost come from :mod:`.benchmark_result`, the sections
+beyond the paper's tables (signed sensitivity, verifiers, cascade, attribution, cost frontier)
+from :mod:`.analyses`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .tables import bracketed, frame_numbers, interval_cells, json_safe, markdow
 
 
 def transfer_matrix(sets: list[FeatureSet], seed: int = 0) -> pd.DataFrame:
-    """Span AUC of LightGBM (the six grounding features) trained on the row benchmark's dev, tested on the column's test."""
+    """Span AUC of LightGBM (the six grounding features) trained on the row benchmark's dev,
+    tested on the column's test."""
     parts = {s.benchmark: partitioned(s.table, seed) for s in sets}
     return pd.DataFrame(
         {
