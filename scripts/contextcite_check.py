@@ -8,7 +8,7 @@ it imports, into a separate folder, then:
     pip install --target /tmp/ccpkgs nltk spacy datasets
     CONTEXT_CITE_PATH=/tmp/ccpkgs python scripts/contextcite_check.py
 
-Both score the same case with the default scorer, the same chunks (as the package's
+Both score the same answer with the default scorer, the same chunks (as the package's
 "sources", through a partitioner) and the same 64 ablation masks; the package is handed the
 fixed answer through its response cache, since its API only attributes its own generations.
 """
@@ -23,9 +23,9 @@ sys.path.append(os.environ.get("CONTEXT_CITE_PATH", ""))  # after the project's 
 from context_cite import ContextCiter  # noqa: E402
 from context_cite.context_partitioner import BaseContextPartitioner  # noqa: E402
 
-from groundsense.eval.cases import Case, LabelledSentence  # noqa: E402
 from groundsense.scorer import Scorer  # noqa: E402
-from groundsense.text import join_passages  # noqa: E402
+from groundsense.text import Span, join_passages  # noqa: E402
+from groundsense.verification import SentenceInput  # noqa: E402
 from groundsense.verifiers.contextcite import ContextCiteVerifier  # noqa: E402
 
 PASSAGES = [
@@ -61,10 +61,9 @@ class ChunkPartitioner(BaseContextPartitioner):
 
 def main() -> None:
     cut = ANSWER.index(" The Eiffel")
-    sentences = [LabelledSentence(0, cut, False), LabelledSentence(cut + 1, len(ANSWER), True)]
-    case = Case("check:1", "check", "QA", QUESTION, None, PASSAGES, ANSWER, sentences, "check")
+    sentences = [Span(0, cut), Span(cut + 1, len(ANSWER))]
     scorer = Scorer()
-    ours = ContextCiteVerifier(scorer, ablations=64).verify(case)
+    ours = ContextCiteVerifier(scorer, ablations=64).verify(SentenceInput(QUESTION, ANSWER, sentences, passages=PASSAGES))
     context, chunks = join_passages(PASSAGES)
     citer = ContextCiter(scorer.model, scorer.tokenizer, context, QUESTION, num_ablations=64,
                          partitioner=ChunkPartitioner(context, chunks),

@@ -56,7 +56,13 @@ def test_cascade_at_full_escalation_lets_the_verifier_clear_the_copied_sentence(
     assert invented.flagged is True
 
 
-def test_cascade_rejects_an_object_without_score_sentences(detector):
+def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(detector):
+    class Constant:  # not a Verifier subclass: the method is what counts
+        def score_sentences(self, question, chunks, sentences):
+            return [0.9] * len(sentences)
+
+    result = Cascade(detector, Constant(), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert result.cascade["verifier"] == "Constant" and all(s.flagged for s in result.sentences)
     with pytest.raises(InputError):
         Cascade(detector, object())
 
@@ -82,16 +88,15 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
 
 
 def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector):
-    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.text import Span
+    from groundsense.verification import SentenceInput
     from groundsense.verifiers.judge import JudgeVerifier
 
     judge = JudgeVerifier(detector.scorer)  # the default scorer is an instruct model: it can judge
     result = Cascade(detector, judge, escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
     assert result.cascade["verifier"] == "judge:smollm2-135m-instruct" and result.cascade["n_escalated"] == 2
-    spans = [LabelledSentence(s.start, s.end, unsupported=False) for s in result.sentences]
-    case = Case(id="x", source_id="x", task="QA", question="", context=None, passages=PASSAGES, answer=ANSWER,
-                sentences=spans, benchmark="test")
-    alone = judge.verify(case).score
+    spans = [Span(s.start, s.end) for s in result.sentences]
+    alone = judge.verify(SentenceInput("", ANSWER, spans, passages=PASSAGES)).score
     for sentence, expected in zip(result.sentences, alone):
         assert 0.0 <= sentence.verifier_score <= 1.0
         assert sentence.verifier_score == pytest.approx(expected, abs=1e-4)

@@ -2,6 +2,8 @@
 classifier built here from a config (its weights are random: plumbing, not accuracy)."""
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,9 +13,9 @@ from groundsense import reference
 from groundsense.cascade import Cascade
 from groundsense.detector import Detector
 from groundsense.errors import InputError, VerifierUnavailable
-from groundsense.eval.cases import Case, LabelledSentence
 from groundsense.evidence import build_evidence
 from groundsense.prompt import JudgeLayout
+from groundsense.verification import SentenceInput
 from groundsense.verifiers import make_verifier
 from groundsense.verifiers.contextcite import ContextCiteVerifier, ablation_masks, lasso_attributions, sequence_logit
 from groundsense.verifiers.judge import JudgeVerifier, yes_probability
@@ -26,17 +28,32 @@ PASSAGES = [
 ]
 
 
-def make_case(answer_sentences: list[tuple[str, bool]], case_id: str = "t:1", passages=PASSAGES) -> Case:
-    answer, spans = "", []
-    for text, unsupported in answer_sentences:
-        answer += (" " if answer else "")
-        spans.append(LabelledSentence(len(answer), len(answer) + len(text), unsupported))
-        answer += text
-    return Case(case_id, "t:source", "QA", "Tell me about these places.", None, list(passages), answer, spans, "t")
+def make_input(sentences: list[str], passages=PASSAGES) -> SentenceInput:
+    return SentenceInput.from_texts("Tell me about these places.", passages, sentences)
 
 
-CASE = make_case([("The Colosseum could hold about 50,000 spectators.", False),
-                  ("The Eiffel Tower was painted blue by Picasso.", True)])
+SENTENCES = make_input(["The Colosseum could hold about 50,000 spectators.", "The Eiffel Tower was painted blue by Picasso."])
+
+
+def test_sentence_input_from_texts_joins_the_sentences_and_takes_the_chunks_as_passages():
+    item = SentenceInput.from_texts("q", ["a.", "b."], ["One.", "Two three."])
+    assert item.answer == "One. Two three." and item.texts() == ["One.", "Two three."]
+    assert item.passages == ["a.", "b."] and item.context is None
+    with pytest.raises(ValueError, match="exactly one of context and passages"):
+        SentenceInput("q", "One.", [], context="a.", passages=["a."])
+
+
+def test_verifiers_never_import_the_evaluation_and_a_kind_loads_only_when_asked_for():
+    code = (
+        "import sys\n"
+        "import groundsense.verifiers, groundsense.verifiers.rating_scale\n"
+        "assert 'torch' not in sys.modules, 'importing the verifiers package loaded torch'\n"
+        "import groundsense.cascade, groundsense.verifiers.rater\n"
+        "for kind in groundsense.verifiers.KINDS: groundsense.verifiers.verifier_class(kind)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('groundsense.eval')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 # --- the LLM judge ---------------------------------------------------------------------------
@@ -47,7 +64,7 @@ def judge(scorer):
 
 
 def test_judge_gives_probabilities_and_costs(judge):
-    verdicts = judge.verify(CASE)
+    verdicts = judge.verify(SENTENCES)
     p = verdicts.extra["p_supported"]
     assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
     np.testing.assert_allclose(verdicts.score, 1 - p)
@@ -58,16 +75,16 @@ def test_judge_gives_probabilities_and_costs(judge):
 def test_judge_context_cache_equals_independent_passes(scorer, judge):
     """The evidence encoded once (and reused by a second answer over it) gives the
     probabilities of one plain forward pass per sentence, without any cache."""
-    other = make_case([("Bananas grow in tropical climates.", False)], case_id="t:2")
-    first, second = judge.verify(CASE), judge.verify(other)
+    other = make_input(["Bananas grow in tropical climates."])
+    first, second = judge.verify(SENTENCES), judge.verify(other)
     assert second.extra["tokens_as_run"][0] < second.gflops[0] / (2 * scorer.n_parameters / 1e9)  # evidence reused
-    for case, verdicts in ((CASE, first), (other, second)):
-        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, case.question)
-        evidence = build_evidence(scorer, case.context, case.passages, 5, 1800)
+    for item, verdicts in ((SENTENCES, first), (other, second)):
+        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, item.question)
+        evidence = build_evidence(scorer, item.context, item.passages, 5, 1800)
         context = [t for c in evidence.chunks for t in scorer.tokenize(evidence.chunk_text(c))]
-        for i, sentence in enumerate(case.sentences):
+        for i, sentence in enumerate(item.texts()):
             ids = (scorer.encode_prefix(layout.prefix) + context + scorer.tokenize(layout.lead)
-                   + scorer.tokenize(case.sentence_text(sentence)) + scorer.tokenize(layout.suffix))
+                   + scorer.tokenize(sentence) + scorer.tokenize(layout.suffix))
             with torch.inference_mode():
                 logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
             logp = torch.log_softmax(logits.float(), -1)[judge.yes + judge.no].double().numpy()
@@ -86,7 +103,7 @@ def test_yes_probability_sums_spellings():
 def test_subset_passes_equal_the_detector_conditions(scorer):
     """The ablation passes reuse the condition machinery: full, no-context and leave-one-out
     masks give the detector's rows."""
-    prompt = scorer.encode("q", [p + " " for p in PASSAGES], CASE.answer, 256)
+    prompt = scorer.encode("q", [p + " " for p in PASSAGES], SENTENCES.answer, 256)
     k = len(PASSAGES)
     keep = np.array([[True] * k, [False] * k] + [[j != i for j in range(k)] for i in range(k)])
     logp, _ = scorer.subset_logprobs(prompt, keep)
@@ -97,7 +114,7 @@ def test_ablations_in_sorted_order_encode_each_run_of_leading_chunks_once(scorer
     """Every subset of the chunks in sorted order: each row's log-probs are a plain forward
     pass's over the prompt without the left-out chunks, and each ablation encodes only the
     chunks after where it parts from one encoded before it."""
-    prompt = scorer.encode("q", [p + " " for p in PASSAGES], CASE.answer, 256)
+    prompt = scorer.encode("q", [p + " " for p in PASSAGES], SENTENCES.answer, 256)
     k = len(prompt.chunks)
     keep = np.array(list(itertools.product([False, True], repeat=k)))
     scorer.forget_evidence()
@@ -115,7 +132,7 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
     every ablation and gets what a scorer without kept encodings gives it; a new question is
     encoded after the kept ablations; the kept encodings stay within the byte budget."""
     chunks = [p + " " for p in PASSAGES]
-    first, second = (scorer.encode("q", chunks, answer, 256) for answer in (CASE.answer, "Bananas are yellow."))
+    first, second = (scorer.encode("q", chunks, answer, 256) for answer in (SENTENCES.answer, "Bananas are yellow."))
     keep = ablation_masks(len(chunks), 16, 0.5)
     scorer.forget_evidence()
     scorer.subset_logprobs(first, keep)
@@ -149,19 +166,19 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
 
 def test_contextcite_credits_a_copied_sentence_to_its_source_chunk(scorer):
     verifier = ContextCiteVerifier(scorer, ablations=32)
-    verdicts = verifier.verify(CASE)
+    verdicts = verifier.verify(SENTENCES)
     assert verdicts.support_chunk[0] == 1  # the Colosseum passage
     best = verdicts.extra["attribution_max"]
     assert (best >= 0).all() and best[0] > 0
     np.testing.assert_allclose(verdicts.score, -best)
     assert (verdicts.gflops > 0).all() and (verdicts.extra["passes"] <= 2 ** len(PASSAGES)).all()
-    per_token = ContextCiteVerifier(scorer, ablations=32, variant="per_token").verify(CASE)
+    per_token = ContextCiteVerifier(scorer, ablations=32, variant="per_token").verify(SENTENCES)
     np.testing.assert_allclose(per_token.extra["attribution_max"], best)
     assert per_token.score[0] == pytest.approx(-per_token.extra["attribution_max_per_token"][0])
 
 
 def test_contextcite_leaves_sentences_past_the_answer_cap_unscored(scorer):
-    verdicts = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(CASE)
+    verdicts = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(SENTENCES)
     assert np.isfinite(verdicts.score[0]) and np.isnan(verdicts.score[1]) and verdicts.support_chunk[1] is None
 
 
@@ -205,11 +222,11 @@ def tiny_nli(tmp_path_factory, scorer):
 def test_classifier_scores_one_minus_the_best_chunk(tiny_nli):
     verifier = NLIVerifier(tiny_nli)
     assert verifier.label == 0  # "entailment" found case-insensitively
-    verdicts = verifier.verify(CASE)
-    chunks = premises(CASE, "chunks", 5)
+    verdicts = verifier.verify(SENTENCES)
+    chunks = premises(SENTENCES, "chunks", 5)
     assert len(chunks) == len(PASSAGES)
-    for i, s in enumerate(CASE.sentences):
-        probs, tokens = verifier.support_probabilities(chunks, [CASE.sentence_text(s)] * len(chunks))
+    for i, sentence in enumerate(SENTENCES.texts()):
+        probs, tokens = verifier.support_probabilities(chunks, [sentence] * len(chunks))
         assert verdicts.extra["p_supported"][i] == pytest.approx(probs.max(), abs=1e-6)
         assert verdicts.extra["best_chunk"][i] == probs.argmax()
         assert verdicts.score[i] == pytest.approx(1 - probs.max(), abs=1e-6)
@@ -217,18 +234,18 @@ def test_classifier_scores_one_minus_the_best_chunk(tiny_nli):
 
 
 def test_classifier_batching_and_whole_context_premise(tiny_nli):
-    one_by_one = NLIVerifier(tiny_nli, batch_size=1).verify(CASE)
-    np.testing.assert_allclose(NLIVerifier(tiny_nli, batch_size=16).verify(CASE).score, one_by_one.score, atol=1e-5)
+    one_by_one = NLIVerifier(tiny_nli, batch_size=1).verify(SENTENCES)
+    np.testing.assert_allclose(NLIVerifier(tiny_nli, batch_size=16).verify(SENTENCES).score, one_by_one.score, atol=1e-5)
     whole = NLIVerifier(tiny_nli, premise="context")
-    context = premises(CASE, "context", 5)
+    context = premises(SENTENCES, "context", 5)
     assert context == ["\n\n".join(PASSAGES)]
-    probs, _ = whole.support_probabilities(context * 2, [CASE.sentence_text(s) for s in CASE.sentences])
-    np.testing.assert_allclose(whole.verify(CASE).score, 1 - probs, atol=1e-6)
+    probs, _ = whole.support_probabilities(context * 2, SENTENCES.texts())
+    np.testing.assert_allclose(whole.verify(SENTENCES).score, 1 - probs, atol=1e-6)
 
 
 def test_classifier_truncates_long_premises(tiny_nli):
-    long_case = make_case([("The Colosseum is in Rome.", False)], passages=[" ".join(PASSAGES * 40)])
-    verdicts = NLIVerifier(tiny_nli, premise="context", max_length=64).verify(long_case)
+    long_input = make_input(["The Colosseum is in Rome."], passages=[" ".join(PASSAGES * 40)])
+    verdicts = NLIVerifier(tiny_nli, premise="context", max_length=64).verify(long_input)
     assert verdicts.gflops[0] == pytest.approx(64 * 2 * NLIVerifier(tiny_nli).n_parameters / 1e9)
 
 

@@ -32,6 +32,39 @@ def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
     return -np.asarray(features["gap"], dtype=float)
 
 
+def sensitivity_score(stats: dict[str, tuple[float, float]], features: dict[str, np.ndarray]) -> np.ndarray:
+    """-(sum of the features' z-scores under ``stats``, feature -> (mean, standard deviation))."""
+    total = sum((np.asarray(features[f], float) - m) / s for f, (m, s) in stats.items())
+    return -total
+
+
+def complete_rows(features: dict[str, np.ndarray]) -> np.ndarray:
+    """Which sentences have all the :data:`STANDARDISED` features finite."""
+    return np.all([np.isfinite(np.asarray(features[f], float)) for f in STANDARDISED], axis=0)
+
+
+def standardisation(features: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """Mean and population standard deviation of each :data:`STANDARDISED` feature over the
+    :func:`complete_rows` (a constant feature's deviation is taken as 1)."""
+    rows = complete_rows(features)
+    stats = {}
+    for name in STANDARDISED:
+        values = np.asarray(features[name], float)[rows]
+        stats[name] = (float(values.mean()), float(values.std() or 1.0))
+    return stats
+
+
+def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The ``t`` maximising F1 of flagging ``scores >= t`` against ``labels`` (the lowest
+    such ``t`` on ties)."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
+    f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
+    return float(thresholds[f1.argmax()])
+
+
 @dataclass
 class Calibration:
     scorer: str
@@ -48,8 +81,7 @@ class Calibration:
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":
             return gap_score(features)
-        total = sum((np.asarray(features[f], float) - m) / s for f, (m, s) in self.stats.items())
-        return -total
+        return sensitivity_score(self.stats, features)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -83,14 +115,10 @@ def fit_calibration(
     made_with: dict | None = None,
 ) -> Calibration:
     """Fit statistics and thresholds on sentence features (arrays over sentences)."""
-    rows = np.all([np.isfinite(np.asarray(features[f], float)) for f in STANDARDISED], axis=0)
+    rows = complete_rows(features)
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
-    stats = {}
-    for name in STANDARDISED:
-        values = np.asarray(features[name], float)[rows]
-        stats[name] = (float(values.mean()), float(values.std() or 1.0))
-    calibration = Calibration(scorer, k, stats, {}, dict(made_with or {}))
+    calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}))
     rule, quality = {}, {}
     for detector in DETECTORS:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
@@ -126,15 +154,14 @@ def _labelled_threshold(
 
     if labels.min() == labels.max():
         raise InputError("labelled calibration needs both supported and unsupported sentences")
+    if target_recall is None and target_precision is None:
+        return best_f1_threshold(scores, labels), "best F1"
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
     if target_recall is not None:
         i = np.flatnonzero(recall >= target_recall)[-1]
         return float(thresholds[i]), f"recall >= {target_recall}"
-    if target_precision is not None:
-        ok = np.flatnonzero(precision >= target_precision)
-        if not len(ok):
-            raise InputError(f"no threshold reaches precision {target_precision} on this calibration set")
-        return float(thresholds[ok[0]]), f"precision >= {target_precision}"
-    f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
-    return float(thresholds[f1.argmax()]), "best F1"
+    ok = np.flatnonzero(precision >= target_precision)
+    if not len(ok):
+        raise InputError(f"no threshold reaches precision {target_precision} on this calibration set")
+    return float(thresholds[ok[0]]), f"precision >= {target_precision}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -23,19 +22,7 @@ from .detector import Detector, answer_summary, row_arguments
 from .errors import InputError
 from .result import DetectionResult
 from .text import join_passages
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    """What a cascade needs of a verifier: one score per sentence, higher = more likely
-    unsupported (a probability for the default flag threshold 0.5 to make sense; a verifier
-    with ``scores_are_probabilities = False`` is refused).
-
-    ``chunks`` are the evidence chunks exactly as the detector scored them; ``sentences``
-    the sentence texts. A ``name`` attribute, if present, is reported.
-    """
-
-    def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]: ...
+from .verification import Verifier
 
 
 def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
@@ -53,17 +40,22 @@ def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
 
 
 class Cascade:
-    """Detector first, ``verifier`` on the ``escalate`` most suspicious share of sentences."""
+    """Detector first, ``verifier`` on the ``escalate`` most suspicious share of sentences.
+
+    The verifier's scores should be probabilities of being unsupported, for the default flag
+    ``threshold`` 0.5 to make sense; one with ``scores_are_probabilities = False`` is refused.
+    An object without ``name`` or ``scores_are_probabilities`` is reported by its type and
+    taken to give probabilities."""
 
     def __init__(self, detector: Detector, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
+        self.detector, self.verifier = detector, verifier
         if getattr(verifier, "scores_are_probabilities", True) is False:
-            raise InputError(f"{getattr(verifier, 'name', type(verifier).__name__)} scores are not probabilities of "
-                             "being unsupported, so a cascade cannot threshold them: use a judge or a classifier "
+            raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
+                             "cascade cannot threshold them: use a judge or a classifier "
                              "(judge:, nli:, minicheck:, alignscore:)")
         escalation_mask(np.zeros(0), escalate)  # checks the fraction
-        self.detector, self.verifier = detector, verifier
         self.escalate, self.threshold = escalate, threshold
 
     @property

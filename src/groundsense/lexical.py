@@ -1,11 +1,13 @@
 """Word overlap between a sentence and evidence chunks: the lexical control for attribution
-and the simplest verifier for a :class:`~groundsense.cascade.Cascade`."""
+and the simplest :class:`~groundsense.verification.Verifier` for a :class:`~groundsense.cascade.Cascade`."""
 
 from __future__ import annotations
 
 import re
 
 import numpy as np
+
+from .verification import Verifier
 
 _WORD = re.compile(r"\w+")
 
@@ -30,12 +32,10 @@ def lexical_chunk(sentence: str, chunks: list[str]) -> int | None:
     return int(np.argmax(overlap(sentence, chunks))) if chunks else None
 
 
-class LexicalOverlapVerifier:
+class LexicalOverlapVerifier(Verifier):
     """Scores a sentence 1 - (share of its words found in the best-matching chunk): a
-    sentence copied from a chunk scores 0, one sharing no word with any chunk 1.
-
-    Implements the :class:`~groundsense.cascade.Verifier` protocol; it costs no model pass.
-    """
+    sentence copied from a chunk scores 0, one sharing no word with any chunk 1. It costs
+    no model pass."""
 
     name = "lexical-overlap"
 

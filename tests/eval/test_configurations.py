@@ -31,7 +31,7 @@ def test_identical_configurations_agree_and_do_not_differ(exact):
     assert result.sentences == len(exact.table) and result.left_out == {"a": 0, "b": 0}
     assert (result.span["auc_a"] == result.span["auc_b"]).all()
     assert (result.span["diff"] == 0).all() and not result.span["significant"].any()
-    assert {"sentence gap", "drop_max", "sensitivity + baselines"} <= set(result.span.index)
+    assert {"sentence gap", "drop_max", "LightGBM + baselines"} <= set(result.span.index)
     assert np.allclose(result.agreement[["pearson", "spearman"]], 1.0)
     assert (result.agreement["max_abs_diff"] == 0).all() and "drops (per chunk)" in result.agreement.index
 

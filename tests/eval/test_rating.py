@@ -9,11 +9,12 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.errors import InputError
-from groundsense.eval.attribution import SCALE, attribution_summary
+from groundsense.eval.attribution import attribution_summary
 from groundsense.eval.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings
 from groundsense.prompt import JudgeLayout
 from groundsense.verifiers.judge import option_probabilities
 from groundsense.verifiers.rater import SupportRater
+from groundsense.verifiers.rating_scale import SCALE
 
 EIFFEL = "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."
 BANANAS = "Bananas are yellow when ripe. They grow in tropical climates."

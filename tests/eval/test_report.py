@@ -1,9 +1,13 @@
 import json
+from pathlib import Path
 
 import pytest
 
+from groundsense.eval.benchmark_result import PASSES, cost_table
 from groundsense.eval.extract import FeatureSet
-from groundsense.eval.report import PASSES, cost_table, markdown_table, write_report
+from groundsense.eval.layout import cache_folder
+from groundsense.eval.report import write_report
+from groundsense.eval.tables import markdown_table
 from test_metrics import synthetic_table
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
@@ -26,12 +30,12 @@ def test_cost_counts_passes_tokens_and_flops():
     per_answer_sentences = len(fs.rows) / fs.rows["case_id"].nunique()
     assert cost.loc["perplexity", "tokens"] == pytest.approx(100 / per_answer_sentences)
     assert cost.loc["sentence gap", "tokens"] == pytest.approx(200 / per_answer_sentences)
-    assert cost.loc["sensitivity", "tokens"] == pytest.approx(500 / per_answer_sentences)  # K+2 = 5 passes
-    assert cost.loc["sensitivity", "gflops"] == pytest.approx(cost.loc["sensitivity", "tokens"] * 2e6 / 1e9)
+    assert cost.loc["LightGBM", "tokens"] == pytest.approx(500 / per_answer_sentences)  # K+2 = 5 passes
+    assert cost.loc["LightGBM", "gflops"] == pytest.approx(cost.loc["LightGBM", "tokens"] * 2e6 / 1e9)
     # full mode: the K+2 methods are measured, cheaper ones scaled by their share of the work
-    assert cost.loc["sensitivity", "seconds"] == pytest.approx(2.0 / per_answer_sentences)
+    assert cost.loc["LightGBM", "seconds"] == pytest.approx(2.0 / per_answer_sentences)
     assert cost.loc["sentence gap", "seconds"] == pytest.approx(2.0 / per_answer_sentences * 2 / 5)
-    assert cost.loc["sensitivity", "seconds_measured"] and not cost.loc["perplexity", "seconds_measured"]
+    assert cost.loc["LightGBM", "seconds_measured"] and not cost.loc["perplexity", "seconds_measured"]
     assert set(PASSES) < set(cost.index)
 
 
@@ -48,7 +52,7 @@ def test_report_writes_tables_json_and_figures(tmp_path):
     assert "Gap threshold chosen on dev" in text and "precision" in text
     numbers = json.loads((tmp_path / "report.json").read_text())
     full = numbers["sets"]["a-tiny__full-k5-0000"]
-    assert full["span"]["sensitivity"]["auc"] > 0.65
+    assert full["span"]["LightGBM"]["auc"] > 0.65
     assert set(full["threshold"]) == {"threshold", "precision", "recall", "f1"}
     assert full["levels"]["sentence gap"]["sentence level"] == full["span"]["sentence gap"]["auc"]
     assert numbers["sets"]["b-tiny__full-k5-0000"]["unsupported_unscored_sentences"] == 8
@@ -57,6 +61,11 @@ def test_report_writes_tables_json_and_figures(tmp_path):
     pngs = {p.name for p in (tmp_path / "figures").glob("*.png")}
     assert {"a-tiny__full-k5-0000-roc.png", "a-tiny__full-k5-0000-features.png",
             "a-tiny__full-k5-0000-drop-max.png", "transfer-tiny__full-k5-0000.png"} <= pngs
+
+
+def test_caches_sit_beside_the_feature_cache_or_under_runs():
+    assert cache_folder("verifiers", "results/features") == Path("results/verifiers")
+    assert cache_folder("attribution") == Path("runs/attribution")
 
 
 def test_markdown_table_rounds_and_marks_missing():

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.extract import load_cache
-from groundsense.eval.report import partitioned
+from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.selection import (
     CANDIDATES, Transfer, apply_rule, detector_table, leave_one_benchmark_out, suspicion,
 )

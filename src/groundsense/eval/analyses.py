@@ -7,20 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from . import figures
 from .attribution import attribution_summary
+from .benchmark_result import BenchmarkResult
 from .compare import DETECTORS, VerifierComparison, compare_verifier, flagging_table, table7, table8
 from .escalation import cascade_table
 from .frontier import frontier_table
 from .signed import CANDIDATE, KIND_MIN_AUC, kind_separation
+from .tables import bracketed, frame_numbers, interval_cells, markdown_table
 from .verifier_scores import load_verifier_cache
-
-if TYPE_CHECKING:
-    from .report import BenchmarkResult
 
 VERIFIER_HINT = ("a verifier writes its scores there (one folder per verifier: config.json and part-*.parquet, "
                  "format in docs/evaluation.md, \"Verifier scores\")")
@@ -35,22 +33,6 @@ class Section:
     numbers: dict = field(default_factory=dict)
 
 
-def bracketed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Merge every ``X``, ``X lo``, ``X hi`` column triple into one ``X [95% CI]`` text column."""
-    out = pd.DataFrame(index=frame.index)
-    for column in frame.columns:
-        if column.endswith((" lo", " hi")) and column[:-3] in frame.columns:
-            continue
-        if f"{column} lo" in frame.columns:
-            out[f"{column} [95% CI]"] = [
-                f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if pd.notna(v) else "—"
-                for v, lo, hi in zip(frame[column], frame[f"{column} lo"], frame[f"{column} hi"])
-            ]
-        else:
-            out[column] = frame[column]
-    return out
-
-
 def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Section:
     section = Section(["### Signed sensitivity: conflict vs baseless (test)", ""])
     if "drops" not in result.test.columns:
@@ -61,11 +43,8 @@ def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Sect
         section.lines += ["Not computed: the development or test partition lacks conflicting or baseless "
                           "unsupported sentences (the benchmark has no types, or too few).", ""]
         return section
-    from .report import markdown_table  # report imports this module
-
     table = separation.table()
-    shown = table.assign(**{"AUC [95% CI]": [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
-                                            zip(table["auc"], table["lo"], table["hi"])]})[["AUC [95% CI]", "higher means"]]
+    shown = table.assign(**{"AUC [95% CI]": interval_cells(table)})[["AUC [95% CI]", "higher means"]]
     added = separation.added
     verdict = "met: a `kind` hint would be justified" if separation.reliable else "not met: no `kind` hint"
     section.lines += [
@@ -91,8 +70,6 @@ def verifier_section(
     result: BenchmarkResult, comparisons: list[VerifierComparison], root: Path, folder: Path, name: str,
     seed: int, n_resamples: int,
 ) -> Section:
-    from .report import markdown_table
-
     where = root / result.features.benchmark
     if not comparisons:
         return Section(["### Verifiers (Tables 7 and 8, cascade)", "",
@@ -112,7 +89,7 @@ def verifier_section(
          "`groundsense detect --verifier-threshold` takes). Brier: of the verifier's raw score where it is a probability (the judge's "
          "1 − P(supported)), of a logistic calibration fit on dev, and of predicting dev's base rate.", "",
          markdown_table(flags), ""],
-        {"table7": _records(t7), "table8": _records(t8), "flagging": _records(flags), "cascade": {}},
+        {"table7": frame_numbers(t7), "table8": frame_numbers(t8), "flagging": frame_numbers(flags), "cascade": {}},
     )
     for c in comparisons:
         for detector in DETECTORS:
@@ -122,13 +99,11 @@ def verifier_section(
                               markdown_table(bracketed(table.rename(columns={"auc": "AUC", "lo": "AUC lo", "hi": "AUC hi",
                                                                             "Δ lo": "Δ vs verifier lo", "Δ hi": "Δ vs verifier hi"}))),
                               "", f"![cascade](figures/{path.name})", ""]
-            section.numbers["cascade"][f"{c.name} | {detector}"] = _records(table)
+            section.numbers["cascade"][f"{c.name} | {detector}"] = frame_numbers(table)
     return section
 
 
 def attribution_section(result: BenchmarkResult, root: Path) -> Section:
-    from .report import markdown_table
-
     folder = root / result.features.benchmark / result.features.key
     files = sorted(folder.glob("ratings-*.parquet"))
     section = Section(["### Attribution quality (grounded sentences, judge ratings)", ""])
@@ -139,13 +114,11 @@ def attribution_section(result: BenchmarkResult, root: Path) -> Section:
         summary = attribution_summary(pd.read_parquet(path))
         section.lines += [f"`{path.name}`: supported = rated full or partial; Wilcoxon signed-rank on the paired "
                           "four-level ratings.", "", markdown_table(summary.rates), "", markdown_table(summary.tests), ""]
-        section.numbers[path.stem] = {"rates": _records(summary.rates), "tests": _records(summary.tests)}
+        section.numbers[path.stem] = {"rates": frame_numbers(summary.rates), "tests": frame_numbers(summary.tests)}
     return section
 
 
 def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]], folder: Path) -> Section:
-    from .report import markdown_table
-
     frame = frontier_table(results, comparisons)
     section = Section(["## Figure 4: cost and accuracy", "",
                        "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured where "
@@ -158,7 +131,3 @@ def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list
                           "", f"![frontier](figures/{path.name})", ""]
     section.numbers = {"frontier": frame.to_dict("records")}
     return section
-
-
-def _records(frame: pd.DataFrame) -> dict:
-    return {str(k): v for k, v in frame.to_dict("index").items()}

@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import shipped_calibration
+from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .extract import FeatureSet
-from .report import markdown_table, partitioned
+from .methods import answer_mean
+from .tables import interval_cells, markdown_table
 
 
 def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None) -> pd.DataFrame:
@@ -27,26 +29,19 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     ``sensitivity`` is the shipped detector's sentence score (higher = more suspicious),
     aligned with ``sentences``; without it that aggregation is left out.
     """
-    n = sentences["n_tokens"].astype(float)
-    frame = sentences.assign(wgap=sentences["gap"] * n, wjsd=sentences["jsd_noctx"] * n,
-                             wsurprisal=sentences["surprisal"] * n, n=n)
-    if sensitivity is not None:
-        frame = frame.assign(sensitivity=sensitivity)
-    by = frame.groupby("case_id", sort=False)
-    answers = by.agg(source_id=("source_id", "first"), task=("task", "first"), label=("label", "max"),
-                     lowest_gap=("gap", "min"), wgap=("wgap", "sum"), wjsd=("wjsd", "sum"),
-                     wsurprisal=("wsurprisal", "sum"), n=("n", "sum"), sentences=("gap", "size"))
-    answers["lowest two gaps"] = -by["gap"].apply(_lowest_two)
+    case = sentences["case_id"]
+    by = sentences.groupby(case, sort=False)
+    answers = by.agg(source_id=("source_id", "first"), task=("task", "first"), label=("label", "max"))
     scores = pd.DataFrame(index=answers.index)
-    scores["lowest sentence gap"] = -answers["lowest_gap"]
-    scores["lowest two gaps"] = answers["lowest two gaps"]
-    scores["mean gap"] = -answers["wgap"] / answers["n"]
-    scores["mean jsd_noctx"] = -answers["wjsd"] / answers["n"]
+    scores["lowest sentence gap"] = -by["gap"].min()
+    scores["lowest two gaps"] = -by["gap"].apply(_lowest_two)
+    scores["mean gap"] = -answer_mean(sentences["gap"], sentences)
+    scores["mean jsd_noctx"] = -answer_mean(sentences["jsd_noctx"], sentences)
     if sensitivity is not None:
-        scores["highest sensitivity"] = by["sensitivity"].max()
-    scores["perplexity"] = answers["wsurprisal"] / answers["n"]
-    scores["length"] = answers["n"]
-    return answers[["source_id", "task", "label"]].join(scores)
+        scores["highest sensitivity"] = pd.Series(sensitivity, index=sentences.index).groupby(case, sort=False).max()
+    scores["perplexity"] = answer_mean(sentences["surprisal"], sentences)
+    scores["length"] = sentences["n_tokens"].astype(float).groupby(case, sort=False).sum()
+    return answers.join(scores)
 
 
 def _lowest_two(gaps: pd.Series) -> float:
@@ -73,7 +68,7 @@ def aucs(answers: pd.DataFrame, n_resamples: int, seed: int) -> pd.Series:
         return pd.Series("—", index=present)
     result = source_bootstrap(answers["label"].to_numpy(), {a: answers[a].to_numpy() for a in present},
                               answers["source_id"].to_numpy(), n_resamples, seed).intervals()
-    return result.apply(lambda r: f"{r['auc']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]", axis=1)
+    return interval_cells(result)
 
 
 def partition_answers(features: FeatureSet, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -22,13 +22,13 @@ from scipy.stats import wilcoxon
 
 from ..features import support_chunk
 from ..lexical import lexical_chunk
+from ..verifiers.rating_scale import SCALE
 from .cases import Case
 
 if TYPE_CHECKING:  # the scorer loads torch: the report reads ratings without it
     from ..scorer import Scorer
 
 WHICH = ("detector", "random", "lexical")
-SCALE = ("full", "partial", "none", "contradicts")  # best first
 SUPPORTED = ("full", "partial")
 RATING_COLUMNS = ["case_id", "sentence_index", "which", "chunk", "rating"]
 _ORDINAL = {"contradicts": 0, "none": 1, "partial": 2, "full": 3}

@@ -11,6 +11,9 @@ from typing import Iterable, Iterator, Literal, Sequence
 
 import pandas as pd
 
+from ..text import Span
+from ..verification import SentenceInput
+
 SentenceType = Literal["baseless", "conflict"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -69,6 +72,11 @@ class Case:
 
     def sentence_text(self, sentence: LabelledSentence) -> str:
         return self.answer[sentence.start : sentence.end]
+
+    def sentence_input(self) -> SentenceInput:
+        """The case as a verifier reads it: its labelled sentences, without their labels."""
+        spans = [Span(s.start, s.end) for s in self.sentences]
+        return SentenceInput(self.question, self.answer, spans, self.context, self.passages)
 
 
 @dataclass

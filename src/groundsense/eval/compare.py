@@ -1,7 +1,7 @@
 """Verifiers against the detector on identical sentences: the analogues of the paper's
-Table 7 (span AUC next to Gap and Sensitivity + baselines) and Table 8 (complementarity).
+Table 7 (span AUC next to Gap and LightGBM + baselines) and Table 8 (complementarity).
 
-Inputs are one feature set's development and test partitions (:func:`report.partitioned`)
+Inputs are one feature set's development and test partitions (:func:`.benchmark_result.partitioned`)
 and one verifier's cached rows (:mod:`verifier_scores`). Only sentences the verifier scored
 are compared; the detectors' LightGBM models are fit on the whole development partition, as
 in Table 3, and scored on those sentences.
@@ -23,14 +23,14 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
-from ..verifiers import KINDS
+from ..features import BASELINES, GROUNDING
+from ..verifiers import KINDS, verifier_class
 from .bootstrap import BootstrapResult, source_bootstrap
-from .methods import BASELINES, GROUNDING, logistic_scores, method_scores
+from .methods import logistic_scores, method_scores
 from .metrics import flagging_report
 from .verifier_scores import join_scores
 
-DETECTORS = ("sentence gap", "sensitivity + baselines")  # Table 7's reference columns
-PROBABILITY_KINDS = {kind for kind, cls in KINDS.items() if cls.scores_are_probabilities}  # Brier applies to these
+DETECTORS = ("sentence gap", "LightGBM + baselines")  # Table 7's reference columns
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 
@@ -99,7 +99,8 @@ def compare_verifier(
         y, {k: logistic_scores(vdev, vtest, f) for k, f in classifiers.items()}, groups, n_resamples, seed
     )
     spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in DETECTORS}
-    is_probability = rows.attrs.get("config", {}).get("verifier") in PROBABILITY_KINDS
+    kind = rows.attrs.get("config", {}).get("verifier")
+    is_probability = kind in KINDS and verifier_class(kind).scores_are_probabilities  # Brier applies to these
     return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
                               flagging_cells(vdev, vtest, is_probability))
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .extract import FeatureSet
 from .methods import method_scores
-from .report import _clean, _frame_numbers, markdown_table, partitioned
 from .split import assign_partition
+from .tables import frame_numbers, json_safe, markdown_table
 
 KEYS = ["case_id", "sentence_index"]
 LOO_FEATURES = ["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]  # lower = more suspicious
@@ -49,9 +50,9 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """JSON-safe numbers (NaN becomes null)."""
-        return _clean({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
-                       "left_out": self.left_out, "span": _frame_numbers(self.span),
-                       "agreement": _frame_numbers(self.agreement)})
+        return json_safe({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
+                          "left_out": self.left_out, "span": frame_numbers(self.span),
+                          "agreement": frame_numbers(self.agreement)})
 
 
 def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:

@@ -65,7 +65,7 @@ def transfer_heatmap(matrix: pd.DataFrame, path: Path) -> Path:
     image = ax.imshow(matrix.to_numpy(dtype=float), vmin=0.5, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(len(matrix.columns)), matrix.columns)
     ax.set_yticks(range(len(matrix.index)), matrix.index)
-    ax.set(xlabel="tested on (test partition)", ylabel="trained on (dev partition)", title="Sensitivity transfer AUC")
+    ax.set(xlabel="tested on (test partition)", ylabel="trained on (dev partition)", title="LightGBM transfer AUC")
     for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
         ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white" if value < 0.75 else "black")
     fig.colorbar(image, ax=ax)

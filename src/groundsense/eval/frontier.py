@@ -2,7 +2,7 @@
 GFLOPs per sentence, for every detector method of every cached configuration (each scorer
 size, full and two-pass) and every verifier, with measured seconds beside it.
 
-Detector cost comes from each set's Table 9 (:func:`report.cost_table`); two-pass sets are
+Detector cost comes from each set's Table 9 (:func:`.benchmark_result.cost_table`); two-pass sets are
 scored with the methods they can run (:func:`methods.two_pass_scores`). A verifier's cost is
 the mean of its cached per-sentence ``gflops`` and ``seconds`` over the test sentences it
 scored. It is listed once per benchmark, from the configuration it was compared with on the
@@ -13,16 +13,12 @@ paired reference (Table 7 has its interval), by the scorer ``gap_scorer`` of tha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 
+from .benchmark_result import BenchmarkResult
 from .compare import VerifierComparison
 from .methods import two_pass_scores
 from .metrics import auc_or_nan
-
-if TYPE_CHECKING:
-    from .report import BenchmarkResult
 
 COLUMNS = ["benchmark", "kind", "scorer", "method", "n", "auc", "gap_same_sentences", "gap_scorer", "gflops",
            "seconds", "seconds_measured"]

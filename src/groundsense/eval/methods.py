@@ -1,7 +1,8 @@
 """Sentence scoring methods over the per-sentence feature table; higher score = more suspicious.
 
 Feature orientation (from the scorer): ``gap``, ``jsd_noctx``, ``drop_*`` and ``jsd_loo_*`` are
-larger when the context supports the sentence, so the training-free scores negate them.
+larger when the context supports the sentence, so the training-free scores negate them. The
+feature lists are the library's (:data:`groundsense.features.GROUNDING` and ``BASELINES``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-GROUNDING = ["gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]
-BASELINES = ["surprisal", "n_tokens"]
-STANDARDISED = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
+from ..calibration import STANDARDISED, sensitivity_score, standardisation
+from ..features import BASELINES, GROUNDING
 
-ABLATIONS: dict[str, list[str]] = {
+ABLATIONS: dict[str, Sequence[str]] = {
     **{feature: [feature] for feature in GROUNDING},
     "no-context view": ["gap", "jsd_noctx"],
     "leave-one-out view": ["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"],
@@ -27,21 +27,29 @@ ABLATIONS: dict[str, list[str]] = {
 }
 
 
+def answer_mean(values: pd.Series | np.ndarray, sentences: pd.DataFrame) -> pd.Series:
+    """Per answer (``case_id``, in order of appearance), the mean of the sentences' ``values``
+    weighted by their ``n_tokens``."""
+    n = sentences["n_tokens"].astype(float)
+    case = sentences["case_id"]
+    weighted = pd.Series(values, index=sentences.index, dtype=float) * n
+    return weighted.groupby(case, sort=False).sum() / n.groupby(case, sort=False).sum()
+
+
 def add_answer_columns(table: pd.DataFrame) -> pd.DataFrame:
     """Add ``answer_gap`` (token-weighted mean sentence gap of the answer) where the table does
     not carry it already."""
     table = table.copy()
     if "answer_gap" not in table.columns:
-        weighted = (table["gap"] * table["n_tokens"]).groupby(table["case_id"]).transform("sum")
-        table["answer_gap"] = weighted / table.groupby("case_id", sort=False)["n_tokens"].transform("sum")
+        table["answer_gap"] = table["case_id"].map(answer_mean(table["gap"], table))
     return table
 
 
-def standardised_sum(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str] = STANDARDISED) -> np.ndarray:
-    """Training-free: -(sum of z-scores), means and standard deviations taken from ``dev``."""
-    columns = list(features)
-    mean, std = dev[columns].mean(), dev[columns].std()
-    return -((test[columns] - mean) / std).sum(axis=1).to_numpy()
+def standardised_sum(dev: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
+    """Training-free: the library's ``sensitivity`` score (-(sum of z-scores)) with its
+    standardisation (:func:`groundsense.calibration.standardisation`) fitted on ``dev``."""
+    stats = standardisation({f: dev[f].to_numpy() for f in STANDARDISED})
+    return sensitivity_score(stats, {f: test[f].to_numpy() for f in STANDARDISED})
 
 
 def lightgbm_scores(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[str], seed: int = 0) -> np.ndarray:
@@ -86,13 +94,15 @@ def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[
     """Every compared method's score for the ``test`` sentences (answer columns required).
 
     ``length`` scores longer sentences as more suspicious: a longer sentence carries more
-    claims, so more chances to overlap an unsupported span.
+    claims, so more chances to overlap an unsupported span. ``standardised sum`` is the
+    library's ``sensitivity`` detector; ``LightGBM`` (the six grounding features) and
+    ``LightGBM + baselines`` (with surprisal and length) are the paper's trained scores.
     """
     return {
         **two_pass_scores(test),
         "standardised sum": standardised_sum(dev, test),
-        "sensitivity": lightgbm_scores(dev, test, GROUNDING, seed),
-        "sensitivity + baselines": lightgbm_scores(dev, test, GROUNDING + BASELINES, seed),
+        "LightGBM": lightgbm_scores(dev, test, GROUNDING, seed),
+        "LightGBM + baselines": lightgbm_scores(dev, test, [*GROUNDING, *BASELINES], seed),
     }
 
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import precision_recall_curve, precision_recall_fscore_support, roc_auc_score
+from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
+from ..calibration import best_f1_threshold
 from .bootstrap import BootstrapResult, source_bootstrap
-from .methods import ablation_scores, add_answer_columns, method_scores
+from .methods import ablation_scores, add_answer_columns, answer_mean, method_scores
 from .split import DEV, TEST, assign_partition
 
 MOST_SUSPICIOUS, MEAN = "most suspicious sentence", "token-weighted mean"  # the answer-level aggregations
@@ -28,24 +29,11 @@ def auc_or_nan(y: np.ndarray, score: np.ndarray) -> float:
     return float(roc_auc_score(y, score)) if len(np.unique(y)) == 2 else float("nan")
 
 
-def choose_threshold(score: np.ndarray, label: np.ndarray) -> float:
-    """The ``t`` maximising F1 of "unsupported when score >= t" (pick it on development data)."""
-    precision, recall, thresholds = precision_recall_curve(label, np.asarray(score))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    return float(thresholds[int(np.argmax(f1[:-1]))])
-
-
-def choose_gap_threshold(gap: np.ndarray, label: np.ndarray) -> float:
-    """The gap ``t`` maximising F1 of "unsupported when gap <= t" (pick it on development data)."""
-    return -choose_threshold(-np.asarray(gap), label)
-
-
 def flagging_report(dev_score: np.ndarray, dev_label: np.ndarray, test_score: np.ndarray, test_label: np.ndarray
                     ) -> dict[str, float]:
-    """Threshold on a score (higher = more suspicious) chosen on dev (max F1), and
-    precision/recall/F1 of flagging at it on test."""
-    threshold = choose_threshold(dev_score, dev_label)
+    """Threshold on a score (higher = more suspicious) chosen on dev (max F1, as
+    ``groundsense calibrate`` chooses it), and precision/recall/F1 of flagging at it on test."""
+    threshold = best_f1_threshold(np.asarray(dev_score), dev_label)
     precision, recall, f1, _ = precision_recall_fscore_support(
         test_label, (np.asarray(test_score) >= threshold).astype(int), average="binary", zero_division=0
     )
@@ -68,15 +56,13 @@ def response_table(test: pd.DataFrame, scores: Mapping[str, np.ndarray]) -> tupl
     case = test["case_id"]
     responses = test.groupby(case, sort=False).agg(source_id=("source_id", "first"), task=("task", "first"),
                                                    label=("label", "max"))
-    weights = test["n_tokens"].astype(float)
-    tokens = weights.groupby(case, sort=False).sum()
     answer_scores = {}
     for name, score in scores.items():
         if name == "answer gap":
             continue
         score = pd.Series(score, index=test.index, dtype=float)
         answer_scores[f"{name}, {MOST_SUSPICIOUS}"] = score.groupby(case, sort=False).max().to_numpy()
-        answer_scores[f"{name}, {MEAN}"] = ((score * weights).groupby(case, sort=False).sum() / tokens).to_numpy()
+        answer_scores[f"{name}, {MEAN}"] = answer_mean(score, test).to_numpy()
     return responses, answer_scores
 
 

@@ -24,7 +24,8 @@ import pandas as pd
 from ..progress import track
 from ..verifiers.base import model_slug
 from ..verifiers.rater import SupportRater
-from .attribution import RATING_COLUMNS, SCALE
+from ..verifiers.rating_scale import SCALE
+from .attribution import RATING_COLUMNS
 from .store import write_table
 
 PAIR_COLUMNS = ["case_id", "sentence_index", "which", "chunk", "sentence", "chunk_text"]

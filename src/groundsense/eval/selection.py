@@ -21,10 +21,11 @@ from sklearn.preprocessing import StandardScaler
 
 from ..features import GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features
 from .answers import answer_table
+from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .extract import TOKEN_COLUMNS, FeatureSet
 from .methods import lightgbm_scores
-from .report import markdown_table, partitioned
+from .tables import interval_text, markdown_table
 
 SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
 CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
@@ -140,7 +141,7 @@ def single_features_on_dev(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]
         point, diff = boot.intervals(), boot.differences("gap")
         for f in features:
             cell = f"{point.loc[f, 'auc']:.3f}" if f == "gap" else (
-                f"{point.loc[f, 'auc']:.3f} ({diff.loc[f, 'diff']:+.3f} [{diff.loc[f, 'lo']:+.3f}, {diff.loc[f, 'hi']:+.3f}])")
+                f"{point.loc[f, 'auc']:.3f} ({interval_text(*diff.loc[f, ['diff', 'lo', 'hi']], sign='+')})")
             rows.setdefault(f, {})[name] = cell
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..features import SIGNED, signed_features
+from ..features import GROUNDING, SIGNED, signed_features
 from .bootstrap import BootstrapResult, source_bootstrap
-from .methods import GROUNDING, logistic_scores
+from .methods import logistic_scores
 from .metrics import auc_or_nan
 
 KIND_MIN_AUC = 0.65

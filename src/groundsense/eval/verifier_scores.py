@@ -1,4 +1,5 @@
-"""Reading the verifier score cache (format: docs/verifier-cache.md) and joining it to features.
+"""Reading the verifier score cache (format: docs/evaluation.md, "Verifier scores") and joining it
+to features.
 
 ``<root>/<benchmark>/<verifier-key>/config.json`` and ``part-NNNNN.parquet``: one row per
 labelled sentence with ``case_id, sentence_index, score`` (higher = more likely unsupported),

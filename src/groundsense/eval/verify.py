@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import GroundsenseError
 from ..progress import track
-from ..verifiers import Verdicts, Verifier
+from ..verifiers import ModelVerifier, Verdicts
 from .cases import Case
 from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, write_cases, write_json
 
@@ -51,7 +51,7 @@ def verdict_rows(case: Case, verdicts: Verdicts, seconds: float) -> list[dict]:
 
 
 def verify(
-    verifier: Verifier,
+    verifier: ModelVerifier,
     cases: Sequence[Case],
     cache: str | Path,
     limit: int | None = None,
@@ -69,11 +69,11 @@ def verify(
     return RunSummary(folder, written=written, skipped=skipped, errors=errors)
 
 
-def _case_rows(verifier: Verifier, cases: list[Case], progress: bool) -> Iterator[list[dict]]:
+def _case_rows(verifier: ModelVerifier, cases: list[Case], progress: bool) -> Iterator[list[dict]]:
     for case in track(cases, f"Verifying ({verifier.kind})", enabled=progress):
         start = time.perf_counter()
         try:
-            verdicts = verifier.verify(case)
+            verdicts = verifier.verify(case.sentence_input())
         except (GroundsenseError, ValueError, RuntimeError) as exc:
             yield [error_row(case, exc)]
             continue

@@ -2,12 +2,13 @@
 ContextCite on the scorer, and sequence classifiers (NLI, MiniCheck, AlignScore).
 
     from groundsense.verifiers import make_verifier
-    make_verifier("judge:qwen2.5-coder-0.5b-instruct").verify(case)   # -> Verdicts
+    make_verifier("judge:qwen2.5-coder-0.5b-instruct").verify(sentences)   # a SentenceInput -> Verdicts
 
+Each is a :class:`~groundsense.verification.Verifier`, so a cascade can escalate to it.
 ``groundsense eval verify`` runs one over a benchmark into a cache (docs/verifiers.md).
 """
 
-from .base import Verdicts, Verifier
-from .factory import KINDS, make_verifier
+from .base import ModelVerifier, Verdicts
+from .factory import KINDS, make_verifier, verifier_class
 
-__all__ = ["KINDS", "Verdicts", "Verifier", "make_verifier"]
+__all__ = ["KINDS", "ModelVerifier", "Verdicts", "make_verifier", "verifier_class"]

@@ -1,24 +1,24 @@
-"""What every verifier shares: the per-case output, the cost estimate and the cache key."""
+"""What the model verifiers share: the per-answer output, the cost estimate and the cache key."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
-from ..eval.cases import Case, LabelledSentence
+from ..verification import SentenceInput, Verifier
 
 VERSION = 1  # bump when a verifier's scores change for the same configuration
 
 
 @dataclass
 class Verdicts:
-    """A verifier's output for one case, one entry per labelled sentence.
+    """A verifier's output for one answer, one entry per sentence of its input.
 
     ``score`` is the probability (or score) that the sentence is unsupported, higher = more
     suspicious, NaN where the sentence could not be scored. ``gflops`` is the cost estimate
@@ -37,25 +37,23 @@ def gflops(tokens: np.ndarray | float, n_parameters: int) -> np.ndarray:
     return np.asarray(tokens, dtype=float) * 2 * n_parameters / 1e9
 
 
-class Verifier(ABC):
-    """Scores the labelled sentences of a case against its evidence.
+class ModelVerifier(Verifier):
+    """A verifier backed by a model: it scores a :class:`SentenceInput` with its cost, and
+    its settings make the key of its score cache.
 
     Subclasses set ``kind`` and ``options`` (option name -> type, the settings a user may
     pass as ``-o NAME=VALUE``), and fill ``model_name``, ``n_parameters`` and ``params``
-    (the settings in effect, which go into the cache key). ``scores_are_probabilities`` is
-    False for a verifier whose score is not a probability of being unsupported (ContextCite's
-    attributions): a cascade cannot threshold it."""
+    (the settings in effect, which go into the cache key)."""
 
     kind: ClassVar[str]
     options: ClassVar[dict[str, type]] = {}
-    scores_are_probabilities: ClassVar[bool] = True
     model_name: str
     n_parameters: int
     params: dict
 
     @abstractmethod
-    def verify(self, case: Case) -> Verdicts:
-        """Score every labelled sentence of ``case``; raise on input it cannot score."""
+    def verify(self, sentences: SentenceInput) -> Verdicts:
+        """Score every sentence of ``sentences``; raise on input it cannot score."""
 
     @property
     def name(self) -> str:
@@ -63,16 +61,9 @@ class Verifier(ABC):
         return f"{self.kind}:{self.model_name}"
 
     def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]:
-        """The :class:`~groundsense.cascade.Verifier` protocol: ``sentences`` scored against the
-        detector's ``chunks``, given as the passages (so the evidence is the detector's)."""
-        spans, answer = [], ""
-        for text in sentences:
-            answer += " " if answer else ""
-            spans.append(LabelledSentence(len(answer), len(answer) + len(text), unsupported=False))
-            answer += text
-        case = Case(id="cascade", source_id="cascade", task="cascade", question=question, context=None,
-                    passages=list(chunks), answer=answer, sentences=spans, benchmark="cascade")
-        return self.verify(case).score.tolist()
+        """The sentences scored against the detector's ``chunks``, given as the passages (so
+        the evidence is the detector's)."""
+        return self.verify(SentenceInput.from_texts(question, chunks, sentences)).score.tolist()
 
     def config(self) -> dict:
         """What makes two runs comparable (the cache key hashes it), plus the model size."""

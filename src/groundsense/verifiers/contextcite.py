@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..detector import check_inputs
-from ..eval.cases import Case
 from ..errors import InputError
 from ..evidence import build_evidence
 from ..features import assign_tokens
 from ..scorer import Scorer
-from ..text import Span
-from .base import Verdicts, Verifier, gflops
+from ..validate import check_inputs
+from ..verification import SentenceInput
+from .base import ModelVerifier, Verdicts, gflops
 
 VARIANTS = ("raw", "per_token")
 EVIDENCE_CACHE_BYTES = 4 * 2**30  # one evidence's 2^K ablations at 1,800 tokens take about 1.5 GiB (K=5, SmolLM2)
@@ -62,7 +61,7 @@ def lasso_attributions(masks: np.ndarray, outputs: np.ndarray, n_tokens: int, al
     return lasso.coef_ / scaler.scale_ * n_tokens
 
 
-class ContextCiteVerifier(Verifier):
+class ContextCiteVerifier(ModelVerifier):
     """``contextcite:<scorer>``: the ContextCite surrogate with a built-in scorer, a local
     directory or a Hugging Face id as the model; chunks and token caps as the detector's."""
 
@@ -85,18 +84,18 @@ class ContextCiteVerifier(Verifier):
         self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
                        "ablations": ablations, "keep_prob": keep_prob, "alpha": alpha, "variant": variant, "seed": seed}
 
-    def verify(self, case: Case) -> Verdicts:
+    def verify(self, sentences: SentenceInput) -> Verdicts:
         p = self.params
-        check_inputs(case.answer, case.context, case.passages)
-        evidence = build_evidence(self.scorer, case.context, case.passages, p["k"], p["max_context_tokens"])
-        prompt = self.scorer.encode(case.question, [evidence.chunk_text(c) for c in evidence.chunks], case.answer,
-                                    p["max_answer_tokens"])
+        check_inputs(sentences.answer, sentences.context, sentences.passages)
+        evidence = build_evidence(self.scorer, sentences.context, sentences.passages, p["k"], p["max_context_tokens"])
+        prompt = self.scorer.encode(sentences.question, [evidence.chunk_text(c) for c in evidence.chunks],
+                                    sentences.answer, p["max_answer_tokens"])
         masks = ablation_masks(len(prompt.chunks), p["ablations"], p["keep_prob"], p["seed"])
         distinct, inverse = np.unique(masks, axis=0, return_inverse=True)
         logp, processed = self.scorer.subset_logprobs(prompt, distinct)
         logp = logp[inverse.reshape(-1)]  # [ablations, answer tokens]
-        owner = assign_tokens(prompt.answer.offsets, [Span(s.start, s.end) for s in case.sentences])
-        n = len(case.sentences)
+        owner = assign_tokens(prompt.answer.offsets, sentences.spans)
+        n = len(sentences.spans)
         best, support = np.full(n, np.nan), [None] * n
         n_tokens = np.array([(owner == i).sum() for i in range(n)], dtype=float)
         for i in np.flatnonzero(n_tokens):  # sentences past the answer cap have no token: unscored

@@ -1,17 +1,22 @@
-"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``."""
+"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``.
+
+A kind's module (and what it needs: torch, transformers) is imported only when a verifier
+of that kind is asked for."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import import_module
 
 from ..errors import InputError
-from .base import Verifier
-from .contextcite import ContextCiteVerifier
-from .judge import JudgeVerifier
-from .seqclf import AlignScoreVerifier, MiniCheckVerifier, NLIVerifier
+from .base import ModelVerifier
 
-KINDS: dict[str, type[Verifier]] = {
-    cls.kind: cls for cls in (JudgeVerifier, NLIVerifier, MiniCheckVerifier, AlignScoreVerifier, ContextCiteVerifier)
+KINDS = {  # kind -> (module of this package, class)
+    "judge": ("judge", "JudgeVerifier"),
+    "nli": ("seqclf", "NLIVerifier"),
+    "minicheck": ("seqclf", "MiniCheckVerifier"),
+    "alignscore": ("seqclf", "AlignScoreVerifier"),
+    "contextcite": ("contextcite", "ContextCiteVerifier"),
 }
 SPEC_HELP = (
     "judge:<scorer>, contextcite:<scorer> (a built-in scorer, local directory or Hugging Face id), "
@@ -19,7 +24,13 @@ SPEC_HELP = (
 )
 
 
-def parse_options(kind: type[Verifier], options: Mapping[str, str]) -> dict:
+def verifier_class(kind: str) -> type[ModelVerifier]:
+    """The class of a verifier kind of :data:`KINDS`, its module imported now."""
+    module, name = KINDS[kind]
+    return getattr(import_module(f".{module}", __package__), name)
+
+
+def parse_options(kind: type[ModelVerifier], options: Mapping[str, str]) -> dict:
     """``NAME=VALUE`` strings as the verifier's typed keyword arguments."""
     parsed = {}
     for name, value in options.items():
@@ -32,10 +43,10 @@ def parse_options(kind: type[Verifier], options: Mapping[str, str]) -> dict:
     return parsed
 
 
-def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> Verifier:
+def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> ModelVerifier:
     """The verifier a spec names, with ``options`` (strings, as from the command line)."""
     kind, _, model = spec.partition(":")
     if kind not in KINDS or not model:
         raise InputError(f"unknown verifier {spec!r}: use {SPEC_HELP}")
-    cls = KINDS[kind]
+    cls = verifier_class(kind)
     return cls(model, device=device, **parse_options(cls, options or {}))

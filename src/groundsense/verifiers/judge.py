@@ -5,7 +5,7 @@ does), the question, ``Is the following sentence supported by the context? Answe
 No.`` and the sentence. P(supported) is read from the next-token distribution: the
 probability of every single-token spelling of Yes (``Yes``, ``yes``, ``YES``, with or
 without a leading space) over that of Yes and No together. The context is encoded once per
-case and kept in the scorer's evidence cache, so each sentence encodes only its own tokens,
+answer and kept in the scorer's evidence cache, so each sentence encodes only its own tokens,
 and answers over the same evidence reuse it too. The raw probability is stored; calibration
 (a logistic fit on the development split) is left to the analysis.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..detector import check_inputs
 from ..errors import VerifierUnavailable
-from ..eval.cases import Case
 from ..evidence import build_evidence
 from ..prompt import JudgeLayout
 from ..scorer import Scorer
-from .base import Verdicts, Verifier, gflops
+from ..validate import check_inputs
+from ..verification import SentenceInput
+from .base import ModelVerifier, Verdicts, gflops
 
 YES, NO = ("Yes", "yes", "YES"), ("No", "no", "NO")
 
@@ -31,7 +31,7 @@ def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
     return sorted({i[0] for i in ids if len(i) == 1})
 
 
-class JudgeVerifier(Verifier):
+class JudgeVerifier(ModelVerifier):
     """``judge:<scorer>``: any causal LM that follows instructions (a built-in scorer name,
     a local directory or a Hugging Face id). ``k`` and ``max_context_tokens`` chunk and cut
     the context as the detector does."""
@@ -50,14 +50,14 @@ class JudgeVerifier(Verifier):
             raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
                                       "it cannot be the judge")
 
-    def verify(self, case: Case) -> Verdicts:
-        check_inputs(case.answer, case.context, case.passages)
+    def verify(self, sentences: SentenceInput) -> Verdicts:
+        check_inputs(sentences.answer, sentences.context, sentences.passages)
         scorer = self.scorer
-        evidence = build_evidence(scorer, case.context, case.passages, self.k, self.max_context_tokens)
-        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, case.question)
+        evidence = build_evidence(scorer, sentences.context, sentences.passages, self.k, self.max_context_tokens)
+        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, sentences.question)
         prefix, lead, suffix = scorer.encode_prefix(layout.prefix), scorer.tokenize(layout.lead), scorer.tokenize(layout.suffix)
         chunks = [scorer.tokenize(evidence.chunk_text(c)) for c in evidence.chunks]
-        tails = [scorer.tokenize(case.sentence_text(s)) + suffix for s in case.sentences]
+        tails = [scorer.tokenize(text) + suffix for text in sentences.texts()]
         logp, processed = scorer.next_token_logprobs(prefix, chunks, lead, tails, self.yes + self.no)
         p_supported, mass = yes_probability(logp, len(self.yes))
         shared = len(prefix) + sum(map(len, chunks)) + len(lead)

@@ -25,12 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, VerifierUnavailable
-from ..eval.attribution import SCALE
 from ..prompt import JudgeLayout
 from ..scorer import Scorer
 from .judge import answer_token_ids, option_probabilities
-
-OPTION_WORDS = dict(zip(SCALE, ("Yes", "Some", "No", "False")))  # rating -> the word that answers it
+from .rating_scale import OPTION_WORDS, SCALE
 
 
 @dataclass

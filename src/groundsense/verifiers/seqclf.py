@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..detector import check_inputs
 from ..errors import InputError, VerifierUnavailable
-from ..eval.cases import Case
 from ..text import chunk_context, join_passages
-from .base import Verdicts, Verifier, gflops
+from ..validate import check_inputs
+from ..verification import SentenceInput
+from .base import ModelVerifier, Verdicts, gflops
 
 PREMISES = ("chunks", "context")
 
@@ -42,18 +42,18 @@ def support_label(id2label: dict, wanted: str) -> int:
     return matches[0]
 
 
-def premises(case: Case, premise: str, k: int) -> list[str]:
-    """The premise texts of a case: its chunks (as the detector makes them), or the whole evidence."""
-    if case.passages is not None:
-        context, chunks = join_passages(case.passages)
+def premises(sentences: SentenceInput, premise: str, k: int) -> list[str]:
+    """The premise texts of an input: its chunks (as the detector makes them), or the whole evidence."""
+    if sentences.passages is not None:
+        context, chunks = join_passages(sentences.passages)
     else:
-        context, chunks = case.context, chunk_context(case.context, k)
+        context, chunks = sentences.context, chunk_context(sentences.context, k)
     if premise == "context":
         return [context]
     return [c.content.of(context) for c in chunks]
 
 
-class SequenceClassifierVerifier(Verifier):
+class SequenceClassifierVerifier(ModelVerifier):
     """A premise/hypothesis classifier; subclasses set ``kind`` and the default label."""
 
     options = {"label": str, "premise": str, "k": int, "max_length": int, "batch_size": int}
@@ -85,13 +85,13 @@ class SequenceClassifierVerifier(Verifier):
         self.max_length = min(max_length, self.tokenizer.model_max_length)
         self.params = {"label": None if self.binary else label, "premise": premise, "k": k, "max_length": self.max_length}
 
-    def verify(self, case: Case) -> Verdicts:
-        check_inputs(case.answer, case.context, case.passages)
-        texts = premises(case, self.premise, self.k)
-        sentences = [case.sentence_text(s) for s in case.sentences]
-        pairs = [(p, s) for s in sentences for p in texts]  # sentence-major: rows of [S, P]
+    def verify(self, sentences: SentenceInput) -> Verdicts:
+        check_inputs(sentences.answer, sentences.context, sentences.passages)
+        texts = premises(sentences, self.premise, self.k)
+        hypotheses = sentences.texts()
+        pairs = [(p, s) for s in hypotheses for p in texts]  # sentence-major: rows of [S, P]
         probs, tokens = self.support_probabilities([p for p, _ in pairs], [s for _, s in pairs])
-        probs, tokens = probs.reshape(len(sentences), len(texts)), tokens.reshape(len(sentences), len(texts))
+        probs, tokens = probs.reshape(len(hypotheses), len(texts)), tokens.reshape(len(hypotheses), len(texts))
         best = probs.max(axis=1)
         extra = {"p_supported": best}
         if self.premise == "chunks":
