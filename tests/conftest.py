@@ -1,7 +1,14 @@
 import pytest
 
 from groundsense.detector import Detector
+from groundsense.eval.cases import data_root
 from groundsense.scorer import Scorer
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("data") and not data_root().is_dir():
+        pytest.skip(f"the benchmark data is not at {data_root()}: set GROUNDSENSE_DATA to its folder "
+                    "(or place it at ../shared/data) to run this test")
 
 
 @pytest.fixture(scope="session")

@@ -3,13 +3,13 @@
 import gzip
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from groundsense.detector import Detector
 from groundsense.errors import InputError
+from groundsense.eval.cases import data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
 from groundsense.text import chunk_context, segment_sentences
@@ -23,7 +23,7 @@ ANSWER = (
     "The bridge's main span is 4,200 feet long. "
     "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."
 )
-RAGTRUTH = Path(__file__).resolve().parents[2] / "shared" / "data" / "ragtruth" / "ragtruth.jsonl.gz"
+RAGTRUTH = data_root() / "ragtruth" / "ragtruth.jsonl.gz"
 
 
 def test_copied_sentence_reacts_more_than_an_invented_one_and_finds_its_passage(detector):
@@ -85,6 +85,7 @@ def _ragtruth_case(task):
                 return row
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("task", ["Summary", "Data2txt"])
 def test_offsets_round_trip_on_ragtruth_answers(detector, task):
     row = _ragtruth_case(task)

@@ -73,6 +73,7 @@ def by_line(records):
     return {r["line"]: r for r in records}
 
 
+@pytest.mark.data
 def test_ray_records_equal_local_batch_on_ragtruth(tmp_path, detector, ray_runtime):
     cases = {c.id: c for c in load_ragtruth(ids=RAGTRUTH_IDS)[0]}
     source = write_jsonl(tmp_path / "in.jsonl", [case_row(cases[i]) for i in RAGTRUTH_IDS], broken_at=2)

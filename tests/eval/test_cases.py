@@ -44,6 +44,7 @@ def test_drop_log_summary_counts_reasons_without_detail():
     assert list(log.to_frame()["case_id"]) == ["a", "c", "e"]
 
 
+@pytest.mark.data
 def test_data_root_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("GROUNDSENSE_DATA", raising=False)
     assert data_root().parts[-2:] == ("shared", "data")

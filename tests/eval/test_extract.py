@@ -13,6 +13,8 @@ from groundsense.eval.extract import ExtractionConfig, extract, load_cache
 from groundsense.eval.store import cached_case_ids, ordered, read_parts, write_cases
 from groundsense.features import FEATURES
 
+pytestmark = pytest.mark.data  # reads the benchmark data
+
 
 @pytest.fixture(scope="module")
 def short_cases(ragtruth_test):

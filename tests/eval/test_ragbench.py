@@ -1,7 +1,10 @@
+import pytest
 import pandas as pd
 
 from groundsense.eval.cases import data_root
 from groundsense.eval.ragbench import load_ragbench, source_groups
+
+pytestmark = pytest.mark.data  # reads the benchmark data
 
 
 def test_offsets_round_trip_up_to_whitespace():

@@ -1,6 +1,9 @@
+import pytest
 import json
 
 from groundsense.eval.ragtruth import load_ragtruth, sentence_type, split_passages
+
+pytestmark = pytest.mark.data  # reads the benchmark data
 
 
 def test_streams_a_few_test_cases_with_labels_mapped_to_sentences():

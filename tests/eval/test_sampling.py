@@ -3,6 +3,8 @@ import pytest
 from groundsense.eval.ragtruth import load_ragtruth
 from groundsense.eval.sampling import even_allocation, sample_ragtruth
 
+pytestmark = pytest.mark.data  # reads the benchmark data
+
 
 def test_even_allocation_fills_small_strata_first():
     assert even_allocation(300, {"QA": 160, "Summary": 204, "Data2txt": 579}) == {"QA": 100, "Summary": 100, "Data2txt": 100}

@@ -1,9 +1,12 @@
+import pytest
 import json
 
 import pandas as pd
 
 from groundsense.eval.cases import data_root
 from groundsense.eval.tofueval import load_tofueval, sentence_type
+
+pytestmark = pytest.mark.data  # reads the benchmark data
 
 
 def test_loads_summaries_and_reports_drops():

@@ -1,0 +1,71 @@
+"""The package's layering rule (docs/architecture.md), checked on every import statement,
+deferred ones included: the core imports none of the layers above it, the verifiers import
+only the core, and the outer layers never import the CLI; no two layers import each other."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "groundsense"
+# Layer of each top-level part of the package; a module not named here is in the core.
+LAYERS = {"verifiers": 1, "eval": 2, "service": 2, "scale": 2, "integrations": 2, "cli": 3}
+
+
+def layer_part(module: str) -> str:
+    """The part of ``groundsense.a.b`` that decides its layer: ``a`` if it is a layered part."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every groundsense module ``path`` imports, relative imports resolved."""
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(target)
+            found |= {f"{target}.{a.name}" for a in node.names}  # `from . import eval`
+    return {m for m in found if m.split(".")[0] == "groundsense"}
+
+
+def edges() -> list[tuple[str, str, str]]:
+    """(importing module, its part, the imported part) for every import across parts."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = module_name(path)
+        for target in imported_modules(path):
+            if layer_part(target) != layer_part(source):
+                out.append((source, layer_part(source), layer_part(target)))
+    return out
+
+
+def rank(part: str) -> int:
+    return LAYERS.get(part, 0)
+
+
+def test_no_module_imports_a_layer_above_its_own_or_beside_it():
+    upward = [f"{m} ({part}) imports {target}" for m, part, target in edges()
+              if rank(target) > rank(part) or (rank(target) == rank(part) and target != part)]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_rule_sees_relative_and_deferred_imports():
+    assert "groundsense.verification" in imported_modules(PACKAGE / "cascade.py")  # from .verification import
+    assert "groundsense.stream" in imported_modules(PACKAGE / "detector.py")  # imported inside Detector.stream
+    assert layer_part("groundsense.eval.cases") == "eval" and layer_part("groundsense.detector") == "core"
+
+
+@pytest.mark.parametrize("part", sorted(LAYERS))
+def test_each_layer_exists(part):
+    assert (PACKAGE / part).is_dir() or (PACKAGE / f"{part}.py").exists()
