@@ -131,19 +131,20 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
     cold_third, cold_third_tokens = scorer.subset_logprobs(third, keep)
     np.testing.assert_allclose(relead, cold_third, atol=1e-5)
     assert warm_tokens < relead_tokens < cold_third_tokens
-    budget = scorer.evidence_cache_bytes
+    budget = scorer.evidence.budget_bytes
     try:
         scorer.forget_evidence()
         scorer.subset_logprobs(first, np.ones((1, len(chunks)), dtype=bool))  # the full evidence alone
-        evidence_bytes = scorer._lru_bytes()
-        scorer.evidence_cache_bytes = 2 * evidence_bytes  # room for a few ablations, not all
+        evidence_bytes = scorer.evidence.nbytes()
+        scorer.evidence.budget_bytes = 2 * evidence_bytes  # room for a few ablations, not all
         scorer.subset_logprobs(first, keep)
-        (kept,) = scorer._evidence_lru.values()
+        (key,) = scorer.evidence
+        kept = scorer.evidence.get(key)
         ablated = {tuple(row) for row in keep.tolist() if not all(row)}
         assert 0 < len(kept.subsets) < len(ablated)
-        assert evidence_bytes < scorer._lru_bytes() <= scorer.evidence_cache_bytes
+        assert evidence_bytes < scorer.evidence.nbytes() <= scorer.evidence.budget_bytes
     finally:
-        scorer.evidence_cache_bytes = budget
+        scorer.evidence.budget_bytes = budget
         scorer.forget_evidence()
 
 
