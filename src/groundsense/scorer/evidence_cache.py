@@ -65,9 +65,6 @@ class EvidenceCache:
         self.budget_bytes = budget_bytes
         self._entries: OrderedDict[tuple, KeptEvidence] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def __iter__(self) -> Iterator[tuple]:
         """The keys, least recently used first."""
         return iter(list(self._entries))
