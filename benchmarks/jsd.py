@@ -23,7 +23,8 @@ import time
 import torch
 
 from groundsense.eval.cases import data_root
-from groundsense.scorer import Distributions, Scorer, _jsd
+from groundsense.scorer import Scorer
+from groundsense.scorer.divergence import Distributions, jsd
 
 LN2 = math.log(2.0)
 BLOCK = 64
@@ -62,7 +63,7 @@ def main() -> None:
     blocks = range(0, args.tokens, BLOCK)
     forms = {
         "two-KL (previous)": lambda: torch.cat([two_kl_form(logp[i : i + BLOCK], logq[i : i + BLOCK]) for i in blocks]),
-        "entropy (library)": lambda: torch.cat([_jsd(full.rows(i, i + BLOCK), logq[i : i + BLOCK]) for i in blocks]),
+        "entropy (library)": lambda: torch.cat([jsd(full.rows(i, i + BLOCK), logq[i : i + BLOCK]) for i in blocks]),
     }
     truth = two_kl_form(logp.double(), logq.double())
     times: dict[str, list[float]] = {name: [] for name in forms}

@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from groundsense.detector import Detector
 from groundsense.eval.cases import data_root
@@ -20,6 +21,26 @@ def scorer() -> Scorer:
 @pytest.fixture(scope="session")
 def detector(scorer) -> Detector:
     return Detector(scorer, k=5)
+
+
+@pytest.fixture(scope="session")
+def tiny_scorer() -> Scorer:
+    """A two-layer Llama with random weights and the default scorer's tokenizer, for tests of
+    the scorer's plumbing (what is encoded, kept, reused, counted): it loads in a second and
+    scores in milliseconds, and its scores mean nothing."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from groundsense import weights
+
+    tokenizer = AutoTokenizer.from_pretrained(weights.resolve(None)[1])
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config)
+    return Scorer.from_model(model, tokenizer, "tiny-random-llama")
 
 
 @pytest.fixture

@@ -160,17 +160,17 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
     same_question = scorer.score(third)  # and the same question as well: only the answer
     assert same_question.tokens_processed == rows * len(third.answer.ids)
     for prompt, warm in ((second, reused), (third, same_question)):
-        cold = Scorer(evidence_cache_bytes=0).score(prompt)
+        cold = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0).score(prompt)
         assert cold.tokens_processed > warm.tokens_processed
         assert np.abs(cold.logp - warm.logp).max() <= 1e-4 and np.abs(cold.jsd - warm.jsd).max() <= 1e-4
         slow = independent_token_scores(scorer, prompt)
         assert np.abs(slow.logp - warm.logp).max() <= 1e-4 and np.abs(slow.jsd - warm.jsd).max() <= 1e-4
 
 
-def test_batched_conditions_equal_independent_passes():
+def test_batched_conditions_equal_independent_passes(scorer):
     from groundsense.scorer import Scorer
 
-    batched = Scorer(batch_conditions=True, evidence_cache_bytes=0)
+    batched = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, batch_conditions=True, evidence_cache_bytes=0)
     context = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
     chunks = chunk_context(context, 4)
     prompt = batched.encode("Tell me about the bridge.", [c.removal.of(context) for c in chunks], ANSWER, 256)
@@ -180,12 +180,12 @@ def test_batched_conditions_equal_independent_passes():
 
 
 def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):
-    from groundsense import scorer as scorer_module
+    from groundsense.scorer.passes import ENCODE_PIECE
 
     context = " ".join(PASSAGES * 20)  # several pieces of ENCODE_PIECE tokens
     chunks = chunk_context(context, 3)
     prompt = scorer.encode("q", [c.removal.of(context) for c in chunks], ANSWER, 256)
-    assert sum(map(len, prompt.chunks)) > 2 * scorer_module.ENCODE_PIECE
+    assert sum(map(len, prompt.chunks)) > 2 * ENCODE_PIECE
     fast, slow = scorer.score(prompt), independent_token_scores(scorer, prompt)
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4 and np.abs(fast.jsd - slow.jsd).max() <= 1e-4
 
@@ -203,58 +203,3 @@ def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes
     assert one.tokens_processed == kept.tokens_processed < slow.tokens_processed
     assert np.abs(one.logp - slow.logp).max() <= 1e-4 and np.abs(one.jsd - slow.jsd).max() <= 1e-4
     assert np.abs(one.logp - kept.logp).max() <= 1e-5
-
-
-def test_kept_evidence_stays_within_its_byte_budget(scorer):
-    """Room is made before a new evidence is encoded, and a kept cache holds no storage
-    beyond what it counts (the answer's tail, cut off after scoring, is not kept)."""
-    from groundsense.scorer import Scorer
-
-    def storage(lru) -> int:
-        return sum(t.untyped_storage().nbytes() for kept in lru.values() for c in kept.all_caches()
-                   for layer in c.layers for t in (layer.keys, layer.values))
-
-    first = scorer.encode("q", [p + " " for p in PASSAGES], ANSWER, 256)
-    second = scorer.encode("q", [p + " " for p in reversed(PASSAGES)], ANSWER, 256)
-    probe = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name)
-    probe.score(first)
-    one = probe._lru_bytes()
-    assert storage(probe._evidence_lru) == one
-    tight = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=int(1.5 * one))
-    tight.score(first)
-    tight.score(second)
-    assert list(tight._evidence_lru) == [(tuple(second.prefix), tuple(map(tuple, second.chunks)))]
-    assert storage(tight._evidence_lru) == tight._lru_bytes() <= tight.evidence_cache_bytes
-
-
-def test_evidence_stored_again_with_more_conditions_becomes_the_most_recent(scorer):
-    a = scorer.encode("q", [p + " " for p in PASSAGES], ANSWER, 256)
-    b = scorer.encode("q", [p + " " for p in reversed(PASSAGES)], ANSWER, 256)
-    key = lambda p: (tuple(p.prefix), tuple(map(tuple, p.chunks)))  # noqa: E731
-    scorer.forget_evidence()
-    scorer.next_token_logprobs(a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])  # keeps a's full context only
-    scorer.score(b)
-    scorer.score(a)  # needs all of a's conditions: encoded again and stored as the newest
-    assert list(scorer._evidence_lru) == [key(b), key(a)]
-    assert len(scorer._evidence_lru[key(a)].caches) == 2 + len(a.chunks)
-
-
-def test_a_cropped_copy_holds_only_the_positions_it_keeps():
-    """The copy of a cache cut back after an answer's tail does not carry the tail's storage,
-    and the source is left as it was."""
-    import torch
-    from transformers import DynamicCache
-
-    from groundsense.scorer import _crop, _cropped_copy
-
-    cache = DynamicCache()
-    for layer in range(2):
-        cache.update(torch.randn(1, 2, 10, 4), torch.randn(1, 2, 10, 4), layer)
-    _crop(cache, 7)  # a view into the 10-position storage, as after an answer's tail
-    copy = _cropped_copy(cache, 4)
-    assert copy.get_seq_length() == 4 and cache.get_seq_length() == 7
-    for kept, source in zip(copy.layers, cache.layers):
-        for part in ("keys", "values"):
-            tensor = getattr(kept, part)
-            assert tensor.untyped_storage().nbytes() == tensor.nbytes
-            assert torch.equal(tensor, getattr(source, part)[..., :4, :])

@@ -1,0 +1,86 @@
+"""Forward passes of the scorer's model over KV caches, cancellable between decoder layers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import Cancelled
+from .kv import crop
+
+ENCODE_PIECE = 512  # evidence tokens per forward call
+
+
+class ModelPasses:
+    """Runs ``model`` on ``device``. While :meth:`stopping` is in effect, ``stop`` is asked
+    before each decoder layer runs (before each forward pass, for a model whose layers are
+    not at ``model.model.layers``), so that a cancelled request stops within one layer's
+    work, not one forward pass's, however slow the machine."""
+
+    def __init__(self, model, device: torch.device):
+        self.model, self.device = model, device
+        self._stop: Callable[[], bool] | None = None
+        layers = getattr(getattr(model, "model", None), "layers", None)
+        for module in layers if layers else [model]:
+            module.register_forward_pre_hook(lambda *_: self._check_stop())
+
+    @contextmanager
+    def stopping(self, stop: Callable[[], bool] | None) -> Iterator[None]:
+        """Raise :class:`Cancelled` from the passes run inside once ``stop`` says True."""
+        self._stop = stop
+        try:
+            yield
+        finally:
+            self._stop = None
+
+    def _check_stop(self) -> None:
+        if self._stop is not None and self._stop():
+            raise Cancelled("scoring was cancelled")
+
+    def forward(self, ids: list[int], cache, n_logits: int):
+        """The model's output for ``ids`` after ``cache`` (None: none), which it extends,
+        with the logits of the last ``n_logits`` positions."""
+        inputs = torch.tensor([ids], device=self.device)
+        return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_logits)
+
+    def encode(self, ids: list[int], cache):
+        """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
+        tokens, so that attention's memory stays bounded for long contexts."""
+        for start in range(0, len(ids), ENCODE_PIECE):
+            cache = self.forward(ids[start : start + ENCODE_PIECE], cache, 1).cache
+        return cache
+
+    def tail_logits(self, tail: list[int], cache, n_logits: int) -> torch.Tensor:
+        """Logits of ``tail`` run after ``cache``, which is left as it was."""
+        length = cache.get_seq_length()
+        logits = self.forward(tail, cache, n_logits).logits
+        crop(cache, length)  # back to evidence and question, for the next answer over them
+        return logits
+
+    def batched_tails(self, tail: list[int], caches: list, n_logits: int) -> list[torch.Tensor]:
+        """Run the same tail after every cache in one batch: the caches are left-padded to
+        one length and masked, and each row keeps its own positions; the caches are not
+        changed."""
+        from transformers import DynamicCache
+
+        lengths = [c.get_seq_length() for c in caches]
+        longest = max(lengths)
+        batched = DynamicCache(config=self.model.config)
+        for index in range(len(caches[0].layers)):
+            keys, values = (
+                torch.cat([F.pad(getattr(c.layers[index], part), (0, 0, longest - n, 0)) for c, n in zip(caches, lengths)])
+                for part in ("keys", "values")
+            )
+            batched.update(keys, values, index)
+        mask = torch.ones(len(caches), longest + len(tail), dtype=torch.long, device=self.device)
+        for row, n in enumerate(lengths):
+            mask[row, : longest - n] = 0
+        positions = torch.tensor([[n + i for i in range(len(tail))] for n in lengths], device=self.device)
+        logits = self.model(
+            input_ids=torch.tensor([tail] * len(caches), device=self.device), attention_mask=mask,
+            position_ids=positions, cache=batched, use_cache=True, logits_to_keep=n_logits,
+        ).logits
+        return [logits[row : row + 1] for row in range(len(caches))]

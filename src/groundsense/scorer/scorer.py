@@ -1,0 +1,125 @@
+"""The scorer: a causal LM that re-scores a fixed answer under K+2 evidence conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from .ablations import next_token_logprobs, subset_logprobs
+from .condition_caches import ConditionEncoder
+from .conditions import ConditionCaches, open_conditions, score_exact, score_next
+from .encoding import EncodedPrompt, PromptEncoder
+from .evidence_cache import EvidenceCache
+from .loading import load_model
+from .masked import score_masked
+from .passes import ModelPasses
+from .token_scores import TokenScores
+
+
+class Scorer(PromptEncoder):
+    """A Hugging Face causal LM with its tokenizer and prompt layout: it encodes prompts
+    (:class:`PromptEncoder`) and scores their answers.
+
+    ``name`` is a built-in scorer name, a local model directory or a Hugging Face id;
+    ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs in fp32; CUDA in
+    bf16. ``block_size`` bounds the answer positions whose vocabulary distributions are
+    compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
+    evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
+    ``batch_conditions`` runs the K+2 question-and-answer tails as one batch (default: on
+    CUDA, where it pays; on a CPU the sequential path uses less memory for the same work).
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        device: str | None = None,
+        block_size: int = 64,
+        evidence_cache_bytes: int = 512 * 2**20,
+        batch_conditions: bool | None = None,
+    ):
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        name, model, tokenizer = load_model(name, device)
+        self._setup(name, model, tokenizer, device, block_size, evidence_cache_bytes, batch_conditions)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, name: str, **options) -> "Scorer":
+        """A scorer around a model already in memory (e.g. one built from a config for a
+        speed test). ``tokenizer`` may be None when prompts come pre-encoded."""
+        scorer = cls.__new__(cls)
+        scorer._setup(name, model.eval(), tokenizer, next(model.parameters()).device, **options)
+        return scorer
+
+    def _setup(
+        self, name: str, model, tokenizer, device: torch.device, block_size: int = 64,
+        evidence_cache_bytes: int = 512 * 2**20, batch_conditions: bool | None = None,
+    ) -> None:
+        super().__init__(tokenizer)
+        self.name, self.model, self.device = name, model, device
+        self.block_size = block_size
+        self.batch_conditions = device.type == "cuda" if batch_conditions is None else batch_conditions
+        self.evidence = EvidenceCache(evidence_cache_bytes)
+        self.passes = ModelPasses(model, device)
+        self.condition_encoder = ConditionEncoder(self.passes, self.evidence)
+
+    def forget_evidence(self) -> None:
+        """Drop the evidence encodings kept for later answers (the next answer starts cold)."""
+        self.evidence.clear()
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @torch.inference_mode()
+    def score(
+        self, prompt: EncodedPrompt, leave_one_out: bool = True, masked: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> TokenScores:
+        """Score the answer under every condition; the evidence's encoding is reused.
+        ``stop`` is asked before each decoder layer runs; when it says True,
+        :class:`~groundsense.errors.Cancelled` is raised (a service drops a request past its
+        timeout that way) and the kept encodings of the evidence, which the interrupted work
+        may have left half-updated, are dropped.
+
+        ``masked`` approximates the leave-one-out rows: instead of re-encoding the context
+        without chunk k, the question-and-answer tail runs once more over the full
+        context's encoding with chunk k's positions hidden from it (see
+        :mod:`groundsense.scorer.masked`). The full- and no-context rows stay exact.
+        """
+        with self.passes.stopping(stop):
+            if leave_one_out and masked:
+                return score_masked(self.condition_encoder, prompt, self.block_size)
+            rows = 2 + len(prompt.chunks) if leave_one_out else 2
+            return score_exact(self.condition_encoder, prompt, rows, self.block_size, self.batch_conditions)
+
+    @torch.inference_mode()
+    def open_conditions(
+        self, prefix: list[int], chunks: list[list[int]], middle: list[int], leave_one_out: bool = True
+    ) -> ConditionCaches:
+        """Each condition's KV cache up to the prompt's last token, as copies of its own, for
+        an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
+        kept evidence, or is encoded once and kept there, as for :meth:`score`."""
+        rows = 2 + len(chunks) if leave_one_out else 2
+        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows)
+
+    @torch.inference_mode()
+    def score_next(self, conditions: ConditionCaches, ids: list[int]) -> TokenScores:
+        """Score the answer's next tokens ``ids`` under every condition, extending each
+        condition's cache by them: the rows of :meth:`score` for those tokens."""
+        return score_next(self.passes, conditions, ids, self.block_size)
+
+    @torch.inference_mode()
+    def next_token_logprobs(
+        self, prefix: list[int], chunks: list[list[int]], lead: list[int], tails: list[list[int]], token_ids: list[int]
+    ) -> tuple[np.ndarray, int]:
+        """Log-probabilities of ``token_ids`` as the next token after ``prefix + chunks +
+        lead + tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens
+        encoded. The evidence and lead are encoded once (or taken from the kept evidence)."""
+        return next_token_logprobs(self.condition_encoder, prefix, chunks, lead, tails, token_ids)
+
+    @torch.inference_mode()
+    def subset_logprobs(self, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
+        """Answer-token log-probs with only the chunks marked in each row of ``keep`` left in
+        the context, and the tokens encoded (see :func:`groundsense.scorer.ablations.subset_logprobs`)."""
+        return subset_logprobs(self.condition_encoder, prompt, keep)
