@@ -13,9 +13,11 @@ LAYERS = {"verifiers": 1, "eval": 2, "service": 2, "scale": 2, "integrations": 2
 
 
 def layer_part(module: str) -> str:
-    """The part of ``groundsense.a.b`` that decides its layer: ``a`` if it is a layered part."""
+    """The part of ``groundsense.a.b`` that decides its layer: ``a`` if it is a layered part
+    (``groundsense.__main__``, ``python -m groundsense``, runs the CLI: it is part of it)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+    part = "cli" if parts[1:2] == ["__main__"] else parts[1] if len(parts) > 1 else ""
+    return part if part in LAYERS else "core"
 
 
 def module_name(path: Path) -> str:

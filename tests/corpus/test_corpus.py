@@ -17,6 +17,7 @@ from corpus_cases import CASES, Accepted, Case, Error
 from fastapi.testclient import TestClient
 
 from groundsense import cli as cli_module
+from groundsense.cli import common as cli_common
 from groundsense.errors import InputError
 from groundsense.inputs import decode, parse_json
 from groundsense.service.app import create_app
@@ -147,9 +148,9 @@ def test_http_refuses(refusing_app, case):
 
 @pytest.fixture(scope="module")
 def cli_on_shared_detector(detector, monkeypatch_module):
-    """The CLI builds its detector through ``_make_detector``; here it gets the session's
+    """The CLI builds its detector through ``common.make_detector``; here it gets the session's
     real detector (with the requested K and mode) instead of loading the scorer per case."""
-    monkeypatch_module.setattr(cli_module, "_make_detector", lambda **o: detector.with_options(k=o["k"], mode=o["mode"]))
+    monkeypatch_module.setattr(cli_common, "make_detector", lambda **o: detector.with_options(k=o["k"], mode=o["mode"]))
 
 
 @pytest.fixture(scope="module")

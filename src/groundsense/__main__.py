@@ -1,0 +1,5 @@
+"""``python -m groundsense``."""
+
+from .cli import main
+
+main()

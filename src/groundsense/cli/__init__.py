@@ -1,0 +1,49 @@
+"""``groundsense``: detect, stream, batch, calibrate, serve and evaluate from the shell.
+
+One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`,
+:mod:`.serve`, :mod:`.catalogue`) and per group (:mod:`.eval`); what they share is in
+:mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from .batch import batch
+from .calibrate import calibrate
+from .catalogue import examples
+from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
+from .detect import detect
+from .eval import eval_group
+from .serve import serve
+from .stream import stream
+
+
+@click.group(cls=Commands, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+@click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads for the scorer [default: torch's choice]. On a busy machine 1 can be faster.")
+@click.version_option(package_name="groundsense")
+def cli(verbose: bool, threads: int | None) -> None:
+    """Flag the sentences of a RAG answer that the retrieved evidence does not support,
+    and show the passage each supported sentence relied on."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    if not verbose:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+
+
+for command in (detect, stream, batch, calibrate, serve, examples, eval_group):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="groundsense")

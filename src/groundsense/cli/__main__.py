@@ -1,0 +1,5 @@
+"""``python -m groundsense.cli``."""
+
+from . import main
+
+main()

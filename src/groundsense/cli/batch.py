@@ -1,0 +1,89 @@
+"""`groundsense batch`: score every row of a file, here or on a Ray actor pool; resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+from ..interrupts import resumable
+from . import common
+from .common import CONTEXT_SETTINGS, detector_options
+
+
+def _actors(value: str | None) -> int | tuple[int, int] | None:
+    """``--actors``: ``N`` or ``MIN-MAX``."""
+    if value is None:
+        return None
+    low, _, high = value.partition("-")
+    try:
+        sizes = (int(low), int(high)) if high else (int(low),)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: give a number of actors (4) or a range to autoscale in (2-8)") from None
+    if min(sizes) < 1 or sizes[0] > sizes[-1]:
+        raise click.BadParameter(f"{value!r}: actors must be at least 1 (and MIN <= MAX)")
+    return sizes if high else sizes[0]
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("source")
+@click.option("-o", "--output", required=True,
+              help="Output: .jsonl (local engine: any name), or with --engine ray .parquet (a folder of part files); "
+                   "an existing output is resumed, skipping the lines already written.")
+@click.option("--no-progress", is_flag=True, help="No progress bar (or, in a log, no progress lines).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; see docs/scale.md).")
+@click.option("--actors", default=None, metavar="N|MIN-MAX", help="ray: scoring actors, or a range to autoscale in [1].")
+@click.option("--cpus-per-actor", type=click.FloatRange(min=0), default=None, help="ray: CPUs per actor, also its torch threads [1].")
+@click.option("--gpus-per-actor", type=click.FloatRange(min=0), default=None, help="ray: GPUs per actor, e.g. 1 [0].")
+@click.option("--rows-per-batch", type=click.IntRange(min=1), default=None, help="ray: answers per actor call [16].")
+@click.option("--address", default=None, help="ray: cluster to join, e.g. auto [default: $RAY_ADDRESS, else a local runtime].")
+@detector_options()
+def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_actor, rows_per_batch, address,
+          **detector_options):
+    """Score every row of a JSONL file (id, question, context or passages, answer).
+
+    A bad row gets an error record and the run goes on; rerun the same command to resume.
+    With --engine ray, SOURCE may also be Parquet (.parquet) and either may be a URI that
+    pyarrow reads (s3://, gs://, hdfs://).
+    """
+    ray_options = {"actors": _actors(actors), "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor,
+                   "rows_per_batch": rows_per_batch}
+    with resumable(f"the records written so far are in {output}"):
+        if engine == "ray":
+            summary = _ray_batch(source, output, no_progress, address,
+                                 {k: v for k, v in ray_options.items() if v is not None}, detector_options)
+        else:
+            given = [f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None]
+            if given:
+                raise InputError(f"{', '.join(given)} only apply with --engine ray")
+            summary = _local_batch(source, output, no_progress, detector_options)
+    click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors", err=True)
+
+
+def _local_batch(source: str, output: str, no_progress: bool, detector_options: dict):
+    from ..batch import run_batch
+
+    if not Path(source).is_file():
+        raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
+    return run_batch(common.make_detector(**detector_options), Path(source), Path(output), progress=not no_progress)
+
+
+def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict, detector_options: dict):
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
+    from ..calibration import Calibration
+    from ..scale import Resources, open_sink, run_ray_batch
+
+    sink = open_sink(output)  # a bad output name fails before Ray starts
+    if "://" not in source and not Path(source).is_file():
+        raise InputError(f"{source}: no such file")
+    if detector_options["calibration"] is not None:  # actors on other nodes cannot read the driver's files
+        detector_options["calibration"] = Calibration.load(detector_options["calibration"])
+    threads = click.get_current_context().find_root().params["threads"]
+    ray.init(address=address, ignore_reinit_error=True)
+    ray.data.DataContext.get_current().enable_progress_bars = not no_progress
+    return run_ray_batch(source, sink, Resources(threads=threads, detector_options=detector_options, **ray_options))

@@ -1,0 +1,64 @@
+"""`groundsense detect`: check one answer against its evidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+
+from . import common
+from .common import CONTEXT_SETTINGS, detector_options
+from .evidence import evidence_options, gather_input
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@evidence_options
+@click.option("--answer", "-a", default=None, help="The answer to check.")
+@click.option("--answer-file", type=click.Path(dir_okay=False), default=None)
+@click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`).")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
+@click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@click.option("--verifier", default=None, metavar="SPEC",
+              help="Cascade: escalate the most suspicious sentences to a verifier, which decides their flag, "
+                   "e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).")
+@click.option("--escalate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="With --verifier: the share of the answer's sentences escalated (at least one).")
+@click.option("--verifier-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="With --verifier: flag an escalated sentence when the verifier's score reaches this. A small "
+                   "judge's raw score is poorly calibrated: prefer the threshold `groundsense eval report` "
+                   "chooses on dev (its flagging table's `verifier threshold`).")
+@detector_options()
+def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
+           as_json, fail_on_flag, verifier, escalate, verifier_threshold, **detector_options):
+    """Check one answer against its evidence.
+
+    Inputs come from options and files, from --example, or as one JSON object on stdin
+    with keys question, context or passages, and answer (and optionally id, sentences,
+    options: {k, mode}, which then override -k and --mode; the same request HTTP takes):
+
+      echo '{"context": "...", "answer": "..."}' | groundsense detect --json
+    """
+    from ..render import render
+    from ..validate import check_row
+
+    row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
+    checked = check_row(row)  # validated before the scorer loads
+    detector_options.update(checked.options)
+    if verifier:  # built first: a bad spec fails before the scorer loads
+        from ..cascade import Cascade
+        from ..verifiers import make_verifier
+
+        judge = make_verifier(verifier, device=detector_options["device"])
+        detector = Cascade(common.make_detector(**detector_options), judge, escalate, verifier_threshold)
+    else:
+        detector = common.make_detector(**detector_options)
+    result = detector.detect(**checked.arguments)
+    if as_json:
+        data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        render(result, Console())
+    if fail_on_flag and result.answer.n_flagged:
+        sys.exit(1)

@@ -1,0 +1,19 @@
+"""`groundsense eval`: extract benchmark features (or verifier scores) into a cache, report from it, show a case."""
+
+from __future__ import annotations
+
+import click
+
+from .common import CONTEXT_SETTINGS, EXIT_CODES
+from .eval_attribution import attribution_pairs, rate_attribution
+from .eval_reports import answers, compare, report, selection
+from .eval_scoring import case, extract, verify
+
+
+@click.group("eval", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+def eval_group() -> None:
+    """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
+
+
+for command in (extract, verify, report, selection, answers, attribution_pairs, rate_attribution, compare, case):
+    eval_group.add_command(command)

@@ -1,0 +1,52 @@
+"""What the `groundsense eval` commands share: cache locations, case selection, report headers."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from ..eval.benchmarks import BENCHMARKS
+from ..eval.layout import cache_folder
+
+DEFAULT_CACHE = cache_folder("features")  # under runs/ in the working directory (gitignored)
+DEFAULT_VERIFIER_CACHE = cache_folder("verifiers")
+
+
+def _sample_option(value: str) -> str:
+    if value not in ("paper", "full") and not value.isdigit():
+        raise click.BadParameter("use paper, full or a number of answers")
+    return value
+
+
+def case_options(func):
+    """The options that select a benchmark's cases, shared by ``extract`` and ``verify``."""
+    options = [
+        click.argument("benchmark", type=click.Choice(BENCHMARKS)),
+        click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
+                     help="paper (RAGTruth: a paper-style 300 hallucinated + 300 clean; others: all), full, or N answers (balanced)."),
+        click.option("--split", "splits", multiple=True,
+                     help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test]."),
+        click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found]."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (by source id)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def cases_for(benchmark: str, sample: str, splits: tuple[str, ...], subsets: str | None) -> list:
+    """The cases the :func:`case_options` select, saying on stderr what was loaded, dropped and kept."""
+    from ..eval.benchmarks import selected_cases
+    from ..eval.cases import cases_summary
+
+    cases, loaded = selected_cases(benchmark, sample, splits, subsets.split(",") if subsets else None)
+    click.echo(loaded, err=True)
+    click.echo(cases_summary(cases), err=True)
+    return cases
+
+
+def report_command(*args) -> str:
+    """The shell command that renders a report, shown in its header (the published-report
+    check reruns it). Default resamples and seed only: those are what is published."""
+    return shlex.join(["groundsense", "eval", *map(str, args)])

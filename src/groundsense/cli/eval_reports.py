@@ -1,0 +1,149 @@
+"""`groundsense eval report`, `selection`, `answers` and `compare`: analyses of the caches (no scorer needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..eval.benchmarks import BENCHMARKS
+from ..eval.layout import cache_folder
+from .common import CONTEXT_SETTINGS, Failure
+from .eval_options import DEFAULT_CACHE, report_command
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Only this scorer's features [default: all cached].")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=cache_folder("report"),
+              show_default=True)
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--verifiers", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Verifier score cache [default: verifiers/ beside the feature cache].")
+@click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Attribution pairs and ratings [default: attribution/ beside the feature cache].")
+def report(cache, scorer, output, resamples, seed, verifiers, attribution):
+    """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
+    comparisons and attribution ratings where those caches exist."""
+    from ..eval.extract import load_cache
+    from ..eval.report import write_report
+
+    sets = load_cache(cache, scorer)
+    if not sets:
+        raise Failure(f"no cached features under {cache}: run `groundsense eval extract` first")
+    for s in sets:
+        click.echo(f"{s.benchmark} {s.key}: {s.rows['case_id'].nunique()} answers, {len(s.errors)} errors", err=True)
+    verifiers = verifiers or cache_folder("verifiers", cache)
+    attribution = attribution or cache_folder("attribution", cache)
+    click.echo(write_report(sets, output, seed, resamples, verifiers, attribution))
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
+              help="Feature cache with one full-mode set per benchmark (results/tokens for candidate B).")
+@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Feature cache of the whole RAGTruth test split, for the rule's third condition.")
+@click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
+              help="A: sentence features; B: A plus token-level features (needs --token-rows caches).")
+@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
+    """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
+    transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
+    from ..eval.extract import load_cache
+    from ..eval.selection import selection_report
+
+    sets = {s.benchmark: s for s in load_cache(cache, scorer) if s.config["mode"] == "full"
+            and s.config.get("leave_one_out", "exact") == "exact"}
+    if set(sets) != set(BENCHMARKS):
+        raise Failure(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
+                      f"the protocol needs all of {', '.join(BENCHMARKS)}")
+    split = next((s for s in load_cache(split_cache, scorer) if s.benchmark == "ragtruth"), None) if split_cache else None
+    command = report_command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
+                             *(["--candidate", candidate] if candidate != "A" else []), *(["-o", output] if output else []))
+    try:
+        text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, command, resamples, seed)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+              default=[DEFAULT_CACHE], show_default=True, help="Feature cache(s); every full-mode exact set is reported.")
+@click.option("--reference", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def answers(caches, reference, output, resamples, seed):
+    """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
+    partition, and the conditions that move it (scorer, task, answer cap, reference features)."""
+    from ..eval.answers import answer_report
+    from ..eval.extract import load_cache
+
+    sets = {}
+    for cache in caches:
+        for s in load_cache(cache):
+            if s.config["mode"] == "full" and s.config.get("leave_one_out", "exact") == "exact":
+                sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
+    if not sets:
+        raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")
+    command = report_command("answers", *(a for c in caches for a in ("--cache", c)),
+                             *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
+    text = answer_report(sets, reference, command, resamples, seed)
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("key_a")
+@click.argument("key_b")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
+              help="The benchmark, where a key is cached for more than one.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the numbers as JSON.")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
+    """Compare two cached configurations of one benchmark (the same scorer or two) over the same answers.
+
+    KEY_A and KEY_B are cache folder names (as `eval report` lists them), e.g. exact and
+    masked leave-one-out:
+
+    \b
+      groundsense eval compare --cache results/features \\
+        smollm2-135m-instruct__full-k5-cd42f428 smollm2-135m-instruct__full-masked-k5-a35ad123
+
+    Prints span AUC of each method under each, the paired source-level bootstrap interval of
+    A - B, and the agreement (Pearson, Spearman) of each feature.
+    """
+    from ..eval.configurations import compare as run_compare
+    from ..eval.extract import load_cache
+
+    sets = load_cache(cache)
+    chosen = []
+    for key, hint in ((key_a, "KEY_A"), (key_b, "KEY_B")):
+        matches = [s for s in sets if s.key == key and benchmark in (None, s.benchmark)]
+        if len(matches) != 1:
+            known = ", ".join(sorted({f"{s.benchmark}/{s.key}" for s in sets})) or "none"
+            problem = "is cached for several benchmarks: pass --benchmark" if matches else f"is not under {cache}"
+            raise click.BadParameter(f"{key} {problem} (cached: {known})", param_hint=hint)
+        chosen.append(matches[0])
+    try:
+        comparison = run_compare(*chosen, seed=seed, n_resamples=resamples)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(comparison.report())
+    if output:
+        output.write_text(json.dumps(comparison.to_dict(), indent=2) + "\n")

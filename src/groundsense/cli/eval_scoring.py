@@ -1,0 +1,94 @@
+"""`groundsense eval extract`, `verify` and `case`: benchmark cases into the feature and verifier caches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..interrupts import resumable
+from .common import CONTEXT_SETTINGS, LOO_OPTION
+from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@case_options
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [default: smollm2-135m-instruct].")
+@click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True)
+@LOO_OPTION
+@click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True)
+@click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--token-rows", is_flag=True,
+              help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")
+@click.option("--no-progress", is_flag=True)
+def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_one_out, max_context_tokens,
+            max_answer_tokens, device, cache, token_rows, no_progress):
+    """Score a benchmark's cases into the feature cache; rerun to resume."""
+    from ..detector import Detector
+    from ..eval.extract import extract as run_extract
+
+    cases = cases_for(benchmark, sample, splits, subsets)
+    detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
+                        max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
+    with resumable(f"the finished cases are saved under {cache}"):
+        summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
+    click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
+               f"{summary.errors} errors", err=True)
+
+
+def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{value!r}: use NAME=VALUE", param_hint="--option")
+        pairs[name] = setting
+    return pairs
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@case_options
+@click.option("--verifier", "spec", required=True, metavar="KIND:MODEL",
+              help="judge:<scorer>, contextcite:<scorer>, nli:<id or path>, minicheck:<id or path>, "
+                   "alignscore:<id or path>.")
+@click.option("-o", "--option", "options", multiple=True, callback=_option_pairs, metavar="NAME=VALUE",
+              help="A verifier setting, e.g. -o k=5, -o premise=context, -o label=1 (see docs/verifiers.md).")
+@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_VERIFIER_CACHE,
+              show_default=True)
+@click.option("--no-progress", is_flag=True)
+def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cache, no_progress):
+    """Score the same cases as `eval extract` with a verifier into the verifier cache; rerun to resume.
+
+    \b
+      groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
+      groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
+    """
+    from ..eval.verify import verify as run_verify
+    from ..verifiers import make_verifier
+
+    # before the cases load (a minute for RAGTruth), so a bad spec fails fast
+    verifier = make_verifier(spec, options, device=device)
+    cases = cases_for(benchmark, sample, splits, subsets)
+    with resumable(f"the finished cases are saved under {cache}"):
+        summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
+    click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
+               f"{summary.errors} errors", err=True)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("case_id")
+def case(case_id):
+    """Print one case as a JSON row for `groundsense detect` or `batch`.
+
+    \b
+      groundsense eval case ragtruth:ID | groundsense detect
+    """
+    from ..eval.benchmarks import find_case
+    from ..eval.rows import case_row
+
+    click.echo(json.dumps(case_row(find_case(case_id)), ensure_ascii=False))

@@ -1,0 +1,47 @@
+"""The question, evidence and answer of `detect` and `stream`: their options and how they are read."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import InputError
+
+
+def evidence_options(func):
+    """The options that give the question and the evidence."""
+    for option in reversed([
+        click.option("--question", "-q", default=None, help="The question or instruction."),
+        click.option("--question-file", type=click.Path(dir_okay=False), default=None),
+        click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks)."),
+        click.option("--context-file", type=click.Path(dir_okay=False), default=None),
+        click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
+                     help="One retrieved passage per file; repeat for each passage (each is a chunk)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file) -> dict:
+    """The request row: a shipped example, or the options and files over a JSON object on
+    standard input (read when no answer is given)."""
+    from ..inputs import load_example, read_json_stream, read_text
+    from ..validate import check_object
+
+    if example:
+        return load_example(example)
+    row: dict = {}
+    if answer is None and answer_file is None:
+        if sys.stdin.isatty():
+            raise InputError("no answer given: use --answer/--answer-file, --example NAME, or pipe a JSON object on stdin")
+        row = read_json_stream(sys.stdin.buffer)
+        check_object(row)
+    picks = {
+        "question": question if question is not None else (read_text(question_file) if question_file else None),
+        "context": context if context is not None else (read_text(context_file) if context_file else None),
+        "passages": [read_text(p) for p in passage_files] or None,
+        "answer": answer if answer is not None else (read_text(answer_file) if answer_file else None),
+    }
+    row.update({key: value for key, value in picks.items() if value is not None})
+    return row

@@ -1,0 +1,49 @@
+"""`groundsense serve`: the HTTP API and the review page."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ..validate import MAX_K
+from .common import CONTEXT_SETTINGS
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [env GROUNDSENSE_SCORER; default: the embedded one].")
+@click.option("-k", "--chunks", "k", type=click.IntRange(min=1, max=MAX_K), default=None, help="Default K [env GROUNDSENSE_K; 5].")
+@click.option("--mode", type=click.Choice(["full", "two_pass"]), default=None, help="Default mode [env GROUNDSENSE_MODE; full].")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None, help="[env GROUNDSENSE_CALIBRATION]")
+@click.option("--device", default=None, help="[env GROUNDSENSE_DEVICE]")
+@click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
+@click.option("--queue-size", type=click.IntRange(min=1), default=None, help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
+@click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")
+@click.option("--allowed-hosts", default=None, metavar="HOST,...",
+              help="Host headers to accept, e.g. review.example.org; others get 400. Set it when binding beyond "
+                   "loopback (docs/reliability.md) [env GROUNDSENSE_ALLOWED_HOSTS; any].")
+@click.option("--log-text", is_flag=True, default=None,
+              help="Put each request's question and answer in the request log [env GROUNDSENSE_LOG_TEXT; off].")
+def serve(**options):
+    """Run the HTTP API and the review page (open http://HOST:PORT/).
+
+    Flags override GROUNDSENSE_* environment variables, which override the defaults. Each
+    scoring request writes one JSON line to stdout (the request log); the server's own
+    messages go to stderr.
+    """
+    import uvicorn
+
+    from ..service.app import create_app
+    from ..service.settings import ServiceSettings
+
+    settings = ServiceSettings.from_env(**options)
+    click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)", err=True)
+    requests = logging.getLogger("groundsense.requests")
+    requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
+    requests.setLevel(logging.INFO)
+    requests.propagate = False
+    # The request log replaces uvicorn's access log for the scoring routes.
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info", access_log=False)

@@ -1,0 +1,106 @@
+"""`groundsense stream`: check an answer while it is generated."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import click
+from rich.console import Console
+
+from ..errors import InputError
+from . import common
+from .common import CONTEXT_SETTINGS, detector_options
+from .evidence import evidence_options, gather_input
+
+
+def _stdin_text() -> Iterator[str]:
+    """Standard input's text as it arrives (not line by line: an LLM's output may pause
+    mid-line), decoded as UTF-8 across read boundaries."""
+    import codecs
+    import os
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while data := os.read(sys.stdin.fileno(), 4096):
+        try:
+            yield decoder.decode(data)
+        except UnicodeDecodeError as exc:
+            raise InputError("standard input is not UTF-8 text; convert it, e.g. `iconv -f utf-16 -t utf-8`") from exc
+    yield decoder.decode(b"", final=True)
+
+
+def _replayed(answer: str, delay: float) -> Iterator[str]:
+    """An example's answer word by word, ``delay`` seconds apart, as an LLM would emit it."""
+    import time
+
+    pieces = answer.split(" ")
+    for i, piece in enumerate(pieces):
+        if delay:
+            time.sleep(delay)
+        yield piece + (" " if i < len(pieces) - 1 else "")
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@evidence_options
+@click.option("--example", default=None, metavar="NAME",
+              help="Replay a shipped example's answer word by word instead of reading standard input.")
+@click.option("--delay", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="With --example: seconds between words.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print NDJSON events, as POST /v1/detect/stream does: one per sentence, then the result.")
+@click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@detector_options()
+def stream(question, question_file, context, context_file, passage_files, example, delay, as_json, fail_on_flag,
+           **detector_options):
+    """Check an answer while it is generated: read it from standard input as it arrives and
+    print each sentence's verdict as soon as the sentence ends.
+
+      my-llm "Summarise the note" | groundsense stream --context-file note.txt
+      groundsense stream --example passages-qa          # replays a shipped answer
+    """
+    from ..inputs import load_example
+    from ..render import render_header, render_summary
+    from ..validate import check_stream_head
+
+    console = Console()
+    if example:
+        row = load_example(example)
+        pieces = _replayed(row.pop("answer"), delay)
+        row.pop("sentences", None)
+    else:
+        if sys.stdin.isatty():
+            raise InputError("pipe the answer on standard input, or replay a shipped one with --example NAME")
+        row = gather_input(None, question, question_file, context, context_file, passage_files, "", None)
+        del row["answer"]
+        pieces = _stdin_text()
+    head = check_stream_head(row)
+    detector = common.make_detector(**{**detector_options, **head.options})
+    checking = detector.stream(**head.arguments)
+    if not as_json:
+        render_header(detector.scorer.name, detector.mode, detector.leave_one_out, detector.detector,
+                      detector.calibration.thresholds.get(detector.detector) if detector.calibration else None,
+                      console)
+    printed = 0
+    for piece in pieces:
+        for sentence in checking.feed(piece):
+            _print_sentence(sentence, as_json, console)
+            printed += 1
+    result = checking.close()
+    for sentence in result.sentences[printed:]:
+        _print_sentence(sentence, as_json, console)
+    if as_json:
+        click.echo(json.dumps({"event": "result", "result": result.to_dict()}, ensure_ascii=False))
+    else:
+        render_summary(result, console)
+    if fail_on_flag and result.answer.n_flagged:
+        sys.exit(1)
+
+
+def _print_sentence(sentence, as_json: bool, console: Console) -> None:
+    if as_json:
+        click.echo(json.dumps({"event": "sentence", "sentence": sentence.to_dict()}, ensure_ascii=False))
+    else:
+        from ..render import render_sentence
+
+        render_sentence(sentence, None, console)
