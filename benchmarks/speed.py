@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from groundsense.config import DEFAULTS, DetectorConfig
 from groundsense.evidence import build_evidence
 from groundsense.features import assign_tokens, sentence_features
 from groundsense.reference import condition_sequences
@@ -47,8 +48,8 @@ from groundsense.text import Span, segment_sentences
 # split as `groundsense eval extract ragtruth --sample full` timed it, against the naive method
 SECTIONS = ("main", "length", "k", "split", "masked", "rss4k", "measured")
 RSS_TARGET_MB = 1.5e9 / 2**20  # the memory target, "under 1.5 GB", in the MiB that peak_rss_mb() reports
-MAX_CONTEXT_TOKENS = 1800  # the Detector's defaults
-MAX_ANSWER_TOKENS = 256
+MAX_CONTEXT_TOKENS = DEFAULTS.max_context_tokens
+MAX_ANSWER_TOKENS = DEFAULTS.max_answer_tokens
 TOLERANCE = 1e-4
 REPO = Path(__file__).resolve().parents[1]
 
@@ -451,7 +452,7 @@ def split_cache(cache: Path, k: int) -> Path:
     from groundsense.eval.extract import ExtractionConfig, cache_folder
     from groundsense.weights import DEFAULT_SCORER
 
-    folder = cache_folder(cache, "ragtruth", ExtractionConfig(DEFAULT_SCORER, k, "full", MAX_CONTEXT_TOKENS, MAX_ANSWER_TOKENS))
+    folder = cache_folder(cache, "ragtruth", ExtractionConfig(DetectorConfig(scorer=DEFAULT_SCORER, k=k)))
     if not (folder / "config.json").is_file():
         sys.exit(f"{folder}: no features cached; run `groundsense eval extract ragtruth --sample full --cache {cache}`"
                  " (resumable) or give --cache")

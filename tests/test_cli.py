@@ -78,6 +78,12 @@ def test_bad_input_exits_2_with_a_message(args, stdin, message):
     assert '"sentences"' not in result.output
 
 
+@pytest.mark.parametrize("group", [[], ["eval"]])
+def test_the_exit_codes_are_in_the_help(group):
+    shown = run(*group, "--help").output
+    assert "\n    2    bad usage or input" in shown and "\n    1    a sentence was flagged under --fail-on-flag" in shown
+
+
 def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
     result = run("detect", "--scorer", absent_scorer.name, "--answer", "A.", "--context", "B.")
     assert result.exit_code == 2

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from groundsense.calibration import Calibration
+from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.extract import ExtractionConfig
@@ -92,8 +93,8 @@ def test_cli_says_which_leave_one_out_produced_the_result():
 
 
 def test_masked_features_are_cached_under_their_own_key():
-    exact = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256)
-    masked = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256, "masked")
+    exact = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct"))
+    masked = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct", leave_one_out="masked"))
     assert exact.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the key of the committed results/features
     assert masked.key.startswith("smollm2-135m-instruct__full-masked-k5-")
     assert masked.key.split("-")[-1] != exact.key.split("-")[-1]

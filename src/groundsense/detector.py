@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .calibration import Calibration, gap_score, shipped_calibration
+from .config import DEFAULTS, DetectorConfig
 from .errors import InputError
 from .evidence import Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from .scorer import EncodedAnswer, EncodedPrompt, Scorer
 from .text import Span, segment_sentences
-from .validate import MODES, check_inputs, check_k, check_row, check_spans
+from .validate import check_inputs, check_row, check_spans
 
 if TYPE_CHECKING:
     from .stream import DetectionStream
 
 log = logging.getLogger(__name__)
-
-LEAVE_ONE_OUT = ("exact", "masked")
 
 
 @dataclass(frozen=True)
@@ -52,24 +51,28 @@ class Detector:
     of the full context (cheaper; see docs/performance.md). The shipped calibrations are
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
     ``sensitivity`` pass a calibration fitted with masked features.
+
+    The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
+    as ``detector.config``; :meth:`from_config` builds a detector from one.
     """
 
     def __init__(
         self,
         scorer: Scorer | str | None = None,
-        k: int = 5,
-        mode: str = "full",
+        k: int = DEFAULTS.k,
+        mode: str = DEFAULTS.mode,
         calibration: Calibration | str | Path | None | bool = None,
-        max_context_tokens: int = 1800,
-        max_answer_tokens: int = 256,
+        max_context_tokens: int = DEFAULTS.max_context_tokens,
+        max_answer_tokens: int = DEFAULTS.max_answer_tokens,
         device: str | None = None,
-        leave_one_out: str = "exact",
+        leave_one_out: str = DEFAULTS.leave_one_out,
     ):
-        if mode not in MODES:
-            raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if leave_one_out not in LEAVE_ONE_OUT:
-            raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {leave_one_out!r}")
-        k = check_k(k)
+        config = DetectorConfig(  # checked before the scorer loads
+            scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
+            calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
+            device=device,
+        )
+        k = config.k
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.k, self.mode = k, mode
         self.leave_one_out = leave_one_out if mode == "full" else None  # two-pass mode has none
@@ -77,7 +80,9 @@ class Detector:
         self.detector = "sensitivity" if mode == "full" else "gap"
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
-        given = calibration  # what siblings (:meth:`with_options`) share
+        # What this detector was built from (its siblings, :meth:`with_options`, too): the
+        # scorer by the name it resolved to, a calibration file loaded.
+        self.config = replace(config, scorer=self.scorer.name, calibration=calibration)
         if isinstance(calibration, Calibration) and self.detector == "sensitivity":
             if calibration.leave_one_out != leave_one_out:
                 raise InputError(
@@ -99,20 +104,21 @@ class Detector:
         self.calibration = calibration or None
         if self.calibration is None:
             self.detector = "gap"
-        self._sibling_options = {
-            "calibration": given,
-            "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
-            "leave_one_out": leave_one_out,
-        }
         self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
+
+    @classmethod
+    def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
+        """The detector ``config`` describes; ``scorer``, an already loaded one to use instead
+        of loading ``config.scorer``."""
+        return cls(**{**config.settings(), "scorer": scorer or config.scorer})
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> "Detector":
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
-        that shares the scorer, its token budgets and an explicitly given calibration,
-        made once and kept."""
+        that shares the scorer and the rest of its configuration (token budgets, leave-one-out
+        kind, an explicitly given calibration), made once and kept."""
         key = (self.k if k is None else k, self.mode if mode is None else mode)
         if key not in self._siblings:
-            self._siblings[key] = Detector(self.scorer, k=key[0], mode=key[1], **self._sibling_options)
+            self._siblings[key] = Detector.from_config(replace(self.config, k=key[0], mode=key[1]), self.scorer)
             self._siblings[key]._siblings = self._siblings
         return self._siblings[key]
 

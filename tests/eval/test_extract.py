@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
 from groundsense.eval.rows import case_row
 from groundsense.eval.extract import ExtractionConfig, extract, load_cache
@@ -51,7 +52,7 @@ def test_rows_align_with_labelled_sentences(first_run, short_cases):
     assert (scored["drops"].map(len) == scored["n_chunks"]).all()  # one drop per chunk
     assert (scored["seconds"] > 0).all() and (scored["tokens_processed"] > scored["prompt_tokens"]).all()
     config = json.loads((first.folder / "config.json").read_text())
-    assert config == {**dataclasses.asdict(ExtractionConfig.of(detector)), "n_parameters": detector.scorer.n_parameters}
+    assert config == {**ExtractionConfig.of(detector).record(), "n_parameters": detector.scorer.n_parameters}
     assert first.folder.parent.name == "ragtruth" and first.folder.name.startswith("smollm2-135m-instruct__full-k5-")
 
 
@@ -134,7 +135,7 @@ def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
 
 
 def test_token_rows_change_the_key_only_when_kept():
-    plain = ExtractionConfig("smollm2-135m-instruct", 5, "full", 1800, 256)
+    plain = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct"))
     assert plain.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the committed caches' key
     tokens = dataclasses.replace(plain, token_rows=True)
     assert tokens.key.startswith("smollm2-135m-instruct__full-k5-tokens-") and tokens.key != plain.key

@@ -79,11 +79,12 @@ def test_report_command_reads_the_parquet_cache(tmp_path):
     from click.testing import CliRunner
 
     from groundsense.cli import cli
+    from groundsense.config import DetectorConfig
     from groundsense.eval.extract import ExtractionConfig, write_config
     from groundsense.eval.store import write_part
 
     fs = feature_set("ragtruth", 0)
-    config = ExtractionConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"})
+    config = ExtractionConfig(DetectorConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"}))
     folder = tmp_path / "cache" / "ragtruth" / config.key
     write_config(folder, config, CONFIG["n_parameters"])
     write_part(folder, fs.rows)

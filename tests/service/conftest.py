@@ -6,6 +6,7 @@ import httpx
 import pytest
 import uvicorn
 
+from groundsense.config import DetectorConfig
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
@@ -50,7 +51,7 @@ def live_server():
 @pytest.fixture(scope="package")
 def short_context_server():
     """A server whose context budget is a few tokens, so every context gets cut."""
-    with LiveServer(ServiceSettings(max_context_tokens=12)) as server:
+    with LiveServer(ServiceSettings(detector=DetectorConfig(max_context_tokens=12))) as server:
         yield server
 
 

@@ -5,6 +5,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from groundsense.config import DetectorConfig
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
@@ -91,7 +92,7 @@ def test_examples_are_served(client):
 
 
 def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
-    settings = ServiceSettings(scorer=absent_scorer.name)
+    settings = ServiceSettings(detector=DetectorConfig(scorer=absent_scorer.name))
     with TestClient(create_app(settings)) as client:
         for _ in range(600):
             if client.get("/readyz").json()["status"] != "loading":
@@ -116,7 +117,7 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_K", "3")
     monkeypatch.setenv("GROUNDSENSE_TIMEOUT_S", "2.5")
     settings = ServiceSettings.from_env(k=7, scorer=None)
-    assert (settings.port, settings.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")
+    assert (settings.port, settings.detector.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")
 
 
 def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, monkeypatch, caplog):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from ..config import DetectorConfig
 from ..errors import InputError
 from ..interrupts import resumable
 from . import common
@@ -48,29 +50,30 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
     With --engine ray, SOURCE may also be Parquet (.parquet) and either may be a URI that
     pyarrow reads (s3://, gs://, hdfs://).
     """
+    config = DetectorConfig(**detector_options)
     ray_options = {"actors": _actors(actors), "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor,
                    "rows_per_batch": rows_per_batch}
     with resumable(f"the records written so far are in {output}"):
         if engine == "ray":
             summary = _ray_batch(source, output, no_progress, address,
-                                 {k: v for k, v in ray_options.items() if v is not None}, detector_options)
+                                 {k: v for k, v in ray_options.items() if v is not None}, config)
         else:
             given = [f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None]
             if given:
                 raise InputError(f"{', '.join(given)} only apply with --engine ray")
-            summary = _local_batch(source, output, no_progress, detector_options)
+            summary = _local_batch(source, output, no_progress, config)
     click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors", err=True)
 
 
-def _local_batch(source: str, output: str, no_progress: bool, detector_options: dict):
+def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
     from ..batch import run_batch
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
-    return run_batch(common.make_detector(**detector_options), Path(source), Path(output), progress=not no_progress)
+    return run_batch(common.make_detector(config), Path(source), Path(output), progress=not no_progress)
 
 
-def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict, detector_options: dict):
+def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict, config: DetectorConfig):
     try:
         import ray
     except ImportError:
@@ -81,9 +84,9 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     sink = open_sink(output)  # a bad output name fails before Ray starts
     if "://" not in source and not Path(source).is_file():
         raise InputError(f"{source}: no such file")
-    if detector_options["calibration"] is not None:  # actors on other nodes cannot read the driver's files
-        detector_options["calibration"] = Calibration.load(detector_options["calibration"])
+    if config.calibration is not None:  # actors on other nodes cannot read the driver's files
+        config = replace(config, calibration=Calibration.load(config.calibration))
     threads = click.get_current_context().find_root().params["threads"]
     ray.init(address=address, ignore_reinit_error=True)
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
-    return run_ray_batch(source, sink, Resources(threads=threads, detector_options=detector_options, **ray_options))
+    return run_ray_batch(source, sink, Resources(threads=threads, detector=config, **ray_options))

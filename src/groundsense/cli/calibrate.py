@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..config import DetectorConfig
 from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
@@ -22,7 +23,7 @@ from .common import CONTEXT_SETTINGS, detector_options
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--no-progress", is_flag=True)
-@detector_options(fitting=True)
+@detector_options(omit=("mode", "calibration"))  # fitting scores in full mode, uncalibrated
 def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
@@ -36,7 +37,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     from ..calibration_data import fit_from_batch
 
     features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(**detector_options, mode="full", calibration=False)
+    detector = common.make_detector(DetectorConfig(**detector_options, mode="full", calibration=False))
     with resumable(f"the features scored so far are in {features}"):
         run_batch(detector, source, features, progress=not no_progress)
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,

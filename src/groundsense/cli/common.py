@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import click
 
+from ..config import DEFAULTS, LEAVE_ONE_OUT, DetectorConfig
 from ..errors import GroundsenseError
-from ..validate import MAX_K
+from ..validate import MAX_K, MODES
+from ..weights import DEFAULT_SCORER
+
+if TYPE_CHECKING:
+    from ..detector import Detector
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -36,49 +44,70 @@ class Commands(click.Group):
             raise Failure(str(exc)) from exc
 
 
-LOO_OPTION = click.option(
-    "--loo", "leave_one_out", type=click.Choice(["exact", "masked"]), default="exact", show_default=True,
-    help="Full mode's leave-one-out rows: exact re-encodes the context without each chunk; masked hides the "
-         "chunk from the answer over one encoding of the full context (an approximation, cheaper; the shipped "
-         "calibration then serves the gap detector only).",
+@dataclass(frozen=True)
+class _Setting:
+    """The command-line option of one :class:`~groundsense.config.DetectorConfig` field."""
+
+    field: str
+    names: tuple[str, ...]
+    help: str
+    type: click.ParamType | None = None
+    shown: str | None = None  # the default as help shows it, where the field's is None
+    metavar: str | None = None
+
+    def option(self, from_env: bool):
+        """The click option; ``from_env`` (`serve`): no default of its own, so that the
+        ``GROUNDSENSE_*`` variable or the field's default applies."""
+        default = getattr(DEFAULTS, self.field)
+        if from_env:
+            default, text, show = None, f"{self.help} [env GROUNDSENSE_{self.field.upper()}; {self.shown or default}]", False
+        elif self.shown:  # click would show a text default in parentheses
+            text, show = f"{self.help} [default: {self.shown}]", False
+        else:
+            text, show = self.help, True
+        return click.option(*self.names, self.field, type=self.type, default=default, metavar=self.metavar,
+                            show_default=show, help=text)
+
+
+SETTINGS = (
+    _Setting("scorer", ("--scorer", "-m"), "Built-in scorer (`groundsense scorers`), local model directory or "
+             "Hugging Face id.", shown=DEFAULT_SCORER, metavar="NAME"),
+    _Setting("k", ("-k", "--chunks"), "Chunks a single context string is split into (passages are chunks as given).",
+             click.IntRange(min=1, max=MAX_K)),
+    _Setting("mode", ("--mode",), "full: K+2 conditions and the sensitivity detector; two_pass: gap only, "
+             "~K/2+1 times cheaper.", click.Choice(MODES)),
+    _Setting("leave_one_out", ("--loo",), "Full mode's leave-one-out rows: exact re-encodes the context without "
+             "each chunk; masked hides the chunk from the answer over one encoding of the full context (an "
+             "approximation, cheaper; the shipped calibration then serves the gap detector only).",
+             click.Choice(LEAVE_ONE_OUT)),
+    _Setting("calibration", ("--calibration",), "Calibration file from `groundsense calibrate`.",
+             click.Path(exists=True, dir_okay=False), shown="the one shipped for the scorer"),
+    _Setting("max_context_tokens", ("--max-context-tokens",), "Scorer tokens of evidence kept (from its start); the rest is cut.",
+             click.IntRange(min=1)),
+    _Setting("max_answer_tokens", ("--max-answer-tokens",), "Answer tokens scored; sentences past them are unscored.",
+             click.IntRange(min=1)),
+    _Setting("device", ("--device",), "torch device.", shown="cuda if available, else cpu"),
 )
 
 
-def detector_options(fitting: bool = False):
-    """The options that build a detector. ``fitting`` (`calibrate`) leaves out --mode and
-    --calibration: fitting always scores in full mode, uncalibrated."""
-    mode = [] if fitting else [
-        click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True,
-                     help="full: K+2 conditions and the sensitivity detector; two_pass: gap only, ~K/2+1 times cheaper.")]
-    calibration = [] if fitting else [
-        click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="Calibration file from `groundsense calibrate` [default: the one shipped for the scorer].")]
-    options = [
-        click.option("--scorer", "-m", default=None, metavar="NAME",
-                     help="Built-in scorer, local model directory or Hugging Face id [default: smollm2-135m-instruct]."),
-        click.option("-k", "--chunks", "k", type=click.IntRange(min=1, max=MAX_K), default=5, show_default=True,
-                     help="Chunks a single context string is split into (passages are chunks as given)."),
-        *mode,
-        LOO_OPTION,
-        *calibration,
-        click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True),
-        click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True),
-        click.option("--device", default=None, help="torch device [default: cuda if available, else cpu]."),
-    ]
+def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):
+    """The options of every :class:`~groundsense.config.DetectorConfig` field but those in
+    ``omit``, passed to the command under the fields' names, so that
+    ``DetectorConfig(**options)`` takes them (``from_env``: see :meth:`_Setting.option`)."""
 
     def decorate(func):
-        for option in reversed(options):
-            func = option(func)
+        for setting in reversed(SETTINGS):
+            if setting.field not in omit:
+                func = setting.option(from_env)(func)
         return func
 
     return decorate
 
 
-def make_detector(scorer, k, mode, leave_one_out, calibration, max_context_tokens, max_answer_tokens, device):
+def make_detector(config: DetectorConfig) -> Detector:
     """Every command's detector. Commands call it as ``common.make_detector``, so that a test
     can hand them a loaded one; the detector module (torch) is imported only when one is made,
     which keeps ``groundsense -h`` fast."""
     from ..detector import Detector
 
-    return Detector(scorer, k=k, mode=mode, calibration=calibration, max_context_tokens=max_context_tokens,
-                    max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
+    return Detector.from_config(config)

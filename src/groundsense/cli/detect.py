@@ -8,6 +8,7 @@ import sys
 import click
 from rich.console import Console
 
+from ..config import DetectorConfig
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
 from .evidence import evidence_options, gather_input
@@ -45,15 +46,15 @@ def detect(example, question, question_file, context, context_file, passage_file
 
     row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
     checked = check_row(row)  # validated before the scorer loads
-    detector_options.update(checked.options)
+    config = DetectorConfig(**{**detector_options, **checked.options})
     if verifier:  # built first: a bad spec fails before the scorer loads
         from ..cascade import Cascade
         from ..verifiers import make_verifier
 
-        judge = make_verifier(verifier, device=detector_options["device"])
-        detector = Cascade(common.make_detector(**detector_options), judge, escalate, verifier_threshold)
+        judge = make_verifier(verifier, device=config.device)
+        detector = Cascade(common.make_detector(config), judge, escalate, verifier_threshold)
     else:
-        detector = common.make_detector(**detector_options)
+        detector = common.make_detector(config)
     result = detector.detect(**checked.arguments)
     if as_json:
         data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}

@@ -8,32 +8,27 @@ from pathlib import Path
 import click
 
 from ..interrupts import resumable
-from .common import CONTEXT_SETTINGS, LOO_OPTION
+from ..config import DetectorConfig
+from . import common
+from .common import CONTEXT_SETTINGS, detector_options
 from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @case_options
-@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [default: smollm2-135m-instruct].")
-@click.option("-k", "--chunks", "k", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--mode", type=click.Choice(["full", "two_pass"]), default="full", show_default=True)
-@LOO_OPTION
-@click.option("--max-context-tokens", type=click.IntRange(min=1), default=1800, show_default=True)
-@click.option("--max-answer-tokens", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
+@detector_options(omit=("calibration",))  # features are uncalibrated
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--token-rows", is_flag=True,
               help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")
 @click.option("--no-progress", is_flag=True)
-def extract(benchmark, sample, splits, subsets, limit, scorer, k, mode, leave_one_out, max_context_tokens,
-            max_answer_tokens, device, cache, token_rows, no_progress):
-    """Score a benchmark's cases into the feature cache; rerun to resume."""
-    from ..detector import Detector
+def extract(benchmark, sample, splits, subsets, limit, cache, token_rows, no_progress, **detector_options):
+    """Score a benchmark's cases into the feature cache, under a key of the detector settings
+    that change features (all but --device); rerun to resume."""
     from ..eval.extract import extract as run_extract
 
+    config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, sample, splits, subsets)
-    detector = Detector(scorer, k=k, mode=mode, calibration=False, max_context_tokens=max_context_tokens,
-                        max_answer_tokens=max_answer_tokens, device=device, leave_one_out=leave_one_out)
+    detector = common.make_detector(config)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "

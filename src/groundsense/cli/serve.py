@@ -7,16 +7,11 @@ import sys
 
 import click
 
-from ..validate import MAX_K
-from .common import CONTEXT_SETTINGS
+from .common import CONTEXT_SETTINGS, detector_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--scorer", "-m", default=None, metavar="NAME", help="Scorer [env GROUNDSENSE_SCORER; default: the embedded one].")
-@click.option("-k", "--chunks", "k", type=click.IntRange(min=1, max=MAX_K), default=None, help="Default K [env GROUNDSENSE_K; 5].")
-@click.option("--mode", type=click.Choice(["full", "two_pass"]), default=None, help="Default mode [env GROUNDSENSE_MODE; full].")
-@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None, help="[env GROUNDSENSE_CALIBRATION]")
-@click.option("--device", default=None, help="[env GROUNDSENSE_DEVICE]")
+@detector_options(from_env=True)
 @click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
 @click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
 @click.option("--queue-size", type=click.IntRange(min=1), default=None, help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
@@ -30,9 +25,10 @@ from .common import CONTEXT_SETTINGS
 def serve(**options):
     """Run the HTTP API and the review page (open http://HOST:PORT/).
 
-    Flags override GROUNDSENSE_* environment variables, which override the defaults. Each
-    scoring request writes one JSON line to stdout (the request log); the server's own
-    messages go to stderr.
+    Flags override GROUNDSENSE_* environment variables, which override the defaults. The
+    detector settings are the defaults of every request (whose options may choose k and
+    mode). Each scoring request writes one JSON line to stdout (the request log); the
+    server's own messages go to stderr.
     """
     import uvicorn
 

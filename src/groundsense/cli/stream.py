@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import click
 from rich.console import Console
 
+from ..config import DetectorConfig
 from ..errors import InputError
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
@@ -75,7 +76,7 @@ def stream(question, question_file, context, context_file, passage_files, exampl
         del row["answer"]
         pieces = _stdin_text()
     head = check_stream_head(row)
-    detector = common.make_detector(**{**detector_options, **head.options})
+    detector = common.make_detector(DetectorConfig(**{**detector_options, **head.options}))
     checking = detector.stream(**head.arguments)
     if not as_json:
         render_header(detector.scorer.name, detector.mode, detector.leave_one_out, detector.detector,

@@ -13,12 +13,13 @@ import json
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..config import DetectorConfig
 from ..detector import Detector, Outcome
 from ..features import FEATURES
 from ..result import DetectionResult, TokenRows
@@ -31,36 +32,42 @@ TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mo
 
 @dataclass(frozen=True)
 class ExtractionConfig:
-    """What makes two extractions comparable: the scorer and the detector's settings."""
+    """What makes two extractions comparable: the detector's configuration (its scorer by
+    the name it resolved to) and whether token rows were kept (:data:`TOKEN_COLUMNS`)."""
 
-    scorer: str
-    k: int
-    mode: str
-    max_context_tokens: int
-    max_answer_tokens: int
-    leave_one_out: str | None = "exact"  # full mode: exact or masked; None in two-pass mode
-    token_rows: bool = False  # also keep each sentence's per-token scores (:data:`TOKEN_COLUMNS`)
+    detector: DetectorConfig
+    token_rows: bool = False
 
     @classmethod
     def of(cls, detector: Detector, token_rows: bool = False) -> ExtractionConfig:
-        return cls(detector.scorer.name, detector.k, detector.mode, detector.max_context_tokens,
-                   detector.max_answer_tokens, detector.leave_one_out, token_rows)
+        return cls(detector.config, token_rows)
+
+    def record(self) -> dict:
+        """The settings that change features, as ``config.json`` holds them: the calibration
+        and the device are left out, and ``leave_one_out`` is null in two-pass mode."""
+        d = self.detector
+        return {
+            "scorer": d.scorer, "k": d.k, "mode": d.mode, "max_context_tokens": d.max_context_tokens,
+            "max_answer_tokens": d.max_answer_tokens, "leave_one_out": d.leave_one_out if d.mode == "full" else None,
+            "token_rows": self.token_rows,
+        }
 
     @property
     def key(self) -> str:
         """Folder name: readable scorer, mode (``full-masked`` for masked leave-one-out) and K,
-        plus a hash of the whole configuration, and ``-tokens`` when token rows are kept.
-        Exact leave-one-out and no token rows, the only kinds before the options existed,
-        stay out of the hash, so that older caches keep their keys."""
-        fields = asdict(self)
-        if self.leave_one_out != "masked":
+        plus a hash of :meth:`record`, and ``-tokens`` when token rows are kept. Exact
+        leave-one-out and no token rows, the only kinds before the options existed, stay out
+        of the hash, so that older caches keep their keys."""
+        fields = self.record()
+        masked = fields["leave_one_out"] == "masked"
+        if not masked:
             del fields["leave_one_out"]
         if not self.token_rows:
             del fields["token_rows"]
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
-        scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", self.scorer)
-        mode = "full-masked" if self.leave_one_out == "masked" else self.mode
-        return f"{scorer}__{mode}-k{self.k}{'-tokens' if self.token_rows else ''}-{digest}"
+        scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", fields["scorer"])
+        mode = "full-masked" if masked else fields["mode"]
+        return f"{scorer}__{mode}-k{fields['k']}{'-tokens' if self.token_rows else ''}-{digest}"
 
 
 def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) -> Path:
@@ -117,7 +124,7 @@ def sentence_rows(case: Case, result: DetectionResult, seconds: float, token_row
 
 
 def write_config(folder: Path, config: ExtractionConfig, n_parameters: int) -> None:
-    write_json(folder, {**asdict(config), "n_parameters": n_parameters})
+    write_json(folder, {**config.record(), "n_parameters": n_parameters})
 
 
 def extract(
@@ -151,7 +158,7 @@ class FeatureSet:
     """Everything cached for one benchmark under one configuration."""
 
     benchmark: str
-    config: dict  # ExtractionConfig fields plus the scorer's ``n_parameters``
+    config: dict  # ExtractionConfig.record() plus the scorer's ``n_parameters``
     key: str  # the cache folder name
     rows: pd.DataFrame
 

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import ray.data
 
 from ..batch import BatchSummary, evidence_key, parse_line, score_rows
+from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from .io import Sink, encode_row, read_input
 from .schema import records_table
@@ -35,20 +36,19 @@ from .schema import records_table
 @dataclass(frozen=True)
 class Resources:
     """The actor pool: ``actors`` fixed, or ``(min, max)`` to autoscale; per actor CPUs,
-    GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node).
-    Actors without a GPU score on the CPU unless ``detector_options`` names a device, so
-    that they never use a GPU Ray has not given them."""
+    GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node), and
+    the ``detector`` each actor builds. Actors without a GPU score on the CPU unless the
+    detector names a device, so that they never use a GPU Ray has not given them."""
 
     actors: int | tuple[int, int] = 1
     cpus_per_actor: float = 1.0
     gpus_per_actor: float = 0.0
     threads: int | None = None
     rows_per_batch: int = 16
-    detector_options: dict = field(default_factory=dict)
+    detector: DetectorConfig = field(default_factory=DetectorConfig)
 
-    def actor_detector_options(self) -> dict:
-        device = self.detector_options.get("device") or (None if self.gpus_per_actor else "cpu")
-        return {**self.detector_options, "device": device}
+    def actor_detector(self) -> DetectorConfig:
+        return replace(self.detector, device=self.detector.device or (None if self.gpus_per_actor else "cpu"))
 
     def pool(self) -> ray.data.ActorPoolStrategy:
         if isinstance(self.actors, tuple):
@@ -59,7 +59,7 @@ class Resources:
 class ScoreRows:
     """A Ray Data actor: one :class:`Detector`, loaded once, scoring batches of rows."""
 
-    def __init__(self, source: str, threads: int, detector_options: dict):
+    def __init__(self, source: str, threads: int, config: DetectorConfig):
         import torch
         from transformers.utils import logging as hf_logging
 
@@ -72,7 +72,7 @@ class ScoreRows:
         # scorer that cannot load fails the first call, and the CLI can say what to do.
         self.detector, self.error = None, None
         try:
-            self.detector = Detector(**detector_options)
+            self.detector = Detector.from_config(config)
         except GroundsenseError as exc:
             self.error = exc
 
@@ -116,7 +116,7 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         fn_constructor_kwargs={
             "source": source,
             "threads": resources.threads or max(1, int(resources.cpus_per_actor)),
-            "detector_options": resources.actor_detector_options(),
+            "config": resources.actor_detector(),
         },
         batch_size=resources.rows_per_batch,
         batch_format="pyarrow",
@@ -133,14 +133,15 @@ def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **d
     ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
     grouping the rows runs now; the scoring runs when the result is consumed.
 
-    ``detector_options`` are :class:`groundsense.Detector`'s (``scorer``, ``k``, ``mode``,
-    ``calibration``, ...); they go to every actor, so a ``calibration`` should be a loaded
-    :class:`groundsense.Calibration` and a ``scorer`` a name every node can resolve. The
-    result has one row per input row in :data:`groundsense.scale.schema.RECORD_SCHEMA`,
-    ready for ``write_parquet``; ``line`` is null where the input has none.
+    ``detector_options`` are :class:`groundsense.config.DetectorConfig` fields (``scorer``,
+    ``k``, ``mode``, ``calibration``, ...) over ``resources.detector``; they go to every
+    actor, so a ``calibration`` should be a loaded :class:`groundsense.Calibration` and a
+    ``scorer`` a name every node can resolve. The result has one row per input row in
+    :data:`groundsense.scale.schema.RECORD_SCHEMA`, ready for ``write_parquet``; ``line`` is
+    null where the input has none.
     """
     resources = resources or Resources()
-    resources = replace(resources, detector_options={**resources.detector_options, **detector_options})
+    resources = replace(resources, detector=replace(resources.detector, **detector_options))
     return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources)
 
 

@@ -82,11 +82,7 @@ class Scoring:
     def __init__(self, settings: ServiceSettings):
         from ..detector import Detector
 
-        self.detector = Detector(
-            settings.scorer, k=settings.k, mode=settings.mode, calibration=settings.calibration,
-            max_context_tokens=settings.max_context_tokens, max_answer_tokens=settings.max_answer_tokens,
-            device=settings.device,
-        )
+        self.detector = Detector.from_config(settings.detector)
         self.scorer = self.detector.scorer
         self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
 
@@ -144,7 +140,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
-    metrics = Metrics(display_name(settings.scorer), lambda: worker.pending)
+    metrics = Metrics(display_name(settings.detector.scorer), lambda: worker.pending)
     app.state.worker, app.state.settings, app.state.metrics = worker, settings, metrics
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.allowed_hosts:  # a request for another Host gets 400 before anything else

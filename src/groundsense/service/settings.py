@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
+
+from ..config import DetectorConfig
 
 
 @dataclass(frozen=True)
 class ServiceSettings:
-    scorer: str | None = None  # None: the embedded default
-    k: int = 5
-    mode: str = "full"
-    calibration: str | None = None
-    device: str | None = None
-    max_context_tokens: int = 1800
-    max_answer_tokens: int = 256
+    detector: DetectorConfig = field(default_factory=DetectorConfig)
     host: str = "127.0.0.1"
     port: int = 8000
     queue_size: int = 8  # requests waiting for the scorer; more get 429
@@ -29,13 +25,23 @@ class ServiceSettings:
         return [h.strip() for h in (self.allowed_hosts or "").split(",") if h.strip()]
 
     @classmethod
-    def from_env(cls, **overrides) -> "ServiceSettings":
-        """Defaults, then ``GROUNDSENSE_<FIELD>`` variables, then non-None ``overrides``."""
-        values = {}
-        for f in fields(cls):
-            raw = os.environ.get(f"GROUNDSENSE_{f.name.upper()}")
-            if raw is not None:
-                kind = type(f.default) if f.default is not None else str
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if kind is bool else kind(raw)
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+    def from_env(cls, **overrides) -> ServiceSettings:
+        """Defaults, then ``GROUNDSENSE_<FIELD>`` variables, then non-None ``overrides``, for
+        the service's fields and the detector's alike (``GROUNDSENSE_K``, ``GROUNDSENSE_LEAVE_ONE_OUT``, ...)."""
+        detector = DetectorConfig(**_values(DetectorConfig, overrides))
+        return cls(detector=detector, **_values(cls, overrides))
+
+
+def _values(kind: type, overrides: dict) -> dict:
+    """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
+    values = {}
+    for f in fields(kind):
+        if f.default is MISSING:
+            continue
+        raw = os.environ.get(f"GROUNDSENSE_{f.name.upper()}")
+        if raw is not None:
+            parse = type(f.default) if f.default is not None else str
+            values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if parse is bool else parse(raw)
+        if overrides.get(f.name) is not None:
+            values[f.name] = overrides[f.name]
+    return values

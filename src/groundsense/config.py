@@ -1,0 +1,63 @@
+"""The detector's settings, declared once.
+
+:class:`DetectorConfig` holds everything that builds a :class:`~groundsense.detector.Detector`
+besides a loaded scorer, with its defaults and its checks. Every entry point builds its
+detector from one: the Python API, the command line (whose options are made from its
+fields), `serve` (flags and ``GROUNDSENSE_*`` variables), the Ray engine and `eval extract`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import InputError
+from .validate import MODES, check_k
+
+if TYPE_CHECKING:
+    from .calibration import Calibration
+
+LEAVE_ONE_OUT = ("exact", "masked")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DetectorConfig:
+    """A detector's settings; invalid ones raise :class:`InputError` when it is made.
+
+    ``scorer``: a built-in name, a local model directory or a Hugging Face id (``None``: the
+    embedded default). ``k``: the chunks a context string is split into (passages are chunks
+    as given). ``mode``: ``full`` (K+2 conditions, the ``sensitivity`` detector) or
+    ``two_pass`` (the ``gap`` detector). ``leave_one_out`` (full mode): ``exact`` or the
+    cheaper, approximate ``masked``. ``calibration``: a file or :class:`Calibration`; ``None``
+    for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
+    ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being
+    scored. ``device``: a torch device (``None``: cuda if available, else cpu).
+    """
+
+    scorer: str | None = None
+    k: int = 5
+    mode: str = "full"
+    leave_one_out: str = "exact"
+    calibration: Calibration | str | Path | bool | None = None
+    max_context_tokens: int = 1800
+    max_answer_tokens: int = 256
+    device: str | None = None
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.leave_one_out not in LEAVE_ONE_OUT:
+            raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {self.leave_one_out!r}")
+        object.__setattr__(self, "k", check_k(self.k))
+        for name in ("max_context_tokens", "max_answer_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a whole number of tokens, at least 1, not {value!r}")
+
+    def settings(self) -> dict:
+        """The fields by name, as :class:`Detector`'s keyword arguments (a calibration stays an object)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+DEFAULTS = DetectorConfig()

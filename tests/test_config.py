@@ -1,0 +1,54 @@
+"""One DetectorConfig: its checks, and every entry point takes every setting."""
+
+import dataclasses
+
+import pytest
+
+from groundsense.cli import cli
+from groundsense.config import DEFAULTS, DetectorConfig
+from groundsense.detector import Detector
+from groundsense.errors import InputError
+from groundsense.service.settings import ServiceSettings
+
+SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]
+
+
+@pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"mode": "three_pass"}, {"leave_one_out": "approximate"},
+                                 {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}])
+def test_bad_settings_are_refused_with_a_message(bad):
+    with pytest.raises(InputError, match=next(iter(bad))):
+        DetectorConfig(**bad)
+
+
+@pytest.mark.parametrize("path, left_out", [
+    (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
+    (["calibrate"], {"mode", "calibration"}),  # fitting scores in full mode, uncalibrated
+    (["eval", "extract"], {"calibration"}),  # features are uncalibrated
+])
+def test_every_command_takes_every_setting(path, left_out):
+    command = cli
+    for name in path:
+        command = command.commands[name]
+    assert set(SETTINGS) - {p.name for p in command.params} == left_out
+
+
+def test_serve_takes_every_setting_from_its_variable(monkeypatch):
+    values = {"scorer": "some/model", "k": "7", "mode": "two_pass", "leave_one_out": "masked",
+              "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu"}
+    assert set(values) == set(SETTINGS)
+    for name, value in values.items():
+        monkeypatch.setenv(f"GROUNDSENSE_{name.upper()}", value)
+    settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
+    assert settings.detector == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
+                                               calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
+                                               device="cpu")
+
+
+def test_a_detector_keeps_the_config_it_was_built_from(scorer):
+    config = DetectorConfig(k=3, leave_one_out="masked", calibration=False, max_answer_tokens=64)
+    detector = Detector.from_config(config, scorer)
+    assert detector.config == dataclasses.replace(config, scorer=scorer.name)
+    assert (detector.k, detector.leave_one_out, detector.max_answer_tokens) == (3, "masked", 64)
+    sibling = detector.with_options(k=4)
+    assert sibling.config == dataclasses.replace(detector.config, k=4) and sibling.scorer is scorer
+    assert Detector(scorer).config == dataclasses.replace(DEFAULTS, scorer=scorer.name)
