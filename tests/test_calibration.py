@@ -50,3 +50,11 @@ def test_one_class_labels_are_refused():
 
 def test_no_shipped_calibration_for_an_unknown_scorer():
     assert shipped_calibration("no-such-scorer", 5) is None
+
+
+def test_a_shipped_calibration_serves_the_chunk_counts_it_was_fitted_on():
+    shipped = shipped_calibration("smollm2-135m-instruct", None)
+    assert shipped.chunk_counts == [2, 3, 5]
+    assert all(shipped_calibration("smollm2-135m-instruct", n) == shipped for n in (2, 3, 5))
+    assert shipped_calibration("smollm2-135m-instruct", 4) is None
+    assert Calibration("s", 7, {}, {}).chunk_counts == [7]  # a file that does not record them: its K

@@ -178,6 +178,7 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path):
     assert out.exit_code == 0, out.output
     calibration = json.loads(output.read_text())
     assert calibration["made_with"]["answers"] == 2 and calibration["made_with"]["labelled"] is True
+    assert calibration["made_with"]["chunk_counts"] == [2]  # both rows' two passages
     assert calibration["made_with"]["n_sentences"] == 4
     assert (tmp_path / "labelled.features.jsonl").exists()  # the scored features, kept for a rerun
     detected = run("detect", "--calibration", str(output), "--json", input=json.dumps(ROW))

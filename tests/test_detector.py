@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from groundsense.calibration import shipped_calibration
 from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.cases import data_root
@@ -123,6 +124,20 @@ def test_two_pass_mode_scores_with_the_gap_only(scorer):
     for s in result.sentences:
         assert s.drops == [] and s.support is None
         assert s.score == pytest.approx(-s.features["gap"])
+
+
+def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
+    """Passages ignore K, so the calibration is looked up by the chunks scored: the shipped one,
+    fitted on answers scored in 2, 3 or 5 chunks, judges those at any K, and the gap detector
+    (whose threshold does not depend on the chunks) the others."""
+    shipped = shipped_calibration(scorer.name, None)
+    three = Detector(scorer, k=7).detect(answer=ANSWER, passages=PASSAGES)
+    assert len(three.chunks) == 3 and three.detector == "sensitivity"
+    assert three.threshold == shipped.thresholds["sensitivity"]
+    assert all(s.flagged is not None for s in three.sentences)
+    four = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, "The bridge is in San Francisco."])
+    assert len(four.chunks) == 4 and four.detector == "gap" and four.threshold == shipped.thresholds["gap"]
+    assert [s.score for s in four.sentences] == [-s.features["gap"] for s in four.sentences]
 
 
 def test_given_sentence_spans_are_used(detector):

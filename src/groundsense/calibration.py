@@ -78,6 +78,11 @@ class Calibration:
         """How the leave-one-out features it was fitted on were computed (older files: exact)."""
         return self.made_with.get("leave_one_out", "exact")
 
+    @property
+    def chunk_counts(self) -> list[int]:
+        """How many chunks the answers it was fitted on were scored in (older files: its K)."""
+        return self.made_with.get("chunk_counts", [self.k])
+
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":
             return gap_score(features)
@@ -96,12 +101,15 @@ class Calibration:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
 
 
-def shipped_calibration(scorer: str, k: int | None) -> Calibration | None:
-    """The calibration shipped with the package for this scorer and K (any K if None)."""
+def shipped_calibration(scorer: str, chunks: int | None) -> Calibration | None:
+    """The calibration shipped with the package for this scorer that was fitted on answers
+    scored in ``chunks`` chunks (any one if None)."""
     folder = resources.files("groundsense") / "calibrations"
-    pattern = f"{scorer}-k{'*' if k is None else k}.json"
-    matches = sorted(p for p in folder.iterdir() if fnmatch(p.name, pattern)) if folder.is_dir() else []
-    return Calibration.load(matches[0]) if matches else None
+    files = sorted(p for p in folder.iterdir() if fnmatch(p.name, f"{scorer}-k*.json")) if folder.is_dir() else []
+    for calibration in map(Calibration.load, files):
+        if chunks is None or chunks in calibration.chunk_counts:
+            return calibration
+    return None
 
 
 def fit_calibration(

@@ -28,12 +28,13 @@ def fit_from_batch(
     labelled = bool(has_labels) and all(has_labels.values())
     values: dict[str, list[float]] = {name: [] for name in FEATURES}
     labels: list[int] = []
-    answers = 0
+    answers, chunk_counts = 0, set()
     for line in features_path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if "error" in record:
             continue
         answers += 1
+        chunk_counts.add(len(record["chunks"]))
         for sentence in record["sentences"]:
             if sentence["status"] != "scored":
                 continue
@@ -46,5 +47,6 @@ def fit_from_batch(
         {name: np.array(v, dtype=float) for name, v in values.items()}, scorer, k,
         labels=np.array(labels) if labelled else None, target_recall=target_recall,
         target_precision=target_precision, flag_rate=flag_rate,
-        made_with={"source": source.name, "answers": answers, "labelled": labelled, "leave_one_out": leave_one_out},
+        made_with={"source": source.name, "answers": answers, "labelled": labelled, "chunk_counts": sorted(chunk_counts),
+                   "leave_one_out": leave_one_out},
     )

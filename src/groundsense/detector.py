@@ -43,7 +43,8 @@ class Detector:
     or ``None`` for the embedded default. ``mode="full"`` scores K+2 conditions and the
     ``sensitivity`` detector; ``"two_pass"`` scores only full and no context, with the
     ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
-    one shipped for the scorer and K is used, and without one nothing is flagged (with a
+    one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
+    scored in (:meth:`calibration_for`), and without one nothing is flagged (with a
     warning; ``calibration=False`` asks for no calibration and no warning).
 
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
@@ -77,34 +78,44 @@ class Detector:
         self.k, self.mode = k, mode
         self.leave_one_out = leave_one_out if mode == "full" else None  # two-pass mode has none
         self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
-        self.detector = "sensitivity" if mode == "full" else "gap"
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         # What this detector was built from (its siblings, :meth:`with_options`, too): the
         # scorer by the name it resolved to, a calibration file loaded.
         self.config = replace(config, scorer=self.scorer.name, calibration=calibration)
-        if isinstance(calibration, Calibration) and self.detector == "sensitivity":
-            if calibration.leave_one_out != leave_one_out:
-                raise InputError(
-                    f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
-                    f"{leave_one_out} ones: fit one with `groundsense calibrate --loo {leave_one_out}`"
-                )
-        elif calibration is None:
-            # The gap's threshold does not depend on K or on the leave-one-out rows, so two-pass
-            # and masked modes take any K's file, for the gap detector.
-            gap_only = mode == "two_pass" or leave_one_out == "masked"
-            calibration = shipped_calibration(self.scorer.name, None if gap_only else k)
-            if gap_only:
-                self.detector = "gap"
-            if calibration is None:
-                log.warning(
-                    "no calibration for scorer %s at K=%d: scores are -gap and nothing is flagged; "
-                    "run `groundsense calibrate` to make one", self.scorer.name, k,
-                )
-        self.calibration = calibration or None
-        if self.calibration is None:
-            self.detector = "gap"
+        if isinstance(calibration, Calibration) and mode == "full" and calibration.leave_one_out != leave_one_out:
+            raise InputError(
+                f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
+                f"{leave_one_out} ones: fit one with `groundsense calibrate --loo {leave_one_out}`"
+            )
+        if calibration is None and shipped_calibration(self.scorer.name, None) is None:
+            log.warning("no calibration for scorer %s: scores are -gap and nothing is flagged; "
+                        "run `groundsense calibrate` to make one", self.scorer.name)
+        self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
+        # Those of an answer scored in K chunks (a context string of K sentences or more).
+        self.calibration, self.detector = self.calibration_for(k)
         self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
+
+    def calibration_for(self, chunks: int) -> tuple[Calibration | None, str]:
+        """The calibration and the detector (``sensitivity`` or ``gap``) that judge an answer
+        whose evidence was scored in ``chunks`` chunks (passages ignore K).
+
+        A given calibration judges every answer. Otherwise the ``sensitivity`` detector, whose
+        statistics depend on the chunks, takes the shipped calibration fitted on answers
+        scored in as many; the ``gap`` detector, whose threshold depends neither on the
+        chunks nor on the leave-one-out rows, takes any shipped one where there is none, in
+        two-pass mode, and in masked mode (the shipped ones are fitted on exact features).
+        """
+        given = self.config.calibration
+        if isinstance(given, Calibration):
+            return given, "sensitivity" if self.mode == "full" else "gap"
+        if given is False:
+            return None, "gap"
+        if chunks not in self._calibrations:
+            fitted = shipped_calibration(self.scorer.name, chunks) if self.leave_one_out == "exact" else None
+            found = (fitted, "sensitivity") if fitted else (shipped_calibration(self.scorer.name, None), "gap")
+            self._calibrations[chunks] = found
+        return self._calibrations[chunks]
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
@@ -195,9 +206,9 @@ class Detector:
             "past the answer token cap" if span.end > scored_until else "no answer token" if values["n_tokens"][i] == 0 else None
             for i, span in enumerate(spans)
         ]
-        calibration = self.calibration
-        score = calibration.score(self.detector, values) if calibration else gap_score(values)
-        threshold = calibration.thresholds.get(self.detector) if calibration else None
+        calibration, detector = self.calibration_for(len(evidence.chunks))
+        score = calibration.score(detector, values) if calibration else gap_score(values)
+        threshold = calibration.thresholds.get(detector) if calibration else None
         sentences = []
         for i, span in enumerate(spans):
             scored = unscored[i] is None
@@ -213,7 +224,7 @@ class Detector:
                 )
             )
         return DetectionResult(
-            scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=self.detector,
+            scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=detector,
             threshold=threshold, sentences=sentences, answer=answer_summary(sentences),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[
