@@ -61,3 +61,12 @@ def absent_scorer(monkeypatch, tmp_path):
     monkeypatch.setitem(weights.BUILTINS, builtin.name, builtin)
     monkeypatch.setenv("GROUNDSENSE_CACHE", str(tmp_path))
     return builtin
+
+
+@pytest.fixture
+def hub_offline(monkeypatch):
+    """Hugging Face's offline mode (``HF_HUB_OFFLINE=1``, which the hub client reads at import),
+    as a machine without the network sets it."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)

@@ -71,8 +71,8 @@ def test_detect_reads_files(tmp_path):
         (["--scorer", "no-such-org/no-such-model", "--answer", "A.", "--context", "B."], None, "unknown scorer"),
     ],
 )
-def test_bad_input_exits_2_with_a_message(args, stdin, message):
-    result = run("detect", *args, input=stdin)
+def test_bad_input_exits_2_with_a_message(args, stdin, message, hub_offline):
+    result = run("detect", *args, input=stdin)  # offline, an unknown scorer fails without the hub's retries
     assert result.exit_code == 2
     assert message in result.output
     assert '"sentences"' not in result.output
