@@ -28,8 +28,8 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed):
     from ..eval.extract import load_cache
     from ..scorer import Scorer
 
-    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.config["mode"] == "full"
-            and s.config.get("leave_one_out", "exact") == "exact"]  # the detector's drops, not the masked approximation
+    # the detector's drops, not the masked approximation
+    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.full_exact]
     if len(sets) != 1:
         found = ", ".join(s.key for s in sets) or "none"
         raise click.UsageError(f"need exactly one full-mode, exact leave-one-out {benchmark} feature set under {cache} "

@@ -58,8 +58,7 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
     from ..eval.extract import load_cache
     from ..eval.selection import selection_report
 
-    sets = {s.benchmark: s for s in load_cache(cache, scorer) if s.config["mode"] == "full"
-            and s.config.get("leave_one_out", "exact") == "exact"}
+    sets = {s.benchmark: s for s in load_cache(cache, scorer) if s.full_exact}
     if set(sets) != set(BENCHMARKS):
         raise Failure(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
                       f"the protocol needs all of {', '.join(BENCHMARKS)}")
@@ -93,7 +92,7 @@ def answers(caches, reference, output, resamples, seed):
     sets = {}
     for cache in caches:
         for s in load_cache(cache):
-            if s.config["mode"] == "full" and s.config.get("leave_one_out", "exact") == "exact":
+            if s.full_exact:
                 sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
     if not sets:
         raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")

@@ -163,6 +163,12 @@ class FeatureSet:
     rows: pd.DataFrame
 
     @property
+    def full_exact(self) -> bool:
+        """Full mode with exact leave-one-out: the detector's own features (older caches
+        record no leave-one-out kind and are exact)."""
+        return self.config["mode"] == "full" and self.config.get("leave_one_out", "exact") == "exact"
+
+    @property
     def errors(self) -> pd.DataFrame:
         return self.rows.loc[self.rows["status"] == "error", ["case_id", "error"]].reset_index(drop=True)
 
