@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import DEFAULTS
 from ..errors import InputError
 from ..evidence import build_evidence
 from ..features import assign_tokens
@@ -70,8 +71,10 @@ class ContextCiteVerifier(ModelVerifier):
     options = {"k": int, "max_context_tokens": int, "max_answer_tokens": int, "ablations": int,
                "keep_prob": float, "alpha": float, "variant": str, "seed": int}
 
-    def __init__(self, scorer: Scorer | str | None = None, k: int = 5, max_context_tokens: int = 1800,
-                 max_answer_tokens: int = 256, ablations: int = 64, keep_prob: float = 0.5, alpha: float = 0.01,
+    def __init__(self, scorer: Scorer | str | None = None, k: int = DEFAULTS.k,
+                 max_context_tokens: int = DEFAULTS.max_context_tokens,
+                 max_answer_tokens: int = DEFAULTS.max_answer_tokens,
+                 ablations: int = 64, keep_prob: float = 0.5, alpha: float = 0.01,
                  variant: str = "raw", seed: int = 0, device: str | None = None):
         if variant not in VARIANTS:
             raise InputError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import DEFAULTS
 from ..errors import VerifierUnavailable
 from ..evidence import build_evidence
 from ..prompt import JudgeLayout
@@ -39,7 +40,8 @@ class JudgeVerifier(ModelVerifier):
     kind = "judge"
     options = {"k": int, "max_context_tokens": int}
 
-    def __init__(self, scorer: Scorer | str | None = None, k: int = 5, max_context_tokens: int = 1800,
+    def __init__(self, scorer: Scorer | str | None = None, k: int = DEFAULTS.k,
+                 max_context_tokens: int = DEFAULTS.max_context_tokens,
                  device: str | None = None):
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..config import DEFAULTS
 from ..errors import InputError, VerifierUnavailable
 from ..text import chunk_context, join_passages
 from ..validate import check_inputs
@@ -59,7 +60,7 @@ class SequenceClassifierVerifier(ModelVerifier):
     options = {"label": str, "premise": str, "k": int, "max_length": int, "batch_size": int}
     default_label = "entailment"
 
-    def __init__(self, model: str, label: str | None = None, premise: str = "chunks", k: int = 5,
+    def __init__(self, model: str, label: str | None = None, premise: str = "chunks", k: int = DEFAULTS.k,
                  max_length: int = 512, batch_size: int = 16, device: str | None = None):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
