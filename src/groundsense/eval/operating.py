@@ -66,7 +66,10 @@ def answer_outcomes(sentences: pd.DataFrame, scores: np.ndarray, threshold: floa
 
 
 def sentence_scores(calibration: Calibration, detector: str, sentences: pd.DataFrame) -> np.ndarray:
-    """The detector's suspicion per sentence; NaN for a sentence that was not scored."""
+    """The detector's suspicion per sentence; NaN for a sentence that was not scored.
+
+    Still to follow the product: an answer scored in a chunk count the calibration was not
+    fitted on (``calibration.chunk_counts``) is judged by the gap and its threshold there."""
     features = {f: sentences[f].to_numpy(dtype=float) for f in ("gap", *calibration.stats)}
     scores = calibration.score(detector, features)
     return np.where(sentences["status"].to_numpy() == "scored", scores, np.nan)
