@@ -6,6 +6,16 @@ from groundsense.eval.cases import data_root
 from groundsense.scorer import Scorer
 
 
+REAL_SCORER_FIXTURES = {"scorer", "detector"}  # what loads the real default scorer
+
+
+def pytest_collection_modifyitems(items):
+    """A test that uses the real scorer is slow, whether or not its module says so."""
+    for item in items:
+        if REAL_SCORER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("data") and not data_root().is_dir():
         pytest.skip(f"the benchmark data is not at {data_root()}: set GROUNDSENSE_DATA to its folder "

@@ -139,6 +139,7 @@ def test_batch_keeps_going_past_bad_rows(tmp_path):
     assert len(out.read_text().splitlines()) == 5
 
 
+@pytest.mark.slow  # runs the real scorer in a subprocess, twice
 @pytest.mark.parametrize("stop, exit_code", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 143)])
 def test_stopped_batch_resumes_to_the_same_file(tmp_path, stop, exit_code):
     source = _batch_input(tmp_path)
@@ -158,6 +159,7 @@ def test_stopped_batch_resumes_to_the_same_file(tmp_path, stop, exit_code):
     assert resumed.read_text() == whole.read_text()  # evidence-cache state must not leak into the output
 
 
+@pytest.mark.slow  # loads the real scorer
 def test_detect_with_a_verifier_runs_a_cascade():
     out = run("detect", "--example", "passages-qa", "--verifier", "judge:smollm2-135m-instruct", "--escalate", "1",
               "--verifier-threshold", "0.3", "--json")
