@@ -58,3 +58,59 @@ def test_a_shipped_calibration_serves_the_chunk_counts_it_was_fitted_on():
     assert all(shipped_calibration("smollm2-135m-instruct", n) == shipped for n in (2, 3, 5))
     assert shipped_calibration("smollm2-135m-instruct", 4) is None
     assert Calibration("s", 7, {}, {}).chunk_counts == [7]  # a file that does not record them: its K
+
+
+def _answers(labels, size=5):
+    """Answer ids of consecutive sentences, ``size`` to an answer."""
+    return np.arange(len(labels)) // size
+
+
+def test_the_answer_threshold_is_fitted_on_each_answers_most_suspicious_sentence():
+    features, labels = _features(400)
+    answers = _answers(labels)
+    cal = fit_calibration(features, "s", 5, labels=labels, answers=answers)
+    for detector in ("sensitivity", "gap"):
+        score = cal.score(detector, features)
+        top = np.array([score[answers == a].max() for a in np.unique(answers)])
+        unsupported = np.array([labels[answers == a].max() for a in np.unique(answers)])
+        threshold = cal.answer_thresholds[detector]
+        assert threshold in top  # a threshold is one of the scores it was chosen among
+        flagged = top >= threshold
+        f1 = 2 * (flagged & (unsupported == 1)).sum() / (flagged.sum() + unsupported.sum())
+        for other in top:  # no answer threshold does better (best F1)
+            alt = top >= other
+            assert 2 * (alt & (unsupported == 1)).sum() / (alt.sum() + unsupported.sum()) <= f1 + 1e-12
+    assert set(cal.made_with["on_calibration_set"]) == {"sentence", "answer"}
+    assert fit_calibration(features, "s", 5, labels=labels).answer_thresholds == {}  # no answer ids, no answer threshold
+    one_class = fit_calibration(features, "s", 5, labels=labels, answers=np.zeros_like(labels))  # one answer
+    assert one_class.answer_thresholds == {} and one_class.thresholds == cal.thresholds
+    assert "not fitted" in one_class.made_with["threshold_rule"]["answer"]["gap"]
+
+
+def test_a_target_picks_the_threshold_the_stored_curve_says_met_it(tmp_path):
+    features, labels = _features(1000)
+    cal = fit_calibration(features, "s", 5, labels=labels, answers=_answers(labels))
+    cal.save(tmp_path / "c.json")
+    cal = Calibration.load(tmp_path / "c.json")  # the curves survive the file
+    score = cal.score("sensitivity", features)
+    for recall in (0.3, 0.6, 0.9):
+        threshold = cal.threshold("sensitivity", target_recall=recall)
+        assert (score[labels == 1] >= threshold).mean() >= recall
+        assert (score[labels == 1] > threshold).mean() < recall + 0.02  # the highest such point of the curve
+    lenient, strict = (cal.threshold("sensitivity", target_precision=p) for p in (0.5, 0.8))
+    assert strict > lenient and labels[score >= strict].mean() >= 0.8
+    assert cal.threshold("gap", "answer", target_recall=0.9) <= cal.threshold("gap", "answer", target_recall=0.5)
+    assert cal.threshold("sensitivity") == cal.thresholds["sensitivity"]
+    assert cal.threshold("gap", "answer") == cal.answer_thresholds["gap"]
+    curve = Calibration("s", 5, {}, {}, curves={"sentence": {"gap": [[0.0, 0.3, 1.0], [1.0, 0.5, 0.4]]}})
+    assert curve.threshold("gap", target_precision=0.4) == 1.0
+    with pytest.raises(InputError, match="reached at most 0.500"):
+        curve.threshold("gap", target_precision=0.6)
+
+
+def test_a_calibration_without_curves_says_how_to_get_a_target():
+    features, _ = _features()
+    unlabelled = fit_calibration(features, "s", 5, flag_rate=0.2)
+    assert unlabelled.threshold("gap", "answer") is None  # the answer is flagged when any sentence is
+    with pytest.raises(InputError, match="refit it with labelled rows"):
+        unlabelled.threshold("gap", target_recall=0.8)

@@ -42,7 +42,7 @@ def test_stream_replays_an_example_and_fails_on_flag():
     done = subprocess.run([*CLI, "stream", "--example", "passages-qa", "--delay", "0", "--fail-on-flag"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
-    assert "✗ UNSUPPORTED" in done.stdout and "answer: has unsupported sentences" in done.stdout
+    assert "✗ UNSUPPORTED" in done.stdout and "answer: flagged (most suspicious sentence" in done.stdout
 
 
 @pytest.mark.parametrize(

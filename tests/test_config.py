@@ -22,8 +22,9 @@ def test_bad_settings_are_refused_with_a_message(bad):
 
 @pytest.mark.parametrize("path, left_out", [
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
-    (["calibrate"], {"mode", "calibration"}),  # fitting scores in full mode, uncalibrated
-    (["eval", "extract"], {"calibration"}),  # features are uncalibrated
+    # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds)
+    (["calibrate"], {"mode", "calibration"}),
+    (["eval", "extract"], {"calibration", "target_recall", "target_precision"}),  # features are uncalibrated
 ])
 def test_every_command_takes_every_setting(path, left_out):
     command = cli
@@ -34,14 +35,25 @@ def test_every_command_takes_every_setting(path, left_out):
 
 def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     values = {"scorer": "some/model", "k": "7", "mode": "two_pass", "leave_one_out": "masked",
-              "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu"}
-    assert set(values) == set(SETTINGS)
+              "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu",
+              "target_recall": "0.8"}
+    assert set(values) | {"target_precision"} == set(SETTINGS)  # one target at a time: the other below
     for name, value in values.items():
         monkeypatch.setenv(f"GROUNDSENSE_{name.upper()}", value)
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
     assert settings.detector == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
                                                calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
-                                               device="cpu")
+                                               device="cpu", target_recall=0.8)
+    monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
+    monkeypatch.setenv("GROUNDSENSE_TARGET_PRECISION", "0.5")
+    assert ServiceSettings.from_env().detector.target_precision == 0.5
+
+
+@pytest.mark.parametrize("targets", [{"target_recall": 0}, {"target_precision": 1.5}, {"target_recall": "0.8"},
+                                     {"target_recall": 0.8, "target_precision": 0.5}])
+def test_a_target_is_one_share_in_the_unit_interval(targets):
+    with pytest.raises(InputError, match="target"):
+        DetectorConfig(**targets)
 
 
 def test_a_detector_keeps_the_config_it_was_built_from(scorer):

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from groundsense.calibration import shipped_calibration
-from groundsense.detector import Detector
+from groundsense.config import DetectorConfig
+from groundsense.detector import Detector, answer_summary
 from groundsense.errors import InputError
 from groundsense.eval.cases import data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
+from groundsense.result import SentenceResult
 from groundsense.text import chunk_context, segment_sentences
 
 PASSAGES = [
@@ -138,6 +140,42 @@ def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
     four = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, "The bridge is in San Francisco."])
     assert len(four.chunks) == 4 and four.detector == "gap" and four.threshold == shipped.thresholds["gap"]
     assert [s.score for s in four.sentences] == [-s.features["gap"] for s in four.sentences]
+
+
+def test_a_target_recall_or_precision_moves_both_thresholds_along_the_shipped_curves(scorer):
+    shipped = shipped_calibration(scorer.name, None)
+    base = Detector(scorer).detect(answer=ANSWER, passages=PASSAGES)
+    for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.4}):
+        result = Detector(scorer, **target).detect(answer=ANSWER, passages=PASSAGES)
+        assert result.threshold == shipped.threshold("sensitivity", "sentence", *DetectorConfig(**target).targets)
+        assert result.answer.threshold == shipped.threshold("sensitivity", "answer", *DetectorConfig(**target).targets)
+        assert [s.score for s in result.sentences] == [s.score for s in base.sentences]  # where flags fall, only
+        assert [s.flagged for s in result.sentences] == [s.score >= result.threshold for s in result.sentences]
+    lenient = Detector(scorer, target_recall=0.95).detect(answer=ANSWER, passages=PASSAGES)
+    strict = Detector(scorer, target_recall=0.3).detect(answer=ANSWER, passages=PASSAGES)
+    assert lenient.threshold < strict.threshold and lenient.answer.threshold < strict.answer.threshold
+    with pytest.raises(InputError, match="needs a labelled calibration"):
+        Detector(scorer, calibration=False, target_recall=0.9)
+
+
+def _sentence(score, flagged, status="scored"):
+    return SentenceResult(0, 0, 1, "x", score, flagged, {"n_tokens": 1.0, "gap": 0.0}, [], [], None, status=status)
+
+
+@pytest.mark.parametrize("scores, flags, threshold, verdict", [
+    ([1.0, 3.0], [False, True], 2.5, True),  # the most suspicious sentence reaches the answer threshold
+    ([1.0, 3.0], [False, True], 3.5, False),  # a flagged sentence, but under the answer threshold: allowed
+    ([1.0, 2.0], [False, False], 1.5, True),  # no sentence flagged, yet the answer is (a lower answer threshold)
+    ([1.0, None], [False, None], 3.5, None),  # a sentence not judged: never cleared
+    ([1.0, None], [False, None], 0.5, True),
+    ([1.0, 3.0], [False, True], None, True),  # no answer threshold: flagged when any sentence is
+    ([1.0, None], [False, None], None, None),
+])
+def test_the_answer_verdict_is_the_answer_threshold_on_its_most_suspicious_sentence(scores, flags, threshold, verdict):
+    sentences = [_sentence(s, f, "scored" if s is not None else "unscored") for s, f in zip(scores, flags)]
+    summary = answer_summary(sentences, threshold)
+    assert summary.flagged is verdict
+    assert summary.score == max(s for s in scores if s is not None) and summary.threshold == threshold
 
 
 def test_given_sentence_spans_are_used(detector):

@@ -6,10 +6,14 @@ Two detectors, both "higher = more suspicious":
 - ``sensitivity``: ``-(z(gap) + z(jsd_noctx) + z(drop_max) + z(jsd_loo_max))`` with the
   means and standard deviations of a calibration set, never of the answer being scored.
 
-A calibration file holds those statistics and one flag threshold per detector. It is
-fitted by ``groundsense calibrate`` on a set of answers: with sentence labels the
-threshold meets a target recall or precision (default: the best F1); without labels it
-flags a chosen share of sentences.
+A calibration file holds those statistics and, per detector, two flag thresholds: one for
+sentences and one for whole answers (on the answer's most suspicious sentence: the
+guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
+answers: with sentence labels each threshold meets a target recall or precision (default:
+the best F1) and the file keeps a compact precision-recall curve per level, from which
+``--target-recall`` / ``--target-precision`` pick another operating point at detect time;
+without labels the sentence threshold flags a chosen share of sentences and there is no
+answer threshold (an answer is then flagged when any of its sentences is).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from .errors import InputError
 
 STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 DETECTORS = ("sensitivity", "gap")
+LEVELS = ("sentence", "answer")
+CURVE_POINTS = 200  # thresholds kept per stored precision-recall curve
 
 
 def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
@@ -65,13 +71,44 @@ def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(thresholds[f1.argmax()])
 
 
+def target_threshold(
+    precision: np.ndarray, recall: np.ndarray, thresholds: np.ndarray, target_recall: float | None,
+    target_precision: float | None,
+) -> tuple[float, str]:
+    """From a precision-recall curve (``thresholds`` ascending): the highest threshold whose
+    recall reaches ``target_recall``, or the lowest whose precision reaches ``target_precision``,
+    and the rule as text."""
+    if target_recall is not None:
+        return float(thresholds[np.flatnonzero(recall >= target_recall)[-1]]), f"recall >= {target_recall}"
+    ok = np.flatnonzero(precision >= target_precision)
+    if not len(ok):
+        raise InputError(f"no threshold reached precision {target_precision} on the calibration set: ask for a lower "
+                         f"one (it reached at most {float(np.max(precision)):.3f})")
+    return float(thresholds[ok[0]]), f"precision >= {target_precision}"
+
+
+def compact_curve(scores: np.ndarray, labels: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
+    """``[threshold, precision, recall]`` at up to ``points`` thresholds spread evenly over the
+    sorted scores (ascending), the lowest and highest included: what a calibration file keeps
+    so that :meth:`Calibration.threshold` can meet a target without the data."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    keep = np.unique(np.linspace(0, len(thresholds) - 1, points).round().astype(int))
+    return [[float(thresholds[i]), round(float(precision[i]), 4), round(float(recall[i]), 4)] for i in keep]
+
+
 @dataclass
 class Calibration:
     scorer: str
     k: int
     stats: dict[str, tuple[float, float]]  # feature -> (mean, standard deviation)
-    thresholds: dict[str, float]  # detector -> flag when score >= threshold
+    thresholds: dict[str, float]  # detector -> flag a sentence when its score >= threshold
     made_with: dict = field(default_factory=dict)  # provenance: data, sizes, rule, metrics
+    # detector -> flag an answer when its most suspicious sentence's score >= threshold
+    answer_thresholds: dict[str, float] = field(default_factory=dict)
+    # level ("sentence", "answer") -> detector -> :func:`compact_curve` on the labelled set
+    curves: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
 
     @property
     def leave_one_out(self) -> str:
@@ -82,6 +119,29 @@ class Calibration:
     def chunk_counts(self) -> list[int]:
         """How many chunks the answers it was fitted on were scored in (older files: its K)."""
         return self.made_with.get("chunk_counts", [self.k])
+
+    def serves(self, chunks: int) -> bool:
+        """Whether its ``sensitivity`` statistics hold for an answer scored in ``chunks`` chunks."""
+        return chunks in self.chunk_counts
+
+    def threshold(
+        self, detector: str, level: str = "sentence", target_recall: float | None = None,
+        target_precision: float | None = None,
+    ) -> float | None:
+        """Where ``detector`` flags at ``level``: the fitted threshold (None: an answer-level
+        one was not fitted), or the one that met the target recall or precision on the
+        labelled calibration set, read from its stored curve."""
+        if target_recall is None and target_precision is None:
+            return (self.thresholds if level == "sentence" else self.answer_thresholds).get(detector)
+        curve = self.curves.get(level, {}).get(detector)
+        if not curve:
+            raise InputError(
+                f"this calibration keeps no {level}-level precision-recall curve for the {detector} detector (fitted "
+                "without labels, or by an older version): refit it with labelled rows (`groundsense calibrate`) "
+                "to pick a target recall or precision"
+            )
+        thresholds, precision, recall = np.asarray(curve, dtype=float).T
+        return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
 
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":
@@ -107,7 +167,7 @@ def shipped_calibration(scorer: str, chunks: int | None) -> Calibration | None:
     folder = resources.files("groundsense") / "calibrations"
     files = sorted(p for p in folder.iterdir() if fnmatch(p.name, f"{scorer}-k*.json")) if folder.is_dir() else []
     for calibration in map(Calibration.load, files):
-        if chunks is None or chunks in calibration.chunk_counts:
+        if chunks is None or calibration.serves(chunks):
             return calibration
     return None
 
@@ -121,8 +181,13 @@ def fit_calibration(
     target_precision: float | None = None,
     flag_rate: float = 0.1,
     made_with: dict | None = None,
+    answers: np.ndarray | None = None,
 ) -> Calibration:
-    """Fit statistics and thresholds on sentence features (arrays over sentences)."""
+    """Fit statistics and thresholds on sentence features (arrays over sentences).
+
+    With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are
+    fitted too, by the same rule, on each answer's most suspicious sentence against whether
+    any of its sentences is unsupported (over the sentences with all features)."""
     rows = complete_rows(features)
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
@@ -131,15 +196,35 @@ def fit_calibration(
     for detector in DETECTORS:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
         if labels is None:
-            threshold, rule[detector] = float(np.quantile(scores, 1 - flag_rate)), f"flag rate {flag_rate}"
-            quality[detector] = {"flag_rate": float((scores >= threshold).mean())}
-        else:
-            y = np.asarray(labels)[rows]
-            threshold, rule[detector] = _labelled_threshold(scores, y, target_recall, target_precision)
-            quality[detector] = _quality(scores, y, threshold)
-        calibration.thresholds[detector] = threshold
+            threshold = calibration.thresholds[detector] = float(np.quantile(scores, 1 - flag_rate))
+            rule.setdefault("sentence", {})[detector] = f"flag rate {flag_rate}"
+            quality.setdefault("sentence", {})[detector] = {"flag_rate": float((scores >= threshold).mean())}
+            continue
+        y = np.asarray(labels)[rows]
+        levels = {"sentence": (scores, y)}
+        if answers is not None:
+            top, unsupported = _answer_maxima(np.asarray(answers)[rows], scores, y)
+            if unsupported.min() < unsupported.max():
+                levels["answer"] = (top, unsupported)
+            else:  # no answer threshold: answers are then flagged when any sentence is
+                rule.setdefault("answer", {})[detector] = "not fitted: the answers are all supported or all unsupported"
+        for level, (level_scores, level_labels) in levels.items():
+            threshold, text = _labelled_threshold(level_scores, level_labels, target_recall, target_precision)
+            (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
+            calibration.curves.setdefault(level, {})[detector] = compact_curve(level_scores, level_labels)
+            rule.setdefault(level, {})[detector] = text
+            quality.setdefault(level, {})[detector] = _quality(level_scores, level_labels, threshold)
     calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule, on_calibration_set=quality)
     return calibration
+
+
+def _answer_maxima(answers: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per answer: its highest sentence score, and whether any sentence is labelled unsupported."""
+    _, index = np.unique(answers, return_inverse=True)
+    top, unsupported = np.full(index.max() + 1, -np.inf), np.zeros(index.max() + 1, dtype=int)
+    np.maximum.at(top, index, scores)
+    np.maximum.at(unsupported, index, np.asarray(labels, dtype=int))
+    return top, unsupported
 
 
 def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
@@ -165,11 +250,4 @@ def _labelled_threshold(
     if target_recall is None and target_precision is None:
         return best_f1_threshold(scores, labels), "best F1"
     precision, recall, thresholds = precision_recall_curve(labels, scores)
-    precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
-    if target_recall is not None:
-        i = np.flatnonzero(recall >= target_recall)[-1]
-        return float(thresholds[i]), f"recall >= {target_recall}"
-    ok = np.flatnonzero(precision >= target_precision)
-    if not len(ok):
-        raise InputError(f"no threshold reaches precision {target_precision} on this calibration set")
-    return float(thresholds[ok[0]]), f"precision >= {target_precision}"
+    return target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)

@@ -28,6 +28,7 @@ def fit_from_batch(
     labelled = bool(has_labels) and all(has_labels.values())
     values: dict[str, list[float]] = {name: [] for name in FEATURES}
     labels: list[int] = []
+    answer_of: list[int] = []  # each sentence's input line
     answers, chunk_counts = 0, set()
     for line in features_path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -41,12 +42,13 @@ def fit_from_batch(
             for name in FEATURES:
                 value = sentence["features"][name]
                 values[name].append(np.nan if value is None else value)
+            answer_of.append(record["line"])
             if labelled:
                 labels.append(int(_overlaps(sentence["start"], sentence["end"], rows[record["line"]]["labels"])))
     return fit_calibration(
         {name: np.array(v, dtype=float) for name, v in values.items()}, scorer, k,
         labels=np.array(labels) if labelled else None, target_recall=target_recall,
-        target_precision=target_precision, flag_rate=flag_rate,
+        target_precision=target_precision, flag_rate=flag_rate, answers=np.array(answer_of),
         made_with={"source": source.name, "answers": answers, "labelled": labelled, "chunk_counts": sorted(chunk_counts),
                    "leave_one_out": leave_one_out},
     )

@@ -33,6 +33,9 @@ class DetectorConfig:
     for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
     ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being
     scored. ``device``: a torch device (``None``: cuda if available, else cpu).
+    ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
+    on the calibration's labelled set, for sentences and for the answer, instead of the
+    fitted (best-F1) thresholds; needs a calibration fitted with labels.
     """
 
     scorer: str | None = None
@@ -43,6 +46,8 @@ class DetectorConfig:
     max_context_tokens: int = 1800
     max_answer_tokens: int = 256
     device: str | None = None
+    target_recall: float | None = None
+    target_precision: float | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -54,6 +59,17 @@ class DetectorConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"{name} must be a whole number of tokens, at least 1, not {value!r}")
+        for name in ("target_recall", "target_precision"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+                raise InputError(f"{name} must be a share in (0, 1], not {value!r}")
+        if self.target_recall is not None and self.target_precision is not None:
+            raise InputError("ask for a target recall or a target precision, not both")
+
+    @property
+    def targets(self) -> tuple[float | None, float | None]:
+        """(target_recall, target_precision), as :meth:`Calibration.threshold` takes them."""
+        return self.target_recall, self.target_precision
 
     def settings(self) -> dict:
         """The fields by name, as :class:`Detector`'s keyword arguments (a calibration stays an object)."""

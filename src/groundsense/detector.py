@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .calibration import Calibration, gap_score, shipped_calibration
+from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
 from .config import DEFAULTS, DetectorConfig
 from .errors import InputError
 from .evidence import Evidence, build_evidence
@@ -67,11 +67,13 @@ class Detector:
         max_answer_tokens: int = DEFAULTS.max_answer_tokens,
         device: str | None = None,
         leave_one_out: str = DEFAULTS.leave_one_out,
+        target_recall: float | None = None,
+        target_precision: float | None = None,
     ):
         config = DetectorConfig(  # checked before the scorer loads
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
-            device=device,
+            device=device, target_recall=target_recall, target_precision=target_precision,
         )
         k = config.k
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
@@ -94,6 +96,8 @@ class Detector:
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         # Those of an answer scored in K chunks (a context string of K sentences or more).
         self.calibration, self.detector = self.calibration_for(k)
+        if any(target is not None for target in config.targets):
+            self._check_targets()
         self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
 
     def calibration_for(self, chunks: int) -> tuple[Calibration | None, str]:
@@ -116,6 +120,33 @@ class Detector:
             found = (fitted, "sensitivity") if fitted else (shipped_calibration(self.scorer.name, None), "gap")
             self._calibrations[chunks] = found
         return self._calibrations[chunks]
+
+    def flag_thresholds(self, chunks: int) -> tuple[Calibration | None, str, float | None, float | None]:
+        """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
+        detector, and where that detector flags a sentence and the answer (the fitted
+        thresholds, or those meeting the config's target; None: no sentence is flagged, or no
+        answer threshold was fitted and the answer is flagged when any sentence is)."""
+        calibration, detector = self.calibration_for(chunks)
+        if calibration is None:
+            return None, detector, None, None
+        targets = self.config.targets
+        return calibration, detector, *(calibration.threshold(detector, level, *targets) for level in LEVELS)
+
+    def _check_targets(self) -> None:
+        """A target recall or precision needs the labelled curves of every calibration that may judge."""
+        given = self.config.calibration
+        if isinstance(given, Calibration):
+            calibrations = [given]
+        else:
+            shipped = (shipped_calibration(self.scorer.name, n) for n in (None, self.k))
+            calibrations = [c for c in shipped if c is not None] if given is None else []
+        if not calibrations:
+            raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
+                             f"{self.scorer.name} has none: fit one with `groundsense calibrate`")
+        for calibration in calibrations:
+            for detector in {self.detector, "gap"}:
+                for level in LEVELS:
+                    calibration.threshold(detector, level, *self.config.targets)
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
@@ -206,9 +237,8 @@ class Detector:
             "past the answer token cap" if span.end > scored_until else "no answer token" if values["n_tokens"][i] == 0 else None
             for i, span in enumerate(spans)
         ]
-        calibration, detector = self.calibration_for(len(evidence.chunks))
+        calibration, detector, threshold, answer_threshold = self.flag_thresholds(len(evidence.chunks))
         score = calibration.score(detector, values) if calibration else gap_score(values)
-        threshold = calibration.thresholds.get(detector) if calibration else None
         sentences = []
         for i, span in enumerate(spans):
             scored = unscored[i] is None
@@ -225,7 +255,7 @@ class Detector:
             )
         return DetectionResult(
             scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=detector,
-            threshold=threshold, sentences=sentences, answer=answer_summary(sentences),
+            threshold=threshold, sentences=sentences, answer=answer_summary(sentences, answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[
                 {"index": c.index, "start": c.content.start, "end": c.content.end, "passage": c.passage}
@@ -268,12 +298,16 @@ def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
     return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]), chunk.passage)
 
 
-def answer_summary(sentences: list[SentenceResult]) -> AnswerSummary:
-    """The answer-level summary of its sentence results."""
+def answer_summary(sentences: list[SentenceResult], threshold: float | None = None) -> AnswerSummary:
+    """The answer-level summary of its sentence results. The answer is flagged when its most
+    suspicious sentence reaches ``threshold`` (None: when any sentence is flagged); it is
+    cleared only when every sentence was judged, so a failure never reads as supported."""
     scored = [s for s in sentences if s.status == "scored"]
     n = np.array([s.features["n_tokens"] for s in scored])
     gaps = np.array([s.features["gap"] for s in scored])
     n_flagged = sum(bool(s.flagged) for s in sentences)
+    top = max((s.score for s in scored), default=None)
+    blocked = n_flagged > 0 if threshold is None else top is not None and top >= threshold
     undecided = any(s.flagged is None for s in sentences)
     return AnswerSummary(
         gap=float((gaps * n).sum() / n.sum()) if scored else None,
@@ -281,7 +315,9 @@ def answer_summary(sentences: list[SentenceResult]) -> AnswerSummary:
         n_sentences=len(sentences),
         n_flagged=n_flagged,
         n_unscored=len(sentences) - len(scored),
-        flagged=True if n_flagged else (None if undecided else False),
+        flagged=True if blocked else (None if undecided else False),
+        score=top,
+        threshold=threshold,
     )
 
 

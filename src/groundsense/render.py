@@ -75,9 +75,16 @@ def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -
 def render_summary(result: DetectionResult, console: Console) -> None:
     """The answer's verdict, warnings and what was cut."""
     a = result.answer
-    verdict = {True: "has unsupported sentences", False: "all sentences supported", None: "not judged"}[a.flagged]
+    if a.flagged is None:
+        verdict = "not judged"
+    elif a.threshold is None:
+        verdict = "has unsupported sentences" if a.flagged else "all sentences supported"
+    else:  # the answer threshold decides, on the most suspicious sentence (docs/calibration.md)
+        outcome, compared = ("flagged", "≥") if a.flagged else ("passes", "<")
+        verdict = f"{outcome} (most suspicious sentence {a.score:+.3f} {compared} answer threshold {a.threshold:.3f})"
     gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"
-    console.print(Text(f"answer: {verdict} · {a.n_flagged} flagged, {a.n_unscored} unscored of {a.n_sentences} · mean gap {gap}", style="bold"))
+    counts = f"{a.n_flagged} of {a.n_sentences} sentences flagged, {a.n_unscored} unscored"
+    console.print(Text(f"answer: {verdict} · {counts} · mean gap {gap}", style="bold"))
     for warning in result.warnings:
         console.print(Text(f"warning: {warning}", style="bold yellow"))
     t = result.truncated

@@ -70,7 +70,9 @@ class AnswerSummary:
     n_sentences: int
     n_flagged: int
     n_unscored: int
-    flagged: bool | None  # any sentence flagged; None when none is but some could not be judged
+    flagged: bool | None  # the block/allow verdict (see detector.answer_summary); None: not judged
+    score: float | None = None  # the most suspicious scored sentence's score
+    threshold: float | None = None  # where the answer is flagged (None: when any sentence is)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import click
 from ..config import DetectorConfig
 from ..interrupts import resumable
 from . import common
-from .common import CONTEXT_SETTINGS, detector_options
+from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -18,20 +18,24 @@ from .common import CONTEXT_SETTINGS, detector_options
               help="Where to write the calibration JSON.")
 @click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
-@click.option("--target-recall", type=click.FloatRange(0, 1), default=None, help="Labelled: lowest recall to reach.")
-@click.option("--target-precision", type=click.FloatRange(0, 1), default=None, help="Labelled: lowest precision to reach.")
+@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Labelled: fit the thresholds at the lowest recall to reach [default: best F1].")
+@click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Labelled: fit the thresholds at the lowest precision to reach [default: best F1].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--no-progress", is_flag=True)
-@detector_options(omit=("mode", "calibration"))  # fitting scores in full mode, uncalibrated
+@detector_options(omit=("mode", *FLAGGING))  # fitting scores in full mode, uncalibrated
 def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
     character spans of unsupported text in the answer; a sentence overlapping one is
-    unsupported. With labels on every row the threshold meets --target-recall or
-    --target-precision (default: best F1); without, it flags --flag-rate of sentences.
-    Never calibrate on the answers you will score.
+    unsupported. With labels on every row the sentence and answer thresholds meet
+    --target-recall or --target-precision (default: best F1), and the file keeps the
+    precision-recall curves that `detect --target-recall/--target-precision` read; without,
+    the sentence threshold flags --flag-rate of sentences. Never calibrate on the answers
+    you will score.
     """
     from ..batch import run_batch
     from ..calibration_data import fit_from_batch

@@ -87,7 +87,16 @@ SETTINGS = (
     _Setting("max_answer_tokens", ("--max-answer-tokens",), "Answer tokens scored; sentences past them are unscored.",
              click.IntRange(min=1)),
     _Setting("device", ("--device",), "torch device.", shown="cuda if available, else cpu"),
+    _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
+             "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
+             shown="the best-F1 thresholds", metavar="SHARE"),
+    _Setting("target_precision", ("--target-precision",), "Flag at the lowest threshold whose flags were this share "
+             "right on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
+             shown="the best-F1 thresholds", metavar="SHARE"),
 )
+
+
+FLAGGING = ("calibration", "target_recall", "target_precision")  # the fields that only move where flags fall
 
 
 def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):

@@ -10,13 +10,13 @@ import click
 from ..interrupts import resumable
 from ..config import DetectorConfig
 from . import common
-from .common import CONTEXT_SETTINGS, detector_options
+from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
 from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @case_options
-@detector_options(omit=("calibration",))  # features are uncalibrated
+@detector_options(omit=FLAGGING)  # features are uncalibrated
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--token-rows", is_flag=True,
               help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")

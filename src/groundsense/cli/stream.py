@@ -79,9 +79,8 @@ def stream(question, question_file, context, context_file, passage_files, exampl
     detector = common.make_detector(DetectorConfig(**{**detector_options, **head.options}))
     checking = detector.stream(**head.arguments)
     if not as_json:
-        calibration, kind = detector.calibration_for(len(checking.evidence.chunks))
-        render_header(detector.scorer.name, detector.mode, detector.leave_one_out, kind,
-                      calibration.thresholds.get(kind) if calibration else None, console)
+        _, kind, threshold, _ = detector.flag_thresholds(len(checking.evidence.chunks))
+        render_header(detector.scorer.name, detector.mode, detector.leave_one_out, kind, threshold, console)
     printed = 0
     for piece in pieces:
         for sentence in checking.feed(piece):

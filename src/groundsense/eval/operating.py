@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import Calibration
+from ..errors import InputError
 from .bootstrap import group_draws
+from .tables import interval_text, markdown_table
 
 METRICS = ("precision", "recall", "f1", "flag rate")
 
@@ -49,55 +51,128 @@ def flag_intervals(y: np.ndarray, flagged: np.ndarray, groups: np.ndarray, n_res
 
 @dataclass(frozen=True)
 class OperatingPoint:
-    """A sentence threshold and the rule that chose it on the calibration set."""
+    """Where a reviewer sets the flag: the calibration's fitted thresholds (no target), or
+    those that met a target recall or precision on its labelled set (``--target-recall``,
+    ``--target-precision``)."""
 
-    rule: str
-    threshold: float
+    target_recall: float | None = None
+    target_precision: float | None = None
+
+    @property
+    def name(self) -> str:
+        if self.target_recall is not None:
+            return f"--target-recall {self.target_recall}"
+        if self.target_precision is not None:
+            return f"--target-precision {self.target_precision}"
+        return "fitted (default)"
 
 
-def answer_outcomes(sentences: pd.DataFrame, scores: np.ndarray, threshold: float) -> pd.DataFrame:
-    """Per answer: source, label (any unsupported sentence) and the fail-closed flag.
+def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPoint) -> pd.DataFrame:
+    """``sentences`` (every sentence that ran) with the product's judgement at ``point``:
+    ``score`` (NaN where unscored) and the sentence and answer ``threshold``s. As the detector
+    does with a shipped calibration, answers scored in a chunk count the calibration was fitted
+    on get the ``sensitivity`` detector, the others the ``gap`` and its thresholds."""
+    features = {f: sentences[f].to_numpy(dtype=float) for f in ("gap", *calibration.stats)}
+    served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
+    targets = (point.target_recall, point.target_precision)
+    columns = {"score": np.where(served, calibration.score("sensitivity", features), calibration.score("gap", features))}
+    for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
+        by_detector = {d: calibration.threshold(d, level, *targets) for d in ("sensitivity", "gap")}
+        columns[column] = np.where(served, by_detector["sensitivity"], by_detector["gap"]).astype(float)
+    # No answer threshold fitted: the answer is flagged when any sentence is, i.e. at the sentence one.
+    columns["answer_threshold"] = np.where(np.isnan(columns["answer_threshold"]), columns["threshold"],
+                                           columns["answer_threshold"])
+    columns["score"] = np.where(sentences["status"].to_numpy() == "scored", columns["score"], np.nan)
+    return sentences.assign(**columns)
 
-    ``sentences`` are every sentence that ran (scored or not), ``scores`` their suspicion
-    (NaN where unscored)."""
-    frame = sentences.assign(blocking=(np.nan_to_num(scores, nan=np.inf) >= threshold))
+
+def answer_outcomes(sentences: pd.DataFrame, any_sentence: bool = False) -> pd.DataFrame:
+    """Per answer of :func:`judged` sentences: source, label (any unsupported sentence) and the
+    fail-closed verdict of ``answer.flagged``: blocked when the most suspicious sentence reaches
+    the answer threshold (``any_sentence``: when any sentence reaches the sentence threshold)
+    or when a sentence could not be scored."""
+    score = sentences["score"].fillna(np.inf)  # an unscored sentence blocks
+    bar = sentences["threshold"] if any_sentence else sentences["answer_threshold"]
+    frame = sentences.assign(blocking=score >= bar)
     by = frame.groupby("case_id", sort=False)
     return by.agg(source_id=("source_id", "first"), label=("label", "max"), flagged=("blocking", "max"))
 
 
-def sentence_scores(calibration: Calibration, detector: str, sentences: pd.DataFrame) -> np.ndarray:
-    """The detector's suspicion per sentence; NaN for a sentence that was not scored.
-
-    Still to follow the product: an answer scored in a chunk count the calibration was not
-    fitted on (``calibration.chunk_counts``) is judged by the gap and its threshold there."""
-    features = {f: sentences[f].to_numpy(dtype=float) for f in ("gap", *calibration.stats)}
-    scores = calibration.score(detector, features)
-    return np.where(sentences["status"].to_numpy() == "scored", scores, np.nan)
-
-
-def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, detector: str,
-               points: list[OperatingPoint], answer_threshold: float | None,
+def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, points: list[OperatingPoint],
                n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """One row per (benchmark, level, operating point): each metric as ``value [lo, hi]``."""
+    """One row per (benchmark, operating point, level): each metric as ``value [lo, hi]``, and
+    how many sentences or answers it counts. A point whose target the calibration set never
+    reached is left out."""
     rows = []
     for name, sentences in test_sets.items():
-        scores = sentence_scores(calibration, detector, sentences)
-        scored = ~np.isnan(scores)
         for point in points:
-            y = sentences["label"].to_numpy()[scored]
-            cells = flag_intervals(y, scores[scored] >= point.threshold,
-                                   sentences["source_id"].to_numpy()[scored], n_resamples, seed)
-            rows.append({"benchmark": name, "level": "sentence", "operating point": point.rule,
-                         "threshold": point.threshold, **_cells(cells)})
-        answer_points = [OperatingPoint("answer threshold", answer_threshold)] if answer_threshold is not None else []
-        for point in [OperatingPoint(f"any sentence flagged ({points[0].rule})", points[0].threshold), *answer_points]:
-            answers = answer_outcomes(sentences, scores, point.threshold)
-            cells = flag_intervals(answers["label"].to_numpy(), answers["flagged"].to_numpy(),
-                                   answers["source_id"].to_numpy(), n_resamples, seed)
-            rows.append({"benchmark": name, "level": "answer", "operating point": point.rule,
-                         "threshold": point.threshold, **_cells(cells)})
+            try:
+                frame = judged(calibration, sentences, point)
+            except InputError:
+                continue
+            scored = frame[frame["score"].notna()]
+            levels = {"sentence": (scored["label"], scored["score"] >= scored["threshold"], scored["source_id"])}
+            for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True)):
+                answers = answer_outcomes(frame, any_sentence)
+                levels[level] = (answers["label"], answers["flagged"], answers["source_id"])
+            for level, (y, flagged, groups) in levels.items():
+                cells = flag_intervals(y.to_numpy(), flagged.to_numpy(), groups.to_numpy(), n_resamples, seed)
+                rows.append({"benchmark": name, "operating point": point.name, "level": level, "n": len(y),
+                             **_cells(cells)})
     return pd.DataFrame(rows)
 
 
+def _leaves(value: object) -> list:
+    """The leaf values of nested dicts."""
+    return [leaf for item in value.values() for leaf in _leaves(item)] if isinstance(value, dict) else [value]
+
+
 def _cells(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, str]:
-    return {m: f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for m, (v, lo, hi) in intervals.items()}
+    return {m: interval_text(*values) for m, values in intervals.items()}
+
+
+POINTS = [OperatingPoint(), *(OperatingPoint(target_recall=r) for r in (0.5, 0.8, 0.9)),
+          *(OperatingPoint(target_precision=p) for p in (0.3, 0.5))]
+
+
+def thresholds_table(calibration: Calibration, points: list[OperatingPoint]) -> pd.DataFrame:
+    """Each operating point's thresholds per detector and level (— where the target was not reached)."""
+    rows = {}
+    for point in points:
+        row = {}
+        for detector in ("sensitivity", "gap"):
+            for level in ("sentence", "answer"):
+                try:
+                    row[f"{detector}, {level}"] = calibration.threshold(detector, level, point.target_recall,
+                                                                        point.target_precision)
+                except InputError:
+                    row[f"{detector}, {level}"] = np.nan
+        rows[point.name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, command: str,
+                     n_resamples: int = 2000, seed: int = 0) -> str:
+    """The Markdown report of `groundsense eval operating`."""
+    made = calibration.made_with
+    table = flag_table(test_sets, calibration, POINTS, n_resamples, seed)
+    lines = [
+        "# The shipped flag on held-out answers", "", f"`{command}`", "",
+        f"Calibration: scorer {calibration.scorer}, fitted on {made.get('source', '?')} ({made.get('answers', '?')} "
+        f"answers, {made.get('n_sentences', '?')} scored sentences, chunk counts {calibration.chunk_counts}); fitted "
+        f"thresholds: {', '.join(sorted(set(_leaves(made.get('threshold_rule', {})))))}. Answers scored in another "
+        "chunk count are judged by the gap detector and its thresholds, as the detector does.", "",
+        "Precision, recall, F1 and share flagged, with 95% source-level bootstrap intervals "
+        f"({n_resamples:,} resamples), on answers the calibration never saw. *sentence*: scored sentences "
+        "(labelled unsupported when they overlap an annotated span). *answer*: `answer.flagged`, the "
+        "guardrail's block/allow verdict, against whether any sentence of the answer is unsupported; it "
+        "fails closed (an answer with a sentence past the answer cap is blocked). *answer, any sentence "
+        "flagged*: the same answers blocked as soon as one sentence is flagged, for comparison. An operating "
+        "point is a `detect` option; one whose target the calibration set never reached is left out.", "",
+        "## Thresholds", "", markdown_table(thresholds_table(calibration, POINTS)), "",
+    ]
+    for name, rows in table.groupby("benchmark", sort=False):
+        sentences = test_sets[name]
+        lines += [f"## {name}: {sentences['case_id'].nunique()} answers, {len(sentences)} sentences", "",
+                  markdown_table(rows.drop(columns="benchmark").set_index("operating point")), ""]
+    return "\n".join(lines)

@@ -7,7 +7,8 @@ Every integration reports the score in [0, 1] of :func:`groundsense.result.suppo
 A sentence is *judged supported* when the detector scored it and did not flag it
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
 token cap) both count against the answer: the check fails closed. ``passing`` is true only when
-every sentence is judged supported (``score == 1``, i.e. ``result.answer.flagged is False``).
+every sentence is judged supported (``score == 1``): stricter than ``result.answer.flagged``,
+which blocks an answer only when its most suspicious sentence reaches the answer threshold.
 The *grounded answer* keeps only the sentences judged supported.
 
 Imports no framework: evidence items are read by duck typing (a string, a LangChain
@@ -108,7 +109,7 @@ class GroundingReport:
 
     @property
     def passing(self) -> bool:
-        return self.result.answer.flagged is False
+        return all(s.flagged is False for s in self.result.sentences)
 
     @cached_property
     def grounded_answer(self) -> str:

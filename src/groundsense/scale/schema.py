@@ -23,7 +23,7 @@ _SENTENCE = pa.struct([
 ])
 _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),
-    ("n_unscored", _int), ("flagged", _bool),
+    ("n_unscored", _int), ("flagged", _bool), ("score", _float), ("threshold", _float),
 ])
 _TRUNCATED = pa.struct([("context", _bool), ("answer", _bool), ("context_tokens_removed", _int), ("answer_tokens_unscored", _int)])
 _CHUNK = pa.struct([("index", _int), ("start", _int), ("end", _int), ("passage", _int)])

@@ -40,7 +40,8 @@ def _values(kind: type, overrides: dict) -> dict:
             continue
         raw = os.environ.get(f"GROUNDSENSE_{f.name.upper()}")
         if raw is not None:
-            parse = type(f.default) if f.default is not None else str
+            # A None default says nothing of the type: the annotation does ("float | None").
+            parse = type(f.default) if f.default is not None else float if str(f.type).startswith("float") else str
             values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if parse is bool else parse(raw)
         if overrides.get(f.name) is not None:
             values[f.name] = overrides[f.name]

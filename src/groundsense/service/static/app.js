@@ -99,8 +99,14 @@ function render(request, result) {
   }
   view.append(request.answer.slice(cursor));
   const a = result.answer;
-  const verdicts = { true: "Has unsupported sentences", false: "All sentences supported", null: "Not judged" };
-  $("verdict").textContent = `${verdicts[a.flagged]} — ${a.n_flagged} flagged, ${a.n_unscored} unscored of ${a.n_sentences}`
+  // With an answer threshold the verdict is the answer's own (docs/calibration.md#the-answer-verdict).
+  const verdicts = a.threshold === null || a.threshold === undefined
+    ? { true: "Has unsupported sentences", false: "All sentences supported", null: "Not judged" }
+    : { true: "Answer flagged", false: "Answer passes", null: "Not judged" };
+  const bar = a.threshold === null || a.threshold === undefined || a.score === null ? ""
+    : ` (most suspicious sentence ${a.score.toFixed(3)} ${a.flagged ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
+  $("verdict").textContent = `${verdicts[a.flagged]}${a.flagged === null ? "" : bar}`
+    + ` — ${a.n_flagged} of ${a.n_sentences} sentences flagged, ${a.n_unscored} unscored`
     + ` · scorer ${result.scorer}, ${result.detector} detector`
     + (result.threshold === null ? " (uncalibrated: colours are relative to this answer)" : "");
   const notes = (result.warnings || []).map((w) => `Warning: ${w}.`);

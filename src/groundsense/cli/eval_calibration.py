@@ -1,0 +1,75 @@
+"""`groundsense eval calibrate` and `operating`: a calibration fitted on a feature cache, and its flag on held-out answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..eval.benchmarks import BENCHMARKS
+from .common import CONTEXT_SETTINGS, Failure
+from .eval_options import report_command
+
+
+@click.command("calibrate", context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="Feature cache holding the labelled calibration answers (e.g. results/calibration-tokens).")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="ragtruth", show_default=True)
+@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the calibration JSON.")
+@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Fit the thresholds at the lowest recall to reach [default: best F1].")
+@click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Fit the thresholds at the lowest precision to reach [default: best F1].")
+def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision):
+    """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
+    calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
+    you report on (use a train split)."""
+    from ..eval.calibration_set import fit_from_features
+    from ..eval.extract import load_cache
+
+    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.full_exact]
+    if len(sets) != 1:
+        raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark}; "
+                      "a calibration is fitted on exactly one (run `groundsense eval extract` first)")
+    calibration = fit_from_features(sets[0], target_recall, target_precision)
+    calibration.save(output)
+    made = calibration.made_with
+    click.echo(f"wrote {output}: {made['answers']} answers ({made['errors']} errors skipped), {made['n_sentences']} "
+               f"sentences; sentence thresholds {calibration.thresholds}, answer thresholds "
+               f"{calibration.answer_thresholds}", err=True)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              required=True, help="Feature cache(s) of held-out answers; the first holding a benchmark serves it.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Calibration file to judge with [default: the one shipped for the default scorer].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def operating(caches, calibration, output, resamples, seed):
+    """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
+    sentences and for the answer verdict, at the fitted thresholds and at the operating points
+    `detect --target-recall/--target-precision` offers, with source-level intervals."""
+    from ..calibration import Calibration, shipped_calibration
+    from ..eval.extract import load_cache
+    from ..eval.operating import operating_report
+    from ..weights import DEFAULT_SCORER
+
+    fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
+    test_sets = {}
+    for cache in caches:
+        for s in load_cache(cache, fitted.scorer):
+            if s.full_exact and s.benchmark not in {name.split()[0] for name in test_sets}:
+                test_sets[f"{s.benchmark} ({cache.name}/{s.key})"] = s.sentences
+    if not test_sets:
+        raise Failure(f"no full-mode, exact {fitted.scorer} feature set under {', '.join(map(str, caches))}")
+    command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
+                             *(["--calibration", calibration] if calibration else []), *(["-o", output] if output else []))
+    text = operating_report(test_sets, fitted, command, resamples, seed)
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
