@@ -53,6 +53,24 @@ def tiny_scorer() -> Scorer:
     return Scorer.from_model(model, tokenizer, "tiny-random-llama")
 
 
+@pytest.fixture(params=["tiny", pytest.param("real", marks=pytest.mark.slow)])
+def cli_scorer(request, monkeypatch):
+    """The commands get their detector on a scorer the session already holds, through the
+    ``common.make_detector`` seam, instead of loading one per command: the tiny scorer in
+    the fast tier, the real default one in the slow tier. For tests of what a command does
+    with scores, not of the scores. Each detector gets a fresh scorer around the shared
+    model, so no test sees another's kept evidence."""
+    from groundsense.cli import common
+
+    held = request.getfixturevalue("tiny_scorer" if request.param == "tiny" else "scorer")
+
+    def make_detector(config):
+        return Detector.from_config(config, Scorer.from_model(held.model, held.tokenizer, held.name))
+
+    monkeypatch.setattr(common, "make_detector", make_detector)
+    return held
+
+
 @pytest.fixture
 def absent_scorer(monkeypatch, tmp_path):
     """A built-in scorer whose weight package is not installed (and never converted).
