@@ -6,7 +6,9 @@ from groundsense.eval.cases import data_root
 from groundsense.scorer import Scorer
 
 
-REAL_SCORER_FIXTURES = {"scorer", "detector"}  # what loads the real default scorer
+# What loads the real default scorer: the session's scorer and detector here; in
+# tests/service, the servers and the readiness wait of an app whose lifespan loads it.
+REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
 
 
 def pytest_collection_modifyitems(items):
