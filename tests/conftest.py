@@ -18,6 +18,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_collection_finish(session):
+    """Without a slow test torch runs one thread: what is left scores on tiny models, whose
+    small operations gain nothing from a second thread, and on a machine busy with other work
+    two threads wait on each other (the fast tier took twice as long)."""
+    if not any(item.get_closest_marker("slow") for item in session.items):
+        torch.set_num_threads(1)
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("data") and not data_root().is_dir():
         pytest.skip(f"the benchmark data is not at {data_root()}: set GROUNDSENSE_DATA to its folder "
