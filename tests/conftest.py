@@ -6,7 +6,9 @@ from groundsense.eval.cases import data_root
 from groundsense.scorer import Scorer
 
 
-REAL_SCORER_FIXTURES = {"scorer", "detector"}  # what loads the real default scorer
+# What loads the real default scorer: the session's scorer and detector here; in
+# tests/service, the servers and the readiness wait of an app whose lifespan loads it.
+REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
 
 
 def pytest_collection_modifyitems(items):
@@ -14,6 +16,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if REAL_SCORER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session):
+    """Without a slow test torch runs one thread: what is left scores on tiny models, whose
+    small operations gain nothing from a second thread, and on a machine busy with other work
+    two threads wait on each other (the fast tier took twice as long)."""
+    if not any(item.get_closest_marker("slow") for item in session.items):
+        torch.set_num_threads(1)
 
 
 def pytest_runtest_setup(item):
@@ -51,6 +61,24 @@ def tiny_scorer() -> Scorer:
         torch.manual_seed(0)
         model = LlamaForCausalLM(config)
     return Scorer.from_model(model, tokenizer, "tiny-random-llama")
+
+
+@pytest.fixture(params=["tiny", pytest.param("real", marks=pytest.mark.slow)])
+def cli_scorer(request, monkeypatch):
+    """The commands get their detector on a scorer the session already holds, through the
+    ``common.make_detector`` seam, instead of loading one per command: the tiny scorer in
+    the fast tier, the real default one in the slow tier. For tests of what a command does
+    with scores, not of the scores. Each detector gets a fresh scorer around the shared
+    model, so no test sees another's kept evidence."""
+    from groundsense.cli import common
+
+    held = request.getfixturevalue("tiny_scorer" if request.param == "tiny" else "scorer")
+
+    def make_detector(config):
+        return Detector.from_config(config, Scorer.from_model(held.model, held.tokenizer, held.name))
+
+    monkeypatch.setattr(common, "make_detector", make_detector)
+    return held
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The command line, end to end with the real default scorer."""
+"""The command line: end to end with the real default scorer (``slow``), and what the
+commands do with scores on a scorer the session holds (``cli_scorer``: tiny in the fast tier)."""
 
 import json
 import os
@@ -31,6 +32,7 @@ def run(*args, input=None):
     return CliRunner().invoke(cli, list(args), input=input)
 
 
+@pytest.mark.slow  # loads the real scorer
 def test_detect_json_follows_the_contract():
     result = run("detect", "--json", input=json.dumps(ROW))
     assert result.exit_code == 0, result.output
@@ -46,6 +48,7 @@ def test_detect_json_follows_the_contract():
     assert data["sentences"][0]["support"]["text"] == ROW["passages"][1]
 
 
+@pytest.mark.slow  # loads the real scorer
 def test_detect_prints_a_readable_view_of_a_shipped_example():
     result = run("detect", "--example", "passages-qa")
     assert result.exit_code == 0, result.output
@@ -53,7 +56,7 @@ def test_detect_prints_a_readable_view_of_a_shipped_example():
     assert "answer:" in result.output
 
 
-def test_detect_reads_files(tmp_path):
+def test_detect_reads_files(tmp_path, cli_scorer):
     (tmp_path / "a.txt").write_text(ROW["answer"])
     (tmp_path / "c.txt").write_text(" ".join(ROW["passages"]))
     result = run("detect", "--json", "-k", "2", "--answer-file", str(tmp_path / "a.txt"), "--context-file", str(tmp_path / "c.txt"))
@@ -123,7 +126,7 @@ def _batch_input(tmp_path):
     return path
 
 
-def test_batch_keeps_going_past_bad_rows(tmp_path):
+def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     source, out = _batch_input(tmp_path), tmp_path / "out.jsonl"
     result = run("batch", str(source), "-o", str(out), "--no-progress")
     assert result.exit_code == 0, result.output
@@ -179,7 +182,7 @@ def test_detect_refuses_an_unknown_verifier_with_exit_2():
     assert out.exit_code == 2 and "unknown verifier" in out.output
 
 
-def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path):
+def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     rows = [
         {**ROW, "labels": [{"start": 34, "end": 62}]},  # the gold-paint sentence is unsupported
         {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],

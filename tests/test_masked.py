@@ -82,7 +82,7 @@ def test_a_calibration_must_match_the_leave_one_out_kind(scorer):
         Detector(scorer, leave_one_out="approximate")
 
 
-def test_cli_says_which_leave_one_out_produced_the_result():
+def test_cli_says_which_leave_one_out_produced_the_result(cli_scorer):
     masked = run("detect", "--example", "passages-qa", "--loo", "masked", "--json")
     assert masked.exit_code == 0, masked.output
     assert json.loads(masked.output)["leave_one_out"] == "masked"

@@ -104,6 +104,7 @@ def test_a_rerun_keeps_the_rated_rows_and_rates_only_the_rest(tmp_path, rater):
     assert summary.rates.loc["detector", "n"] == 2
 
 
+@pytest.mark.slow  # loads the real scorer as the judge
 def test_cli_rates_the_pairs_beside_them(tmp_path):
     folder = tmp_path / "attribution" / "ragtruth" / "smollm2-135m-instruct__full-k5-test"
     folder.mkdir(parents=True)

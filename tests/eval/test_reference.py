@@ -42,6 +42,7 @@ def published_rows():
 
 @pytest.fixture(scope="module")
 def reproduced():
+    """The whole analysis re-run: 135 LightGBM fits and 31,000 bootstrap AUCs (``slow``)."""
     return reproduce_analysis()
 
 
@@ -50,6 +51,7 @@ def test_parser_found_every_published_line():
     assert len(rows) == 2 * 13 + 3 + 4
 
 
+@pytest.mark.slow  # re-runs the published analysis
 @pytest.mark.parametrize("key", sorted(published_rows()), ids=lambda k: f"{k[0]}/{k[1]}")
 def test_published_number_reproduced_to_three_decimals(reproduced, key):
     expected = published_rows()[key]
@@ -58,6 +60,7 @@ def test_published_number_reproduced_to_three_decimals(reproduced, key):
     assert [round(v, 3) for v in got] == list(expected)
 
 
+@pytest.mark.slow  # re-runs the published analysis
 def test_threshold_only_corrected_auc(reproduced):
     fix = (reference_dir() / "THRESHOLD_FIX.md").read_text().split("## Qwen2.5-1.5B-Instruct_K5")[1]
     published = float(re.search(r"threshold-only \(grouped CV, per-fold\): ([0-9.]+)", fix)[1])

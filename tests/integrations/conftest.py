@@ -1,5 +1,6 @@
-"""Shared by the framework integrations' tests: the shipped example and a network block."""
+"""Shared by the framework integrations' tests: the shipped example, a network block and the integration module."""
 
+import importlib
 import socket
 
 import pytest
@@ -32,3 +33,11 @@ def offline(monkeypatch) -> list:
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     monkeypatch.setattr(socket.socket, "connect", connect)
     return attempts
+
+
+@pytest.fixture(scope="module")
+def integration(request):
+    """The integration module a test module is named for (test_ragas.py: ``groundsense.integrations.ragas``),
+    imported when a test asks for it rather than at collection: importing a framework takes
+    seconds, which the fast tier, collecting every module, would pay too."""
+    return importlib.import_module(f"groundsense.integrations.{request.module.__name__.removeprefix('test_')}")

@@ -1,10 +1,9 @@
-"""The Guardrails AI validator with the real guardrails-ai package and the real default scorer."""
+"""The Guardrails AI validator with the real guardrails-ai package and the real default scorer.
+
+The framework is imported by the tests that use it (``integration``), not at collection."""
 
 import pytest
-from guardrails.errors import ValidationError
-from guardrails.validator_base import FailResult, PassResult, validators_registry
 
-from groundsense.integrations.guardrails import Grounded, grounded_guard
 from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
@@ -15,12 +14,14 @@ def run(guard, example, answer=None):
     return guard.validate(answer or example["answer"], metadata=metadata)
 
 
-def test_registered_under_its_name():
-    assert validators_registry["groundsense/grounded"] is Grounded
+def test_registered_under_its_name(integration):
+    from guardrails.validator_base import validators_registry
+
+    assert validators_registry["groundsense/grounded"] is integration.Grounded
 
 
-def test_the_invented_sentence_is_an_error_span_and_the_fix_drops_it(detector, example, offline):
-    outcome = run(grounded_guard(detector, on_fail="fix"), example)
+def test_the_invented_sentence_is_an_error_span_and_the_fix_drops_it(integration, detector, example, offline):
+    outcome = run(integration.grounded_guard(detector, on_fail="fix"), example)
 
     assert outcome.validated_output == SUPPORTED
     [summary] = outcome.validation_summaries
@@ -31,30 +32,34 @@ def test_the_invented_sentence_is_an_error_span_and_the_fix_drops_it(detector, e
     assert offline == []
 
 
-def test_exception_is_raised_naming_the_sentence(detector, example, offline):
+def test_exception_is_raised_naming_the_sentence(integration, detector, example, offline):
+    from guardrails.errors import ValidationError
+
     with pytest.raises(ValidationError, match="Gustave Eiffel"):
-        run(grounded_guard(detector, on_fail="exception"), example)
+        run(integration.grounded_guard(detector, on_fail="exception"), example)
     assert offline == []
 
 
 @pytest.mark.parametrize("on_fail, output", [("noop", "answer"), ("filter", None), ("refrain", None)])
-def test_other_on_fail_actions(detector, example, on_fail, output):
-    outcome = run(grounded_guard(detector, on_fail=on_fail), example)
+def test_other_on_fail_actions(integration, detector, example, on_fail, output):
+    outcome = run(integration.grounded_guard(detector, on_fail=on_fail), example)
 
     assert outcome.validation_passed is False
     assert outcome.validated_output == (example["answer"] if output == "answer" else None)
 
 
-def test_a_supported_answer_passes(detector, example, offline):
-    outcome = run(grounded_guard(detector), example, answer=SUPPORTED)
+def test_a_supported_answer_passes(integration, detector, example, offline):
+    outcome = run(integration.grounded_guard(detector), example, answer=SUPPORTED)
 
     assert outcome.validation_passed is True and outcome.validated_output == SUPPORTED
     assert offline == []
 
 
-def test_validator_on_its_own(detector, example):
+def test_validator_on_its_own(integration, detector, example):
     """As a Guardrails validator's own API: validate() with metadata, and the FailResult."""
-    validator = Grounded(detector=detector, on_fail="fix")
+    from guardrails.validator_base import FailResult, PassResult
+
+    validator = integration.Grounded(detector=detector, on_fail="fix")
     metadata = {"sources": example["passages"], "question": example["question"]}
     result = validator.validate(example["answer"], metadata)
 
@@ -65,7 +70,7 @@ def test_validator_on_its_own(detector, example):
         validator.validate(SUPPORTED, {})
 
 
-def test_hub_metrics_stay_off_without_a_guardrailsrc(detector, monkeypatch, tmp_path):
+def test_hub_metrics_stay_off_without_a_guardrailsrc(integration, detector, monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
-    guard = grounded_guard(detector)
+    guard = integration.grounded_guard(detector)
     assert guard._allow_metrics_collection is False and guard._hub_telemetry._enabled is False

@@ -1,27 +1,27 @@
-"""The LlamaIndex evaluator with the real llama-index-core package and the real default scorer."""
+"""The LlamaIndex evaluator with the real llama-index-core package and the real default scorer.
+
+The framework is imported by the tests that use it (``integration``), not at collection."""
 
 import asyncio
 
 import pytest
-from llama_index.core.base.response.schema import Response
-from llama_index.core.evaluation import BaseEvaluator, BatchEvalRunner, EvaluationResult
-from llama_index.core.schema import NodeWithScore, TextNode
 
-from groundsense.integrations.llamaindex import GroundsenseEvaluator
 from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 
 
-def assert_invented_reported(result: EvaluationResult, example):
+def assert_invented_reported(result, example):
     assert result.passing is False
     assert result.score == pytest.approx(2 / 3)
     assert INVENTED in result.feedback and SUPPORTED.split(". ")[0] not in result.feedback
     assert result.response == example["answer"] and list(result.contexts) == example["passages"]
 
 
-def test_evaluate(detector, example, offline):
-    evaluator = GroundsenseEvaluator(detector)
+def test_evaluate(integration, detector, example, offline):
+    from llama_index.core.evaluation import BaseEvaluator
+
+    evaluator = integration.GroundsenseEvaluator(detector)
     assert isinstance(evaluator, BaseEvaluator) and evaluator.get_prompts() == {}
 
     result = evaluator.evaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
@@ -29,16 +29,21 @@ def test_evaluate(detector, example, offline):
     assert offline == []
 
 
-def test_evaluate_response_reads_the_source_nodes(detector, example):
+def test_evaluate_response_reads_the_source_nodes(integration, detector, example):
+    from llama_index.core.base.response.schema import Response
+    from llama_index.core.schema import NodeWithScore, TextNode
+
     nodes = [NodeWithScore(node=TextNode(text=p), score=1.0 - i / 10) for i, p in enumerate(example["passages"])]
     response = Response(response=example["answer"], source_nodes=nodes)
 
-    result = GroundsenseEvaluator(detector).evaluate_response(query=example["question"], response=response)
+    result = integration.GroundsenseEvaluator(detector).evaluate_response(query=example["question"], response=response)
     assert_invented_reported(result, example)
 
 
-def test_async_and_batch(detector, example):
-    evaluator = GroundsenseEvaluator(detector)
+def test_async_and_batch(integration, detector, example):
+    from llama_index.core.evaluation import BatchEvalRunner
+
+    evaluator = integration.GroundsenseEvaluator(detector)
     result = asyncio.run(
         evaluator.aevaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
     )
@@ -56,8 +61,8 @@ def test_async_and_batch(detector, example):
     assert [r.score for r in results["groundsense"]] == [pytest.approx(2 / 3), 1.0]
 
 
-def test_raise_error_and_missing_inputs(detector, example):
-    evaluator = GroundsenseEvaluator(detector, raise_error=True)
+def test_raise_error_and_missing_inputs(integration, detector, example):
+    evaluator = integration.GroundsenseEvaluator(detector, raise_error=True)
     with pytest.raises(ValueError, match="Gustave Eiffel"):
         evaluator.evaluate(query=example["question"], response=example["answer"], contexts=example["passages"])
     with pytest.raises(ValueError, match="contexts and response"):

@@ -1,4 +1,6 @@
-"""The JSON API against the real default scorer."""
+"""The JSON API against the real default scorer (``slow``: the client waits for it to load);
+the requests it refuses, and what needs no scorer, in the fast tier on the app without its
+lifespan (the scorer never loads)."""
 
 import time
 
@@ -14,13 +16,20 @@ REQUEST = {
     "passages": ["The bridge opened to traffic on May 27, 1937.", "The bridge's main span is 4,200 feet long."],
     "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
 }
+SETTINGS = ServiceSettings(max_body_bytes=20_000, max_batch_items=3)
 
 
 @pytest.fixture(scope="module")
 def client(wait_ready):
-    with TestClient(create_app(ServiceSettings(max_body_bytes=20_000, max_batch_items=3))) as client:
+    with TestClient(create_app(SETTINGS)) as client:
         wait_ready(client.get)
         yield client
+
+
+@pytest.fixture(scope="module")
+def unloaded():
+    """The same app without its lifespan: input checks and routing answer, nothing is scored."""
+    return TestClient(create_app(SETTINGS))
 
 
 def test_probes(client):
@@ -68,27 +77,27 @@ def test_batch_keeps_order_and_reports_bad_items(client):
         ({**REQUEST, "context": "x" * 30_000, "passages": None}, 413, "byte limit"),
     ],
 )
-def test_bad_requests_get_a_message_a_person_can_act_on(client, body, status, message):
-    response = client.post("/v1/detect", json=body)
+def test_bad_requests_get_a_message_a_person_can_act_on(unloaded, body, status, message):
+    response = unloaded.post("/v1/detect", json=body)
     assert response.status_code == status
     assert message in response.json()["error"]
 
 
-def test_batch_limits(client):
-    assert client.post("/v1/detect/batch", json=[REQUEST] * 4).status_code == 413
-    assert client.post("/v1/detect/batch", json=[]).status_code == 422
+def test_batch_limits(unloaded):
+    assert unloaded.post("/v1/detect/batch", json=[REQUEST] * 4).status_code == 413
+    assert unloaded.post("/v1/detect/batch", json=[]).status_code == 422
 
 
-def test_malformed_json_is_a_422(client):
-    response = client.post("/v1/detect", content=b"{not json", headers={"Content-Type": "application/json"})
+def test_malformed_json_is_a_422(unloaded):
+    response = unloaded.post("/v1/detect", content=b"{not json", headers={"Content-Type": "application/json"})
     assert response.status_code == 422 and "not valid JSON" in response.json()["error"]
 
 
-def test_examples_are_served(client):
-    names = client.get("/v1/examples").json()
+def test_examples_are_served(unloaded):
+    names = unloaded.get("/v1/examples").json()
     assert "passages-qa" in names
-    assert "answer" in client.get("/v1/examples/passages-qa").json()
-    assert client.get("/v1/examples/nope").status_code == 404
+    assert "answer" in unloaded.get("/v1/examples/passages-qa").json()
+    assert unloaded.get("/v1/examples/nope").status_code == 404
 
 
 def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
@@ -140,8 +149,8 @@ def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, mon
     assert "answer is empty" in refused["error"]["message"]
 
 
-def test_openapi_documents_the_request_body(client):
-    schema = client.get("/openapi.json").json()
+def test_openapi_documents_the_request_body(unloaded):
+    schema = unloaded.get("/openapi.json").json()
     body = schema["paths"]["/v1/detect"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/DetectRequest"}
     from groundsense.validate import FIELDS

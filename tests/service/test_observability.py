@@ -164,6 +164,7 @@ def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
     assert line["status"] == 504 and line["outcome"] == "error" and line["queue_s"] is not None
 
 
+@pytest.mark.slow  # starts `groundsense serve` in a subprocess
 def test_serve_writes_the_request_log_to_stdout(tmp_path):
     """`groundsense serve`: one JSON line per scoring request on stdout, text only with --log-text;
     the server's own messages on stderr. The scorer named cannot load, so nothing is scored."""

@@ -83,11 +83,14 @@ def _folds(table: pd.DataFrame, grouped: bool) -> list[tuple[np.ndarray, np.ndar
     return list(StratifiedKFold(5, shuffle=True, random_state=42).split(table, y))
 
 
-def out_of_fold_scores(table: pd.DataFrame, columns: list[str], grouped: bool) -> np.ndarray:
-    """The authors' LightGBM, fit per fold, predicting P(unsupported) on the held-out fold."""
+def out_of_fold_scores(
+    table: pd.DataFrame, columns: list[str], grouped: bool, folds: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> np.ndarray:
+    """The authors' LightGBM, fit per fold, predicting P(unsupported) on the held-out fold
+    (``folds``: the table's, when already split; the split is seeded, so always the same)."""
     x, y = table[columns].to_numpy(), table["label"].to_numpy()
     scores = np.zeros(len(table))
-    for train, held_out in _folds(table, grouped):
+    for train, held_out in folds or _folds(table, grouped):
         model = LGBMClassifier(
             n_estimators=300, learning_rate=0.05, num_leaves=31, random_state=42, n_jobs=1, verbose=-1
         )
@@ -96,11 +99,13 @@ def out_of_fold_scores(table: pd.DataFrame, columns: list[str], grouped: bool) -
     return scores
 
 
-def threshold_only_scores(table: pd.DataFrame, grouped: bool = True) -> np.ndarray:
+def threshold_only_scores(
+    table: pd.DataFrame, grouped: bool = True, folds: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> np.ndarray:
     """Training-free score -(sum of z-scored GROUND features), z statistics from each training fold."""
     scores = np.zeros(len(table))
     features = table[GROUND]
-    for train, held_out in _folds(table, grouped):
+    for train, held_out in folds or _folds(table, grouped):
         mean, std = features.iloc[train].mean(), features.iloc[train].std() + 1e-9
         scores[held_out] = -((features.iloc[held_out] - mean) / std).sum(axis=1).to_numpy()
     return scores
@@ -139,25 +144,26 @@ def reproduce_analysis(directory: str | Path | None = None) -> pd.DataFrame:
     responses = load_reference_table(folder / RESPONSE_FILE)
     boot = _AuthorsBootstrap()
     rows: dict[tuple[str, str], dict[str, float]] = {}
+    splits = {"response": _folds(responses, False), "sentence": _folds(sentences, True)}  # seeded: split once
     for section, table, grouped in (("response", responses, False), ("sentence", sentences, True)):
-        y = table["label"].to_numpy()
+        y, folds = table["label"].to_numpy(), splits[section]
         scores = {}
         for label, columns in LEVEL_METHODS:
-            scores[label] = out_of_fold_scores(table, columns, grouped)
+            scores[label] = out_of_fold_scores(table, columns, grouped, folds)
             rows[(section, label)] = _summary(resample_aucs(y, scores[label], boot.counts(table, grouped)))
         counts = boot.counts(table, grouped)
         diff = resample_aucs(y, scores["grounding (GASP)"], counts) - resample_aucs(y, scores["perplexity"], counts)
         rows[(section, "grounding vs perplexity")] = {**_summary(diff), "p": float(np.mean(diff <= 0))}
     y = sentences["label"].to_numpy()
     for label, columns in AGGREGATIONS:
-        scores_ = out_of_fold_scores(sentences, columns, True)
+        scores_ = out_of_fold_scores(sentences, columns, True, splits["sentence"])
         rows[("aggregation", label)] = _summary(resample_aucs(y, scores_, boot.counts(sentences, True)))
     for column in ["drop_max", "jsd_loo_max", "gap"]:
         rows[("threshold", f"raw {column}")] = {"value": roc_auc_score(y, sentences[column])}
     z = (sentences[GROUND] - sentences[GROUND].mean()) / (sentences[GROUND].std() + 1e-9)
     rows[("threshold", "standardized sum (as published, sign-flipped)")] = {"value": roc_auc_score(y, z.sum(axis=1))}
     rows[("threshold", "threshold-only (grouped CV, per-fold)")] = {
-        "value": roc_auc_score(y, threshold_only_scores(sentences))
+        "value": roc_auc_score(y, threshold_only_scores(sentences, folds=splits["sentence"]))
     }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index = pd.MultiIndex.from_tuples(frame.index, names=["section", "method"])
