@@ -142,18 +142,19 @@ def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
     assert [s.score for s in four.sentences] == [-s.features["gap"] for s in four.sentences]
 
 
-def test_a_target_recall_or_precision_moves_both_thresholds_along_the_shipped_curves(scorer):
+def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curve(scorer):
     shipped = shipped_calibration(scorer.name, None)
     base = Detector(scorer).detect(answer=ANSWER, passages=PASSAGES)
     for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.4}):
         result = Detector(scorer, **target).detect(answer=ANSWER, passages=PASSAGES)
         assert result.threshold == shipped.threshold("sensitivity", "sentence", *DetectorConfig(**target).targets)
-        assert result.answer.threshold == shipped.threshold("sensitivity", "answer", *DetectorConfig(**target).targets)
+        assert result.answer.threshold == result.threshold  # the answer is flagged when any sentence is
         assert [s.score for s in result.sentences] == [s.score for s in base.sentences]  # where flags fall, only
         assert [s.flagged for s in result.sentences] == [s.score >= result.threshold for s in result.sentences]
     lenient = Detector(scorer, target_recall=0.95).detect(answer=ANSWER, passages=PASSAGES)
     strict = Detector(scorer, target_recall=0.3).detect(answer=ANSWER, passages=PASSAGES)
-    assert lenient.threshold < strict.threshold and lenient.answer.threshold < strict.answer.threshold
+    assert lenient.threshold < strict.threshold
+    assert sum(s.flagged for s in lenient.sentences) >= sum(s.flagged for s in strict.sentences)
     with pytest.raises(InputError, match="needs a labelled calibration"):
         Detector(scorer, calibration=False, target_recall=0.9)
 

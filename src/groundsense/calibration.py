@@ -10,10 +10,10 @@ A calibration file holds those statistics and, per detector, two flag thresholds
 sentences and one for whole answers (on the answer's most suspicious sentence: the
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
-the best F1) and the file keeps a compact precision-recall curve per level, from which
-``--target-recall`` / ``--target-precision`` pick another operating point at detect time;
-without labels the sentence threshold flags a chosen share of sentences and there is no
-answer threshold (an answer is then flagged when any of its sentences is).
+the best F1) and the file keeps the sentences' precision-recall curve, from which
+``--target-recall`` / ``--target-precision`` pick another sentence threshold at detect time
+(an answer is then flagged when any of its sentences is); without labels the sentence
+threshold flags a chosen share of sentences and there is no answer threshold either.
 """
 
 from __future__ import annotations
@@ -107,8 +107,8 @@ class Calibration:
     made_with: dict = field(default_factory=dict)  # provenance: data, sizes, rule, metrics
     # detector -> flag an answer when its most suspicious sentence's score >= threshold
     answer_thresholds: dict[str, float] = field(default_factory=dict)
-    # level ("sentence", "answer") -> detector -> :func:`compact_curve` on the labelled set
-    curves: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
+    # detector -> :func:`compact_curve` of its sentence scores on the labelled set
+    curves: dict[str, list[list[float]]] = field(default_factory=dict)
 
     @property
     def leave_one_out(self) -> str:
@@ -128,17 +128,21 @@ class Calibration:
         self, detector: str, level: str = "sentence", target_recall: float | None = None,
         target_precision: float | None = None,
     ) -> float | None:
-        """Where ``detector`` flags at ``level``: the fitted threshold (None: an answer-level
-        one was not fitted), or the one that met the target recall or precision on the
-        labelled calibration set, read from its stored curve."""
+        """Where ``detector`` flags at ``level``: the fitted threshold (None: no answer
+        threshold was fitted, so an answer is flagged when any sentence is).
+
+        A target recall or precision is a sentence operating point, read from the stored curve
+        of the labelled calibration set, and serves both levels: the answer is flagged when any
+        sentence is. (The calibration answers are drawn half hallucinated, so an answer-level
+        precision measured on them would not hold on a natural mix.)"""
         if target_recall is None and target_precision is None:
             return (self.thresholds if level == "sentence" else self.answer_thresholds).get(detector)
-        curve = self.curves.get(level, {}).get(detector)
+        curve = self.curves.get(detector)
         if not curve:
             raise InputError(
-                f"this calibration keeps no {level}-level precision-recall curve for the {detector} detector (fitted "
-                "without labels, or by an older version): refit it with labelled rows (`groundsense calibrate`) "
-                "to pick a target recall or precision"
+                f"this calibration keeps no precision-recall curve for the {detector} detector (fitted without "
+                "labels, or by an older version): refit it with labelled rows (`groundsense calibrate`) to pick a "
+                "target recall or precision"
             )
         thresholds, precision, recall = np.asarray(curve, dtype=float).T
         return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
@@ -149,7 +153,14 @@ class Calibration:
         return sensitivity_score(self.stats, features)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
+        """Indented JSON, each curve on one line (they are long and read by programs)."""
+        data = asdict(self)
+        curves = data.pop("curves")
+        text = json.dumps(data, indent=2)
+        if curves:
+            lines = ",\n".join(f'    "{d}": {json.dumps(curve, separators=(",", ":"))}' for d, curve in curves.items())
+            text = text[:-2] + f',\n  "curves": {{\n{lines}\n  }}\n}}'
+        Path(path).write_text(text + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
@@ -211,7 +222,8 @@ def fit_calibration(
         for level, (level_scores, level_labels) in levels.items():
             threshold, text = _labelled_threshold(level_scores, level_labels, target_recall, target_precision)
             (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
-            calibration.curves.setdefault(level, {})[detector] = compact_curve(level_scores, level_labels)
+            if level == "sentence":
+                calibration.curves[detector] = compact_curve(level_scores, level_labels)
             rule.setdefault(level, {})[detector] = text
             quality.setdefault(level, {})[detector] = _quality(level_scores, level_labels, threshold)
     calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule, on_calibration_set=quality)

@@ -133,7 +133,7 @@ class Detector:
         return calibration, detector, *(calibration.threshold(detector, level, *targets) for level in LEVELS)
 
     def _check_targets(self) -> None:
-        """A target recall or precision needs the labelled curves of every calibration that may judge."""
+        """A target recall or precision needs the labelled curve of every calibration that may judge."""
         given = self.config.calibration
         if isinstance(given, Calibration):
             calibrations = [given]
@@ -145,8 +145,7 @@ class Detector:
                              f"{self.scorer.name} has none: fit one with `groundsense calibrate`")
         for calibration in calibrations:
             for detector in {self.detector, "gap"}:
-                for level in LEVELS:
-                    calibration.threshold(detector, level, *self.config.targets)
+                calibration.threshold(detector, "sentence", *self.config.targets)
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:

@@ -38,7 +38,7 @@ def test_a_calibration_fitted_on_a_cache_records_what_it_was_fitted_on(tmp_path)
     made = calibration.made_with
     assert made["answers"] == 150 and made["chunk_counts"] == [3] and made["tasks"] == {"QA": 75, "Summary": 75}
     assert made["n_sentences"] == len(features.table) and set(made["on_calibration_set"]) == {"sentence", "answer"}
-    assert set(calibration.curves) == {"sentence", "answer"} and set(calibration.answer_thresholds) == {"sensitivity", "gap"}
+    assert set(calibration.curves) == set(calibration.answer_thresholds) == {"sensitivity", "gap"}
     with pytest.raises(ValueError, match="full-mode, exact"):
         fit_from_features(FeatureSet("ragtruth", {**features.config, "mode": "two_pass"}, "k", features.rows))
 
@@ -70,8 +70,8 @@ def test_the_report_has_every_reachable_operating_point_for_every_level():
     held_out = feature_set("ragtruth", 1).sentences
     table = flag_table({"held out": held_out}, calibration, POINTS, n_resamples=100)
     reached = [p for p in POINTS if p.target_precision is None or
-               max(q for _, q, _ in calibration.curves["sentence"]["sensitivity"]) >= p.target_precision]
-    assert len(table) == 3 * len(reached)
+               max(q for _, q, _ in calibration.curves["sensitivity"]) >= p.target_precision]
+    assert len(table) == 2 * len(reached) + 1  # sentence and answer, and "any sentence" at the fitted point
     fitted = table[table["operating point"] == "fitted (default)"].set_index("level")
     y, flagged = held_out["label"], held_out.pipe(lambda s: judged(calibration, s, OperatingPoint())).eval("score >= threshold")
     assert fitted.loc["sentence", "recall"].startswith(f"{flagged[y == 1].mean():.3f}")

@@ -112,7 +112,8 @@ def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, 
                 continue
             scored = frame[frame["score"].notna()]
             levels = {"sentence": (scored["label"], scored["score"] >= scored["threshold"], scored["source_id"])}
-            for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True)):
+            fitted = point == OperatingPoint()  # under a target, the answer verdict is already "any sentence"
+            for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True))[: 1 + fitted]:
                 answers = answer_outcomes(frame, any_sentence)
                 levels[level] = (answers["label"], answers["flagged"], answers["source_id"])
             for level, (y, flagged, groups) in levels.items():
@@ -167,8 +168,10 @@ def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibra
         "(labelled unsupported when they overlap an annotated span). *answer*: `answer.flagged`, the "
         "guardrail's block/allow verdict, against whether any sentence of the answer is unsupported; it "
         "fails closed (an answer with a sentence past the answer cap is blocked). *answer, any sentence "
-        "flagged*: the same answers blocked as soon as one sentence is flagged, for comparison. An operating "
-        "point is a `detect` option; one whose target the calibration set never reached is left out.", "",
+        "flagged*: the same answers blocked as soon as one sentence is flagged instead, for comparison. An "
+        "operating point is a `detect` option; a target moves the sentence threshold along the calibration "
+        "set's curve, and the answer is then flagged when any sentence is. A target the calibration set "
+        "never reached is left out.", "",
         "## Thresholds", "", markdown_table(thresholds_table(calibration, POINTS)), "",
     ]
     for name, rows in table.groupby("benchmark", sort=False):
