@@ -8,7 +8,7 @@ import click
 
 from ..eval.benchmarks import BENCHMARKS
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import report_command
+from .eval_options import emit_report, markdown_report_options, report_command
 
 
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
@@ -46,10 +46,7 @@ def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target
               required=True, help="Feature cache(s) of held-out answers; the first holding a benchmark serves it.")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Calibration file to judge with [default: the one shipped for the default scorer].")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the Markdown report here [default: standard output].")
-@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@markdown_report_options
 def operating(caches, calibration, output, resamples, seed):
     """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
@@ -70,6 +67,4 @@ def operating(caches, calibration, output, resamples, seed):
     command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
                              *(["--calibration", calibration] if calibration else []), *(["-o", output] if output else []))
     text = operating_report(test_sets, fitted, command, resamples, seed)
-    if output:
-        output.write_text(text)
-    click.echo(text if not output else f"wrote {output}")
+    emit_report(text, output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import click
 
@@ -50,3 +51,24 @@ def report_command(*args) -> str:
     """The shell command that renders a report, shown in its header (the published-report
     check reruns it). Default resamples and seed only: those are what is published."""
     return shlex.join(["groundsense", "eval", *map(str, args)])
+
+
+def emit_report(text: str, output: Path | None) -> None:
+    """A Markdown report to ``output`` (saying so), or to standard output."""
+    if output:
+        output.write_text(text)
+    click.echo(text if not output else f"wrote {output}")
+
+
+def markdown_report_options(func):
+    """``-o`` (a Markdown file, else standard output), ``--resamples`` and ``--seed``: the options
+    of the reports that carry their command on line 3 (`selection`, `answers`, `operating`)."""
+    options = [
+        click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Write the Markdown report here [default: standard output]."),
+        click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -10,7 +10,7 @@ import click
 from ..eval.benchmarks import BENCHMARKS
 from ..eval.layout import cache_folder
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import DEFAULT_CACHE, report_command
+from .eval_options import DEFAULT_CACHE, emit_report, markdown_report_options, report_command
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -48,10 +48,7 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution):
 @click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
               help="A: sentence features; B: A plus token-level features (needs --token-rows caches).")
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the Markdown report here [default: standard output].")
-@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@markdown_report_options
 def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
     """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
     transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
@@ -69,9 +66,7 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
         text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, command, resamples, seed)
     except ValueError as exc:
         raise Failure(str(exc)) from exc
-    if output:
-        output.write_text(text)
-    click.echo(text if not output else f"wrote {output}")
+    emit_report(text, output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -79,10 +74,7 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
               default=[DEFAULT_CACHE], show_default=True, help="Feature cache(s); every full-mode exact set is reported.")
 @click.option("--reference", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the Markdown report here [default: standard output].")
-@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@markdown_report_options
 def answers(caches, reference, output, resamples, seed):
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
     partition, and the conditions that move it (scorer, task, answer cap, reference features)."""
@@ -99,9 +91,7 @@ def answers(caches, reference, output, resamples, seed):
     command = report_command("answers", *(a for c in caches for a in ("--cache", c)),
                              *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
     text = answer_report(sets, reference, command, resamples, seed)
-    if output:
-        output.write_text(text)
-    click.echo(text if not output else f"wrote {output}")
+    emit_report(text, output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
