@@ -145,7 +145,7 @@ def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
 def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curve(scorer):
     shipped = shipped_calibration(scorer.name, None)
     base = Detector(scorer).detect(answer=ANSWER, passages=PASSAGES)
-    for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.4}):
+    for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.3}):
         result = Detector(scorer, **target).detect(answer=ANSWER, passages=PASSAGES)
         assert result.threshold == shipped.threshold("sensitivity", "sentence", *DetectorConfig(**target).targets)
         assert result.answer.threshold == result.threshold  # the answer is flagged when any sentence is
@@ -157,6 +157,9 @@ def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curv
     assert sum(s.flagged for s in lenient.sentences) >= sum(s.flagged for s in strict.sentences)
     with pytest.raises(InputError, match="needs a labelled calibration"):
         Detector(scorer, calibration=False, target_recall=0.9)
+    top = max(precision for _, precision, _ in shipped.curves["gap"])  # the gap also judges: other chunk counts
+    with pytest.raises(InputError, match=f"the gap detector: no threshold reached precision 0.5 .* at most {top:.3f}"):
+        Detector(scorer, target_precision=0.5)
 
 
 def _sentence(score, flagged, status="scored"):

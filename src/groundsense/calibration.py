@@ -145,7 +145,10 @@ class Calibration:
                 "target recall or precision"
             )
         thresholds, precision, recall = np.asarray(curve, dtype=float).T
-        return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
+        try:
+            return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
+        except InputError as exc:
+            raise InputError(f"the {detector} detector: {exc}") from None
 
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":

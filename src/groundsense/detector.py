@@ -133,7 +133,9 @@ class Detector:
         return calibration, detector, *(calibration.threshold(detector, level, *targets) for level in LEVELS)
 
     def _check_targets(self) -> None:
-        """A target recall or precision needs the labelled curve of every calibration that may judge."""
+        """A target recall or precision needs the labelled curve of every calibration that may judge,
+        and must be reached by each detector that may: the ``gap`` judges answers scored in
+        chunk counts the calibration was not fitted on, so a full-mode target must suit it too."""
         given = self.config.calibration
         if isinstance(given, Calibration):
             calibrations = [given]
