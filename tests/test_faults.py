@@ -35,8 +35,12 @@ def write_source(tmp_path):
     return source
 
 
+def arguments(source, out):
+    return ["--threads", "1", "batch", str(source), "--no-progress", "-o", str(out)]
+
+
 def command(source, out):
-    return [sys.executable, "-m", "groundsense.cli", "--threads", "1", "batch", str(source), "--no-progress", "-o", str(out)]
+    return [sys.executable, "-m", "groundsense.cli", *arguments(source, out)]
 
 
 def lines(path):
@@ -80,9 +84,11 @@ def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterr
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
 @pytest.mark.parametrize("after, cut", [(1, False), (4, False), (N - 1, False), (3, True)],
                          ids=["after 1 record", "after 4", "before the last", "mid-write"])
-def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, after, cut):
+def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, invoke_cli, after, cut):
+    """Killed in a process of its own; resumed in this one, on the same real scorer and one thread."""
     source, (whole, _) = uninterrupted
     out = tmp_path / "resumed.jsonl"
     proc = subprocess.Popen(command(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -96,8 +102,8 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, after, c
         last = data.rstrip(b"\n").rfind(b"\n") + 1
         out.write_bytes(data[: last + (len(data) - last) // 2])
     assert out.read_bytes() != whole.read_bytes()
-    resumed = subprocess.run(command(source, out), capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = invoke_cli(arguments(source, out))
+    assert resumed.exit_code == 0, resumed.output
     assert out.read_bytes() == whole.read_bytes()
 
 
