@@ -64,18 +64,21 @@ def test_a_record_cut_off_mid_write_is_removed(tmp_path):
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """One uninterrupted run, and a second identical one."""
+    """One uninterrupted run, in a process of its own."""
     folder = tmp_path_factory.mktemp("whole")
-    source = write_source(folder)
-    runs = [folder / "first.jsonl", folder / "second.jsonl"]
-    for out in runs:
-        subprocess.run(command(source, out), check=True, capture_output=True, timeout=600)
-    return source, runs
+    source, out = write_source(folder), folder / "whole.jsonl"
+    subprocess.run(command(source, out), check=True, capture_output=True, timeout=600)
+    return source, out
 
 
 @pytest.mark.slow
-def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterrupted):
-    _, (first, second) = uninterrupted
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
+def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(tmp_path, uninterrupted, invoke_cli):
+    """The second run in this process, on the same real scorer and one thread."""
+    source, first = uninterrupted
+    second = tmp_path / "second.jsonl"
+    result = invoke_cli(arguments(source, second))
+    assert result.exit_code == 0, result.output
     assert first.read_bytes() == second.read_bytes()
     records = {r["line"]: r for r in map(json.loads, first.read_text(encoding="utf-8").splitlines())}
     assert sorted(records) == list(range(1, N + 1))
@@ -89,7 +92,7 @@ def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterr
                          ids=["after 1 record", "after 4", "before the last", "mid-write"])
 def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, invoke_cli, after, cut):
     """Killed in a process of its own; resumed in this one, on the same real scorer and one thread."""
-    source, (whole, _) = uninterrupted
+    source, whole = uninterrupted
     out = tmp_path / "resumed.jsonl"
     proc = subprocess.Popen(command(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
@@ -109,7 +112,7 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, invoke_c
 
 @pytest.mark.slow
 def test_a_corrupt_output_line_exits_2_and_names_it(tmp_path, uninterrupted):
-    source, (whole, _) = uninterrupted
+    source, whole = uninterrupted
     out = tmp_path / "out.jsonl"
     kept = whole.read_text(encoding="utf-8").splitlines()[:3]
     out.write_text("\n".join(kept[:2] + ["{not a record"]) + "\n", encoding="utf-8")
