@@ -82,6 +82,26 @@ def cli_scorer(request, monkeypatch):
 
 
 @pytest.fixture
+def invoke_cli(cli_scorer):
+    """Run a `groundsense` command line (its arguments, without the program) in this process,
+    on ``cli_scorer``'s scorer: a resume checked against a run in a process of its own, without
+    another process start and scorer load. torch's thread count, which ``--threads`` sets, is
+    put back after it."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    def invoke(args):
+        threads = torch.get_num_threads()
+        try:
+            return CliRunner().invoke(cli, [str(a) for a in args])
+        finally:
+            torch.set_num_threads(threads)
+
+    return invoke
+
+
+@pytest.fixture
 def absent_scorer(monkeypatch, tmp_path):
     """A built-in scorer whose weight package is not installed (and never converted).
 

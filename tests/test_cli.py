@@ -142,14 +142,18 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     assert len(out.read_text().splitlines()) == 5
 
 
-@pytest.mark.slow  # runs the real scorer in a subprocess, twice
+@pytest.mark.slow  # runs the real scorer, in a subprocess it stops and in this process
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
 @pytest.mark.parametrize("stop, exit_code", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 143)])
-def test_stopped_batch_resumes_to_the_same_file(tmp_path, stop, exit_code):
+def test_stopped_batch_resumes_to_the_same_file(tmp_path, invoke_cli, stop, exit_code):
+    """The whole run and the resume in this process, the stopped run in a process of its own;
+    all on the real scorer and one thread, as a float sum's order depends on the thread count."""
     source = _batch_input(tmp_path)
-    command = [sys.executable, "-m", "groundsense.cli", "batch", str(source), "--no-progress", "-o"]
     whole, resumed = tmp_path / "whole.jsonl", tmp_path / "resumed.jsonl"
-    subprocess.run(command + [str(whole)], check=True, capture_output=True)
-    proc = subprocess.Popen(command + [str(resumed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    arguments = ["--threads", "1", "batch", str(source), "--no-progress", "-o"]
+    assert invoke_cli(arguments + [whole]).exit_code == 0
+    proc = subprocess.Popen([sys.executable, "-m", "groundsense.cli", *arguments, str(resumed)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and (not resumed.exists() or not resumed.read_text().count("\n")):
         time.sleep(0.05)
@@ -158,7 +162,8 @@ def test_stopped_batch_resumes_to_the_same_file(tmp_path, stop, exit_code):
     with resumed.open("a") as sink:
         sink.write('{"id": "c", "line": 4, "sent')  # a record cut off mid-write
     assert resumed.read_text() != whole.read_text()
-    subprocess.run(command + [str(resumed)], check=True, capture_output=True)
+    result = invoke_cli(arguments + [resumed])
+    assert result.exit_code == 0, result.output
     assert resumed.read_text() == whole.read_text()  # evidence-cache state must not leak into the output
 
 

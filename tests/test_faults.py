@@ -35,8 +35,12 @@ def write_source(tmp_path):
     return source
 
 
+def arguments(source, out):
+    return ["--threads", "1", "batch", str(source), "--no-progress", "-o", str(out)]
+
+
 def command(source, out):
-    return [sys.executable, "-m", "groundsense.cli", "--threads", "1", "batch", str(source), "--no-progress", "-o", str(out)]
+    return [sys.executable, "-m", "groundsense.cli", *arguments(source, out)]
 
 
 def lines(path):
@@ -60,18 +64,21 @@ def test_a_record_cut_off_mid_write_is_removed(tmp_path):
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """One uninterrupted run, and a second identical one."""
+    """One uninterrupted run, in a process of its own."""
     folder = tmp_path_factory.mktemp("whole")
-    source = write_source(folder)
-    runs = [folder / "first.jsonl", folder / "second.jsonl"]
-    for out in runs:
-        subprocess.run(command(source, out), check=True, capture_output=True, timeout=600)
-    return source, runs
+    source, out = write_source(folder), folder / "whole.jsonl"
+    subprocess.run(command(source, out), check=True, capture_output=True, timeout=600)
+    return source, out
 
 
 @pytest.mark.slow
-def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterrupted):
-    _, (first, second) = uninterrupted
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
+def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(tmp_path, uninterrupted, invoke_cli):
+    """The second run in this process, on the same real scorer and one thread."""
+    source, first = uninterrupted
+    second = tmp_path / "second.jsonl"
+    result = invoke_cli(arguments(source, second))
+    assert result.exit_code == 0, result.output
     assert first.read_bytes() == second.read_bytes()
     records = {r["line"]: r for r in map(json.loads, first.read_text(encoding="utf-8").splitlines())}
     assert sorted(records) == list(range(1, N + 1))
@@ -80,10 +87,12 @@ def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(uninterr
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
 @pytest.mark.parametrize("after, cut", [(1, False), (4, False), (N - 1, False), (3, True)],
                          ids=["after 1 record", "after 4", "before the last", "mid-write"])
-def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, after, cut):
-    source, (whole, _) = uninterrupted
+def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, invoke_cli, after, cut):
+    """Killed in a process of its own; resumed in this one, on the same real scorer and one thread."""
+    source, whole = uninterrupted
     out = tmp_path / "resumed.jsonl"
     proc = subprocess.Popen(command(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
@@ -96,14 +105,14 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path, uninterrupted, after, c
         last = data.rstrip(b"\n").rfind(b"\n") + 1
         out.write_bytes(data[: last + (len(data) - last) // 2])
     assert out.read_bytes() != whole.read_bytes()
-    resumed = subprocess.run(command(source, out), capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = invoke_cli(arguments(source, out))
+    assert resumed.exit_code == 0, resumed.output
     assert out.read_bytes() == whole.read_bytes()
 
 
 @pytest.mark.slow
 def test_a_corrupt_output_line_exits_2_and_names_it(tmp_path, uninterrupted):
-    source, (whole, _) = uninterrupted
+    source, whole = uninterrupted
     out = tmp_path / "out.jsonl"
     kept = whole.read_text(encoding="utf-8").splitlines()[:3]
     out.write_text("\n".join(kept[:2] + ["{not a record"]) + "\n", encoding="utf-8")
