@@ -57,11 +57,12 @@ def operating(caches, calibration, output, resamples, seed):
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
-    test_sets = {}
+    chosen = {}  # benchmark -> (cache, feature set): the first cache holding it
     for cache in caches:
         for s in load_cache(cache, fitted.scorer):
-            if s.full_exact and s.benchmark not in {name.split()[0] for name in test_sets}:
-                test_sets[f"{s.benchmark} ({cache.name}/{s.key})"] = s.sentences
+            if s.full_exact:
+                chosen.setdefault(s.benchmark, (cache, s))
+    test_sets = {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
     if not test_sets:
         raise Failure(f"no full-mode, exact {fitted.scorer} feature set under {', '.join(map(str, caches))}")
     command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
