@@ -81,7 +81,9 @@ def test_the_answer_threshold_is_fitted_on_each_answers_most_suspicious_sentence
             alt = top >= other
             assert 2 * (alt & (unsupported == 1)).sum() / (alt.sum() + unsupported.sum()) <= f1 + 1e-12
     assert set(cal.made_with["on_calibration_set"]) == {"sentence", "answer"}
-    assert fit_calibration(features, "s", 5, labels=labels).answer_thresholds == {}  # no answer ids, no answer threshold
+    no_answers = fit_calibration(features, "s", 5, labels=labels)  # no answer ids, no answer threshold:
+    assert no_answers.answer_thresholds == {}  # an answer is flagged when any sentence is
+    assert no_answers.threshold("gap", "answer") == no_answers.threshold("gap") == no_answers.thresholds["gap"]
     one_class = fit_calibration(features, "s", 5, labels=labels, answers=np.zeros_like(labels))  # one answer
     assert one_class.answer_thresholds == {} and one_class.thresholds == cal.thresholds
     assert "not fitted" in one_class.made_with["threshold_rule"]["answer"]["gap"]
@@ -112,6 +114,6 @@ def test_a_target_picks_the_threshold_the_stored_curve_says_met_it(tmp_path):
 def test_a_calibration_without_curves_says_how_to_get_a_target():
     features, _ = _features()
     unlabelled = fit_calibration(features, "s", 5, flag_rate=0.2)
-    assert unlabelled.threshold("gap", "answer") is None  # the answer is flagged when any sentence is
+    assert unlabelled.threshold("gap", "answer") == unlabelled.thresholds["gap"]  # the answer is flagged when any sentence is
     with pytest.raises(InputError, match="refit it with labelled rows"):
         unlabelled.threshold("gap", target_recall=0.8)

@@ -209,6 +209,6 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     assert data["threshold"] == pytest.approx(calibration["thresholds"][data["detector"]])
     assert data["sentences"][1]["score"] >= data["threshold"] - 1e-6  # recall 1 on a set holding this answer
     # every answer is unsupported: no answer threshold, so the answer is flagged when a sentence is
-    assert calibration["answer_thresholds"] == {} and data["answer"]["threshold"] is None
+    assert calibration["answer_thresholds"] == {} and data["answer"]["threshold"] == data["threshold"]
     assert data["answer"]["flagged"] is True
     assert run("calibrate", str(source), "-o", str(output), "--mode", "two_pass").exit_code == 2

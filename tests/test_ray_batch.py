@@ -36,10 +36,12 @@ CONTEXT = "The Eiffel Tower was finished in 1889. It is 330 metres tall. It stan
 @pytest.fixture(scope="module")
 def ray_runtime():
     """A local Ray runtime; the local batch runs with the actors' one torch thread, since
-    another thread count sums in another order (float differences of ~1e-6 in a score)."""
+    another thread count sums in another order (float differences of ~1e-6 in a score).
+    Idle workers are kept (Ray's soft limit is the CPU count, and Ray Data's own actors take
+    two workers), so that each test's tasks do not wait for fresh worker processes."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config={"num_workers_soft_limit": 8})
     ray.data.DataContext.get_current().enable_progress_bars = False
     yield
     ray.shutdown()

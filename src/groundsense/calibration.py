@@ -128,15 +128,16 @@ class Calibration:
         self, detector: str, level: str = "sentence", target_recall: float | None = None,
         target_precision: float | None = None,
     ) -> float | None:
-        """Where ``detector`` flags at ``level``: the fitted threshold (None: no answer
-        threshold was fitted, so an answer is flagged when any sentence is).
+        """Where ``detector`` flags at ``level``: the fitted threshold. Without a fitted answer
+        threshold the answer one is the sentence one: the answer is flagged when any sentence is.
 
         A target recall or precision is a sentence operating point, read from the stored curve
         of the labelled calibration set, and serves both levels: the answer is flagged when any
         sentence is. (The calibration answers are drawn half hallucinated, so an answer-level
         precision measured on them would not hold on a natural mix.)"""
         if target_recall is None and target_precision is None:
-            return (self.thresholds if level == "sentence" else self.answer_thresholds).get(detector)
+            sentence = self.thresholds.get(detector)
+            return sentence if level == "sentence" else self.answer_thresholds.get(detector, sentence)
         curve = self.curves.get(detector)
         if not curve:
             raise InputError(
@@ -158,11 +159,11 @@ class Calibration:
     def save(self, path: str | Path) -> None:
         """Indented JSON, each curve on one line (they are long and read by programs)."""
         data = asdict(self)
-        curves = data.pop("curves")
+        curves = {d: json.dumps(curve, separators=(",", ":")) for d, curve in data["curves"].items()}
+        data["curves"] = {d: f"<curve {d}>" for d in curves}  # placeholders, each replaced by its curve's one line
         text = json.dumps(data, indent=2)
-        if curves:
-            lines = ",\n".join(f'    "{d}": {json.dumps(curve, separators=(",", ":"))}' for d, curve in curves.items())
-            text = text[:-2] + f',\n  "curves": {{\n{lines}\n  }}\n}}'
+        for d, line in curves.items():
+            text = text.replace(json.dumps(f"<curve {d}>"), line)
         Path(path).write_text(text + "\n")
 
     @classmethod

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .calibration import Calibration
 from .errors import InputError
 from .validate import MODES, check_k
-
-if TYPE_CHECKING:
-    from .calibration import Calibration
 
 LEAVE_ONE_OUT = ("exact", "masked")
 

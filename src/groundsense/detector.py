@@ -124,8 +124,7 @@ class Detector:
     def flag_thresholds(self, chunks: int) -> tuple[Calibration | None, str, float | None, float | None]:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
         detector, and where that detector flags a sentence and the answer (the fitted
-        thresholds, or those meeting the config's target; None: no sentence is flagged, or no
-        answer threshold was fitted and the answer is flagged when any sentence is)."""
+        thresholds, or those meeting the config's target; None: no calibration, so nothing is flagged)."""
         calibration, detector = self.calibration_for(chunks)
         if calibration is None:
             return None, detector, None, None

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from groundsense.config import DetectorConfig
+from groundsense.errors import InputError
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
@@ -125,8 +126,16 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_PORT", "9001")
     monkeypatch.setenv("GROUNDSENSE_K", "3")
     monkeypatch.setenv("GROUNDSENSE_TIMEOUT_S", "2.5")
+    monkeypatch.setenv("GROUNDSENSE_TARGET_RECALL", "0.8")  # None defaults: typed by their annotations
+    monkeypatch.setenv("GROUNDSENSE_CALIBRATION", "my-calibration.json")
+    monkeypatch.setenv("GROUNDSENSE_LOG_TEXT", "yes")
     settings = ServiceSettings.from_env(k=7, scorer=None)
     assert (settings.port, settings.detector.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")
+    assert (settings.detector.target_recall, settings.detector.calibration, settings.log_text) == (
+        0.8, "my-calibration.json", True)
+    monkeypatch.setenv("GROUNDSENSE_TARGET_RECALL", "most")
+    with pytest.raises(InputError, match="GROUNDSENSE_TARGET_RECALL='most': expected float"):
+        ServiceSettings.from_env()
 
 
 def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, monkeypatch, caplog):

@@ -79,9 +79,6 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
         by_detector = {d: calibration.threshold(d, level, *targets) for d in ("sensitivity", "gap")}
         columns[column] = np.where(served, by_detector["sensitivity"], by_detector["gap"]).astype(float)
-    # No answer threshold fitted: the answer is flagged when any sentence is, i.e. at the sentence one.
-    columns["answer_threshold"] = np.where(np.isnan(columns["answer_threshold"]), columns["threshold"],
-                                           columns["answer_threshold"])
     columns["score"] = np.where(sentences["status"].to_numpy() == "scored", columns["score"], np.nan)
     return sentences.assign(**columns)
 

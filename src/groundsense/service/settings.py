@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import MISSING, dataclass, field, fields
+from typing import get_args, get_type_hints
 
 from ..config import DetectorConfig
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -34,15 +36,18 @@ class ServiceSettings:
 
 def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
-    values = {}
+    values, types = {}, get_type_hints(kind)
     for f in fields(kind):
         if f.default is MISSING:
             continue
         raw = os.environ.get(f"GROUNDSENSE_{f.name.upper()}")
         if raw is not None:
-            # A None default says nothing of the type: the annotation does ("float | None").
-            parse = type(f.default) if f.default is not None else float if str(f.type).startswith("float") else str
-            values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if parse is bool else parse(raw)
+            given = [t for t in get_args(types[f.name]) if t is not type(None)] or [types[f.name]]
+            parse = given[0] if len(given) == 1 else str  # "X | None" parses as X; a wider union is text (a path)
+            try:
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if parse is bool else parse(raw)
+            except ValueError:
+                raise InputError(f"GROUNDSENSE_{f.name.upper()}={raw!r}: expected {parse.__name__}") from None
         if overrides.get(f.name) is not None:
             values[f.name] = overrides[f.name]
     return values
