@@ -34,4 +34,4 @@ browser:
 	fi
 
 test: setup browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile  # a worker per CPU (at most 4), each test file on one worker

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -18,11 +20,29 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (``make test``): a worker per CPU, at most 4, since each worker holds its
+    own real scorer and imports every framework."""
+    return max(1, min(4, cpu_count()))
+
+
 def pytest_collection_finish(session):
-    """Without a slow test torch runs one thread: what is left scores on tiny models, whose
+    """Under xdist the workers share the CPUs: each runs torch on its share, and so do the
+    ``groundsense`` processes its tests start (``OMP_NUM_THREADS``), so that a result computed
+    in a subprocess and one computed in the test process sum in the same order. Run alone
+    without a slow test, torch runs one thread: what is left scores on tiny models, whose
     small operations gain nothing from a second thread, and on a machine busy with other work
     two threads wait on each other (the fast tier took twice as long)."""
-    if not any(item.get_closest_marker("slow") for item in session.items):
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        threads = max(1, cpu_count() // workers)
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+    elif not any(item.get_closest_marker("slow") for item in session.items):
         torch.set_num_threads(1)
 
 

@@ -3,6 +3,7 @@ deferred ones included: the core imports none of the layers above it, the verifi
 only the core, and the outer layers never import the CLI; no two layers import each other."""
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every groundsense module ``path`` imports, relative imports resolved."""
+def imported_modules(path: Path, tree: ast.AST | None = None) -> set[str]:
+    """Every groundsense module ``path`` (parsed: ``tree``) imports, relative imports resolved."""
     here = module_name(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree or ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -52,6 +53,27 @@ def edges() -> list[tuple[str, str, str]]:
     return out
 
 
+def runtime_imports(path: Path) -> set[str]:
+    """:func:`imported_modules` less those under ``if TYPE_CHECKING:`` (annotations only)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            node.body = []
+    return imported_modules(path, tree)
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """Module by module, runtime imports (deferred ones included) form no cycle. A module's
+    import of a package above it is left out: that only names the package's namespace."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {m: {t for t in runtime_imports(p) if t in modules and t != m and not m.startswith(t + ".")}
+             for m, p in modules.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import cycle: {' -> '.join(exc.args[1])}")
+
+
 def rank(part: str) -> int:
     return LAYERS.get(part, 0)
 
@@ -64,7 +86,8 @@ def test_no_module_imports_a_layer_above_its_own_or_beside_it():
 
 def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification" in imported_modules(PACKAGE / "cascade.py")  # from .verification import
-    assert "groundsense.stream" in imported_modules(PACKAGE / "detector.py")  # imported inside Detector.stream
+    assert "groundsense.detector" in imported_modules(PACKAGE / "stream.py")  # under TYPE_CHECKING
+    assert "groundsense.detector" not in runtime_imports(PACKAGE / "stream.py")
     assert layer_part("groundsense.eval.cases") == "eval" and layer_part("groundsense.detector") == "core"
 
 

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +16,9 @@ from .evidence import Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from .scorer import EncodedAnswer, EncodedPrompt, Scorer
+from .stream import DetectionStream
 from .text import Span, segment_sentences
 from .validate import check_inputs, check_row, check_spans
-
-if TYPE_CHECKING:
-    from .stream import DetectionStream
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +187,7 @@ class Detector:
         owner = assign_tokens(prompt.answer.offsets, spans)
         features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
         result = self.build_result(answer, spans, evidence, prompt.answer, features, scores.tokens_processed)
-        result.warnings = unfamiliar_text(self.scorer, prompt)
+        result.warnings = self.scorer.unfamiliar_text(prompt)
         result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
         result.tokens = TokenRows(scores.logp, scores.jsd, owner, prompt.answer.offsets)
         return result
@@ -222,8 +219,6 @@ class Detector:
         """Check an answer while it is generated: ``stream.feed(delta)`` returns the sentences
         each piece of text finished, judged; ``stream.close()`` the whole answer's result,
         equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
-        from .stream import DetectionStream
-
         return DetectionStream(self, question, context, passages, score_every)
 
     def build_result(
@@ -270,24 +265,6 @@ def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> lis
     if not spans:
         raise InputError("the answer has no sentence to score")
     return spans
-
-
-UNFAMILIAR_SHARE = 0.5  # byte-fragment tokens past which text counts as unfamiliar to the scorer
-
-
-def unfamiliar_text(scorer: Scorer, prompt: EncodedPrompt) -> list[str]:
-    """Warnings for an answer or evidence that the scorer mostly reads as byte fragments
-    (a script it was not trained on, such as CJK for the default English scorer): their
-    scores say little, so the result says so rather than judging silently."""
-    warnings = []
-    for name, ids in (("answer", prompt.answer.ids), ("evidence", [i for chunk in prompt.chunks for i in chunk])):
-        share = scorer.byte_fragment_share(ids)
-        if share >= UNFAMILIAR_SHARE:
-            warnings.append(
-                f"the {name} is mostly text the scorer was not trained for ({share:.0%} of its tokens are pieces "
-                f"of characters, e.g. a script other than the scorer's languages): its scores are unreliable"
-            )
-    return warnings
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:

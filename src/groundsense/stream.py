@@ -18,11 +18,10 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .detector import Detector, unfamiliar_text
 from .errors import InputError
 from .evidence import build_evidence
 from .features import assign_tokens, sentence_features
@@ -31,6 +30,9 @@ from .result import DetectionResult, SentenceResult, TokenRows
 from .scorer import EncodedAnswer, EncodedPrompt
 from .text import Span, is_blank, segment_sentences
 from .validate import check_evidence, check_text
+
+if TYPE_CHECKING:  # a stream runs on a detector, which makes streams (Detector.stream)
+    from .detector import Detector
 
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 
@@ -100,7 +102,7 @@ class DetectionStream:
         result = self._judge(self._pending_sentences())
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
-        result.warnings = unfamiliar_text(self.detector.scorer, self._prompt)
+        result.warnings = self.detector.scorer.unfamiliar_text(self._prompt)
         return result
 
     async def afeed(self, delta: str) -> list[SentenceResult]:

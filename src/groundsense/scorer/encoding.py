@@ -11,6 +11,8 @@ import numpy as np
 from ..errors import InputError
 from ..prompt import PromptLayout
 
+UNFAMILIAR_SHARE = 0.5  # byte-fragment tokens past which text counts as unfamiliar to the scorer
+
 
 @dataclass(frozen=True)
 class EncodedAnswer:
@@ -74,6 +76,20 @@ class PromptEncoder:
         if not ids:
             return 0.0
         return sum("\ufffd" in piece for piece in self.tokenizer.batch_decode([[i] for i in ids])) / len(ids)
+
+    def unfamiliar_text(self, prompt: EncodedPrompt) -> list[str]:
+        """Warnings for an answer or evidence that the scorer mostly reads as byte fragments
+        (a script it was not trained on, such as CJK for the default English scorer): their
+        scores say little, so the result says so rather than judging silently."""
+        warnings = []
+        for name, ids in (("answer", prompt.answer.ids), ("evidence", [i for chunk in prompt.chunks for i in chunk])):
+            share = self.byte_fragment_share(ids)
+            if share >= UNFAMILIAR_SHARE:
+                warnings.append(
+                    f"the {name} is mostly text the scorer was not trained for ({share:.0%} of its tokens are pieces "
+                    f"of characters, e.g. a script other than the scorer's languages): its scores are unreliable"
+                )
+        return warnings
 
     def encode(
         self, question: str, chunk_texts: list[str], answer: str, max_answer_tokens: int
