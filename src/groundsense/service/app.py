@@ -162,14 +162,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
             raise ApiError(503, reason, retry_after=None if worker.load_error else 5)
         stopped = threading.Event()
         try:
-            future = worker.submit(record.timing.around(
-                lambda state: state.timed(rows, stopped.is_set, record.request_id)))
+            # On timeout a queued job never starts ...
+            return await worker.run(record.timing.around(
+                lambda state: state.timed(rows, stopped.is_set, record.request_id)), settings.timeout_s)
         except QueueFull:
             estimate = worker.state.mean_seconds * (worker.pending + 1) * len(rows)
             raise ApiError(429, "the scorer is busy: too many requests are waiting", retry_after=estimate) from None
-        try:
-            # On timeout wait_for cancels the future: a queued job never starts ...
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=settings.timeout_s)
         except asyncio.TimeoutError:
             stopped.set()  # ... and a running one stops at the scorer's next check
             raise ApiError(504, f"scoring took longer than the {settings.timeout_s:g} s limit",

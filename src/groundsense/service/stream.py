@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -83,17 +82,10 @@ class StreamSteps:
     async def run(self, job: Callable[[Any], Any], admitted: bool) -> Any:
         """``job(state)`` on the worker. Not yet ``admitted``: a full queue is a 429 at once;
         admitted: wait for a slot within the timeout."""
-        deadline = time.monotonic() + self.settings.timeout_s
-        while True:
-            try:
-                future = self.worker.submit(job)
-                break
-            except QueueFull:
-                if not admitted or time.monotonic() > deadline:
-                    raise StepFailed(429, "the scorer is busy: too many requests are waiting") from None
-                await asyncio.sleep(0.05)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
+            return await self.worker.run(job, self.settings.timeout_s, wait_for_slot=admitted)
+        except QueueFull:
+            raise StepFailed(429, "the scorer is busy: too many requests are waiting") from None
         except asyncio.TimeoutError:
             raise StepFailed(504, f"a scoring step took longer than the {self.settings.timeout_s:g} s limit") from None
         except GroundsenseError as exc:

@@ -7,9 +7,11 @@ for a second copy, so the service scores one request at a time and refuses new o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -67,6 +69,22 @@ class ScoringWorker:
         except queue.Full:
             raise QueueFull from None
         return future
+
+    async def run(self, job: Callable[[Any], Any], timeout_s: float, wait_for_slot: bool = False) -> Any:
+        """``job(state)``'s result, within ``timeout_s`` (queueing included). A full queue
+        raises :class:`QueueFull` at once or, ``wait_for_slot``, when no slot frees in time;
+        running out of time raises :class:`asyncio.TimeoutError` and cancels a queued job (a
+        running one stops only where the job checks a stop flag)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                future = self.submit(job)
+                break
+            except QueueFull:
+                if not wait_for_slot or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
 
     def _run(self) -> None:
         try:
