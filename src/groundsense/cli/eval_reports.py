@@ -1,4 +1,4 @@
-"""`groundsense eval report`, `selection`, `answers` and `compare`: analyses of the caches (no scorer needed)."""
+"""`groundsense eval report`, `selection`, `answers`, `scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,31 @@ def answers(caches, reference, output, resamples, seed):
                              *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
     text = answer_report(sets, reference, command, resamples, seed)
     emit_report(text, output)
+
+
+@click.command("scorer-cost", context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+              default=[DEFAULT_CACHE], show_default=True,
+              help="Feature cache(s); every two-pass and full-mode (exact) set of the benchmark is a row.")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), default="ragtruth", show_default=True)
+@click.option("--timings", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="benchmarks/scorer_cost.py's JSON: each scorer and mode timed on the same answers in one run.")
+@markdown_report_options
+def scorer_cost(caches, benchmark, timings, output, resamples, seed):
+    """Which scorer, at what cost: span and answer-level AUC and the recorded seconds per
+    answer of every scorer and mode cached for one benchmark's answers."""
+    from ..eval.extract import load_cache
+    from ..eval.scorer_cost import scorer_report
+
+    sets = [s for cache in caches for s in load_cache(cache)
+            if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"]
+    if not sets:
+        raise Failure(f"no {benchmark} feature sets under {', '.join(map(str, caches))}: "
+                      f"extract some first (groundsense eval extract {benchmark} --scorer NAME --mode MODE)")
+    command = report_command("scorer-cost", *(a for c in caches for a in ("--cache", c)), "--benchmark", benchmark,
+                             *(["--timings", timings] if timings else []), *(["-o", output] if output else []))
+    measured = json.loads(timings.read_text()) if timings else None
+    emit_report(scorer_report(benchmark, sets, command, measured, resamples, seed), output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
