@@ -2,7 +2,7 @@
 # The rows of "which scorer, at what cost" that have no accuracy yet (README, docs/results/scorer-cost.md):
 # the paper-style RAGTruth sample scored by the larger built-in scorers, cheapest first. Each run
 # is resumable (rerun this script to continue) and lands in results/features beside the default
-# scorer's sets; then re-render the report and the evaluation report it changes:
+# scorer's sets; then re-render the reports they change (tests/eval/test_published.py names any stale one):
 #   groundsense eval scorer-cost --cache results/features --timings benchmarks/scorer_cost.json -o docs/results/scorer-cost.md
 #   groundsense eval report --cache results/features -o docs/results
 # On 2 CPU cores: about 45 min, 2 h and 5.5 h (benchmarks/scorer_cost.json). On a GPU machine set
