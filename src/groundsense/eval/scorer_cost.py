@@ -73,11 +73,11 @@ def scorer_table(sets: Sequence[FeatureSet], timings: Mapping | None = None, n_r
         for row in matching:
             row["benchmark seconds per answer"] = timing["seconds_per_answer"]
             row["relative cost"] = timing["relative_to_default_full"]
-    order = sorted(range(len(rows)), key=lambda i: (rows[i]["parameters (M)"], rows[i]["mode"] != "two_pass", rows[i]["mode"]))
+    rows.sort(key=lambda r: (r["parameters (M)"], r["mode"] != "two_pass", r["mode"]))
     columns = ["scorer", "parameters (M)", "mode", "passes", *SPAN.values(), *ANSWER.values(),
                *(["benchmark seconds per answer", "relative cost"] if timings else []),
                "recorded seconds per answer", "answers", "test answers", "key"]
-    return pd.DataFrame([rows[i] for i in order]).reindex(columns=columns)  # NaN: not measured
+    return pd.DataFrame(rows).reindex(columns=columns)  # NaN: not measured
 
 
 def scorer_report(benchmark: str, sets: Sequence[FeatureSet], command: str, timings: Mapping | None = None,
