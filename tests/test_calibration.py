@@ -75,11 +75,13 @@ def test_the_answer_threshold_is_fitted_on_each_answers_most_suspicious_sentence
         unsupported = np.array([labels[answers == a].max() for a in np.unique(answers)])
         threshold = cal.answer_thresholds[detector]
         assert threshold in top  # a threshold is one of the scores it was chosen among
-        flagged = top >= threshold
-        f1 = 2 * (flagged & (unsupported == 1)).sum() / (flagged.sum() + unsupported.sum())
-        for other in top:  # no answer threshold does better (best F1)
-            alt = top >= other
-            assert 2 * (alt & (unsupported == 1)).sum() / (alt.sum() + unsupported.sum()) <= f1 + 1e-12
+
+        def youden(t):  # recall minus false-positive rate of flagging top >= t
+            return (top[unsupported == 1] >= t).mean() - (top[unsupported == 0] >= t).mean()
+
+        assert all(youden(other) <= youden(threshold) + 1e-12 for other in top)  # no threshold does better
+        assert (top >= threshold).mean() < 1  # it does not flag every answer
+    assert cal.made_with["threshold_rule"]["answer"]["gap"] == "Youden's J"
     assert set(cal.made_with["on_calibration_set"]) == {"sentence", "answer"}
     no_answers = fit_calibration(features, "s", 5, labels=labels)  # no answer ids, no answer threshold:
     assert no_answers.answer_thresholds == {}  # an answer is flagged when any sentence is

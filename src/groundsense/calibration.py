@@ -10,7 +10,7 @@ A calibration file holds those statistics and, per detector, two flag thresholds
 sentences and one for whole answers (on the answer's most suspicious sentence: the
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
-the best F1) and the file keeps the sentences' precision-recall curve, from which
+the best F1 for sentences, Youden's J for answers) and the file keeps the sentences' precision-recall curve, from which
 ``--target-recall`` / ``--target-precision`` pick another sentence threshold at detect time
 (an answer is then flagged when any of its sentences is); without labels the sentence
 threshold flags a chosen share of sentences and there is no answer threshold either.
@@ -69,6 +69,18 @@ def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
     f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
     return float(thresholds[f1.argmax()])
+
+
+def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The ``t`` maximising Youden's J (recall minus false-positive rate) of flagging
+    ``scores >= t`` (the highest such ``t`` on ties). Unlike F1 it does not depend on how many
+    of the labelled items are positive, and it does not collapse to "flag everything" when the
+    ranking is weak and positives are common, as best F1 does on half-hallucinated answers."""
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
+    j = (tpr - fpr)[1:]  # the first point (threshold +inf) flags nothing
+    return float(thresholds[1:][j.argmax()])
 
 
 def target_threshold(
@@ -201,8 +213,9 @@ def fit_calibration(
     """Fit statistics and thresholds on sentence features (arrays over sentences).
 
     With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are
-    fitted too, by the same rule, on each answer's most suspicious sentence against whether
-    any of its sentences is unsupported (over the sentences with all features)."""
+    fitted too, on each answer's most suspicious sentence against whether any of its sentences
+    is unsupported (over the sentences with all features): at the same target, or by default at
+    Youden's J (see :func:`youden_threshold`; the sentence default is the best F1)."""
     rows = complete_rows(features)
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
@@ -224,7 +237,7 @@ def fit_calibration(
             else:  # no answer threshold: answers are then flagged when any sentence is
                 rule.setdefault("answer", {})[detector] = "not fitted: the answers are all supported or all unsupported"
         for level, (level_scores, level_labels) in levels.items():
-            threshold, text = _labelled_threshold(level_scores, level_labels, target_recall, target_precision)
+            threshold, text = _labelled_threshold(level, level_scores, level_labels, target_recall, target_precision)
             (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
             if level == "sentence":
                 calibration.curves[detector] = compact_curve(level_scores, level_labels)
@@ -257,13 +270,15 @@ def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[s
 
 
 def _labelled_threshold(
-    scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None
+    level: str, scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None
 ) -> tuple[float, str]:
     from sklearn.metrics import precision_recall_curve
 
     if labels.min() == labels.max():
         raise InputError("labelled calibration needs both supported and unsupported sentences")
     if target_recall is None and target_precision is None:
+        if level == "answer":
+            return youden_threshold(scores, labels), "Youden's J"
         return best_f1_threshold(scores, labels), "best F1"
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     return target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)

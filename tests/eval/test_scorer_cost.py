@@ -63,3 +63,17 @@ def test_timings_fill_the_cost_and_add_the_configurations_not_scored_yet():
     assert point(scored[SPAN["gap"]]) > 0.6 and scored["answers"] == 600
     assert (pending["parameters (M)"], pending["passes"], pending["benchmark seconds per answer"]) == (1544, "2", 4.0)
     assert pd.isna(pending[SPAN["gap"]]) and pd.isna(pending[ANSWER["gap"]]) and pending["answers"] == 0
+
+
+def test_a_timed_two_pass_configuration_takes_the_gap_of_its_scorers_full_set():
+    full = default_full_set()
+    two_pass = {"scorer": full.config["scorer"], "mode": "two_pass", "n_parameters": full.config["n_parameters"],
+                "seconds_per_answer": 0.5, "relative_to_default_full": 0.3}
+    derived = scorer_table([full], {"timings": [two_pass]}, n_resamples=200).set_index("key")
+    (key,) = [k for k in derived.index if k != full.key]
+    assert key.startswith(f"— (gap of {full.key}")
+    for column in (SPAN["gap"], ANSWER["gap"], "test answers"):
+        assert derived.loc[key, column] == derived.loc[full.key, column]
+    assert pd.isna(derived.loc[key, SPAN["sum"]]) and pd.isna(derived.loc[key, "recorded seconds per answer"])
+    scored = scorer_table([full, as_two_pass(full)], {"timings": [two_pass]}, n_resamples=200)
+    assert "two-pass-view" in set(scored["key"]) and not scored["key"].str.startswith("— (gap").any()
