@@ -77,3 +77,13 @@ def test_a_timed_two_pass_configuration_takes_the_gap_of_its_scorers_full_set():
     assert pd.isna(derived.loc[key, SPAN["sum"]]) and pd.isna(derived.loc[key, "recorded seconds per answer"])
     scored = scorer_table([full, as_two_pass(full)], {"timings": [two_pass]}, n_resamples=200)
     assert "two-pass-view" in set(scored["key"]) and not scored["key"].str.startswith("— (gap").any()
+
+
+def test_the_committed_two_pass_run_gives_the_full_runs_gap():
+    """What lets a two-pass row take its gap from a full set (README: "agree to 1.5e-5 nats")."""
+    sets = {s.config["mode"]: s for s in load_cache(CACHE, "smollm2-135m-instruct")
+            if s.benchmark == "ragtruth" and s.config.get("leave_one_out") != "masked"}
+    index = ["case_id", "sentence_index"]
+    two_pass, full = (sets[m].sentences.set_index(index)["gap"] for m in ("two_pass", "full"))
+    assert two_pass.index.equals(full.index) and two_pass.isna().equals(full.isna())
+    assert (two_pass - full).abs().max() < 1.5e-5
