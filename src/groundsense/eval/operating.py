@@ -120,9 +120,10 @@ def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, 
     return pd.DataFrame(rows)
 
 
-def _leaves(value: object) -> list:
-    """The leaf values of nested dicts."""
-    return [leaf for item in value.values() for leaf in _leaves(item)] if isinstance(value, dict) else [value]
+def _rules(threshold_rule: Mapping[str, Mapping[str, str]]) -> str:
+    """A calibration's threshold rules per level (``made_with.threshold_rule``), e.g.
+    "sentence: best F1; answer: Youden's J"."""
+    return "; ".join(f"{level}: {', '.join(sorted(set(rules.values())))}" for level, rules in threshold_rule.items())
 
 
 def _cells(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, str]:
@@ -158,7 +159,7 @@ def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibra
         "# The shipped flag on held-out answers", "", f"`{command}`", "",
         f"Calibration: scorer {calibration.scorer}, fitted on {made.get('source', '?')} ({made.get('answers', '?')} "
         f"answers, {made.get('n_sentences', '?')} scored sentences, chunk counts {calibration.chunk_counts}); fitted "
-        f"thresholds: {', '.join(sorted(set(_leaves(made.get('threshold_rule', {})))))}. Answers scored in another "
+        f"thresholds: {_rules(made.get('threshold_rule', {}))}. Answers scored in another "
         "chunk count are judged by the gap detector and its thresholds, as the detector does.", "",
         "Precision, recall, F1 and share flagged, with 95% source-level bootstrap intervals "
         f"({n_resamples:,} resamples), on answers the calibration never saw. *sentence*: scored sentences "
