@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from groundsense.calibration import Calibration, fit_calibration, shipped_calibration
+from groundsense.calibration import Calibration, fit_calibration, shipped_calibration, youden_threshold
 from groundsense.errors import InputError
 
 
@@ -79,9 +79,13 @@ def test_the_answer_threshold_is_fitted_on_each_answers_most_suspicious_sentence
         def youden(t):  # recall minus false-positive rate of flagging top >= t
             return (top[unsupported == 1] >= t).mean() - (top[unsupported == 0] >= t).mean()
 
-        assert all(youden(other) <= youden(threshold) + 1e-12 for other in top)  # no threshold does better
+        sentence = cal.thresholds[detector]  # an answer with a flagged sentence is never cleared:
+        assert threshold <= sentence and cal.threshold(detector, "answer") == threshold
+        assert all(youden(other) <= youden(threshold) + 1e-12 for other in top[top <= sentence])  # none does better
         assert (top >= threshold).mean() < 1  # it does not flag every answer
-    assert cal.made_with["threshold_rule"]["answer"]["gap"] == "Youden's J"
+    assert cal.made_with["threshold_rule"]["answer"]["gap"] == "Youden's J (at most the sentence threshold)"
+    older = Calibration("s", 5, cal.stats, {"gap": 0.5}, answer_thresholds={"gap": 0.9})  # a file fitted before the cap
+    assert older.threshold("gap", "answer") == 0.5
     assert set(cal.made_with["on_calibration_set"]) == {"sentence", "answer"}
     no_answers = fit_calibration(features, "s", 5, labels=labels)  # no answer ids, no answer threshold:
     assert no_answers.answer_thresholds == {}  # an answer is flagged when any sentence is
@@ -119,3 +123,10 @@ def test_a_calibration_without_curves_says_how_to_get_a_target():
     assert unlabelled.threshold("gap", "answer") == unlabelled.thresholds["gap"]  # the answer is flagged when any sentence is
     with pytest.raises(InputError, match="refit it with labelled rows"):
         unlabelled.threshold("gap", target_recall=0.8)
+
+
+def test_youdens_j_picks_the_best_separating_threshold_at_or_below_a_cap():
+    scores, labels = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9]), np.array([0, 1, 1, 0, 1, 1])
+    assert youden_threshold(scores, labels) == 0.7  # J = 1/2 - 0 (0.2 ties at 1 - 1/2: the higher wins)
+    assert youden_threshold(scores, labels, at_most=0.65) == 0.2
+    assert youden_threshold(scores, labels, at_most=0.05) == 0.05  # no score below the cap: the cap

@@ -71,16 +71,20 @@ def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(thresholds[f1.argmax()])
 
 
-def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """The ``t`` maximising Youden's J (recall minus false-positive rate) of flagging
-    ``scores >= t`` (the highest such ``t`` on ties). Unlike F1 it does not depend on how many
-    of the labelled items are positive, and it does not collapse to "flag everything" when the
-    ranking is weak and positives are common, as best F1 does on half-hallucinated answers."""
+def youden_threshold(scores: np.ndarray, labels: np.ndarray, at_most: float = np.inf) -> float:
+    """The ``t <= at_most`` maximising Youden's J (recall minus false-positive rate) of
+    flagging ``scores >= t`` (the highest such ``t`` on ties; ``at_most`` itself when no score
+    lies at or below it). Unlike F1 it does not depend on how many of the labelled items are
+    positive, and it does not collapse to "flag everything" when the ranking is weak and
+    positives are common, as best F1 does on half-hallucinated answers."""
     from sklearn.metrics import roc_curve
 
     fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
-    j = (tpr - fpr)[1:]  # the first point (threshold +inf) flags nothing
-    return float(thresholds[1:][j.argmax()])
+    allowed = thresholds <= at_most  # (the first point, threshold +inf, flags nothing)
+    if not allowed.any():
+        return float(at_most)
+    j = (tpr - fpr)[allowed]
+    return float(thresholds[allowed][j.argmax()])
 
 
 def target_threshold(
@@ -140,8 +144,10 @@ class Calibration:
         self, detector: str, level: str = "sentence", target_recall: float | None = None,
         target_precision: float | None = None,
     ) -> float | None:
-        """Where ``detector`` flags at ``level``: the fitted threshold. Without a fitted answer
-        threshold the answer one is the sentence one: the answer is flagged when any sentence is.
+        """Where ``detector`` flags at ``level``: the fitted threshold. The answer threshold is
+        never above the sentence one, so an answer with a flagged sentence is never cleared;
+        without a fitted answer threshold it is the sentence one: the answer is flagged when any
+        sentence is.
 
         A target recall or precision is a sentence operating point, read from the stored curve
         of the labelled calibration set, and serves both levels: the answer is flagged when any
@@ -149,7 +155,9 @@ class Calibration:
         precision measured on them would not hold on a natural mix.)"""
         if target_recall is None and target_precision is None:
             sentence = self.thresholds.get(detector)
-            return sentence if level == "sentence" else self.answer_thresholds.get(detector, sentence)
+            if level == "sentence" or sentence is None:
+                return sentence
+            return min(self.answer_thresholds.get(detector, sentence), sentence)
         curve = self.curves.get(detector)
         if not curve:
             raise InputError(
@@ -215,7 +223,8 @@ def fit_calibration(
     With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are
     fitted too, on each answer's most suspicious sentence against whether any of its sentences
     is unsupported (over the sentences with all features): at the same target, or by default at
-    Youden's J (see :func:`youden_threshold`; the sentence default is the best F1)."""
+    Youden's J (see :func:`youden_threshold`; the sentence default is the best F1), in either
+    case at most the sentence threshold (see :meth:`Calibration.threshold`)."""
     rows = complete_rows(features)
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
@@ -236,8 +245,9 @@ def fit_calibration(
                 levels["answer"] = (top, unsupported)
             else:  # no answer threshold: answers are then flagged when any sentence is
                 rule.setdefault("answer", {})[detector] = "not fitted: the answers are all supported or all unsupported"
-        for level, (level_scores, level_labels) in levels.items():
-            threshold, text = _labelled_threshold(level, level_scores, level_labels, target_recall, target_precision)
+        for level, (level_scores, level_labels) in levels.items():  # sentence first: it caps the answer's
+            cap = calibration.thresholds[detector] if level == "answer" else np.inf
+            threshold, text = _labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
             (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
             if level == "sentence":
                 calibration.curves[detector] = compact_curve(level_scores, level_labels)
@@ -270,15 +280,19 @@ def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[s
 
 
 def _labelled_threshold(
-    level: str, scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None
+    scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None,
+    at_most: float = np.inf,
 ) -> tuple[float, str]:
+    """A sentence threshold (``at_most`` infinite) or an answer one, capped at ``at_most``, and its rule."""
     from sklearn.metrics import precision_recall_curve
 
     if labels.min() == labels.max():
         raise InputError("labelled calibration needs both supported and unsupported sentences")
+    capped = "" if at_most == np.inf else " (at most the sentence threshold)"
     if target_recall is None and target_precision is None:
-        if level == "answer":
-            return youden_threshold(scores, labels), "Youden's J"
+        if at_most < np.inf:
+            return youden_threshold(scores, labels, at_most), "Youden's J" + capped
         return best_f1_threshold(scores, labels), "best F1"
     precision, recall, thresholds = precision_recall_curve(labels, scores)
-    return target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
+    threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
+    return min(threshold, at_most), text + capped
