@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
 
-from groundsense.calibration import Calibration, fit_calibration, shipped_calibration, youden_threshold
+from groundsense.calibration import (
+    Calibration, _labelled_threshold, fit_calibration, shipped_calibration, youden_threshold,
+)
 from groundsense.errors import InputError
 
 
@@ -54,9 +56,9 @@ def test_no_shipped_calibration_for_an_unknown_scorer():
 
 def test_a_shipped_calibration_serves_the_chunk_counts_it_was_fitted_on():
     shipped = shipped_calibration("smollm2-135m-instruct", None)
-    assert shipped.chunk_counts == [2, 3, 5]
-    assert all(shipped_calibration("smollm2-135m-instruct", n) == shipped for n in (2, 3, 5))
-    assert shipped_calibration("smollm2-135m-instruct", 4) is None
+    assert shipped.chunk_counts == [2, 3, 4, 5]
+    assert all(shipped_calibration("smollm2-135m-instruct", n) == shipped for n in (2, 3, 4, 5))
+    assert shipped_calibration("smollm2-135m-instruct", 6) is None
     assert Calibration("s", 7, {}, {}).chunk_counts == [7]  # a file that does not record them: its K
 
 
@@ -73,17 +75,18 @@ def test_the_answer_threshold_is_fitted_on_each_answers_most_suspicious_sentence
         score = cal.score(detector, features)
         top = np.array([score[answers == a].max() for a in np.unique(answers)])
         unsupported = np.array([labels[answers == a].max() for a in np.unique(answers)])
-        threshold = cal.answer_thresholds[detector]
-        assert threshold in top  # a threshold is one of the scores it was chosen among
 
-        def youden(t):  # recall minus false-positive rate of flagging top >= t
+        def youden(t, top=top, unsupported=unsupported):  # recall minus false-positive rate of top >= t
             return (top[unsupported == 1] >= t).mean() - (top[unsupported == 0] >= t).mean()
 
-        sentence = cal.thresholds[detector]  # an answer with a flagged sentence is never cleared:
-        assert threshold <= sentence and cal.threshold(detector, "answer") == threshold
-        assert all(youden(other) <= youden(threshold) + 1e-12 for other in top[top <= sentence])  # none does better
-        assert (top >= threshold).mean() < 1  # it does not flag every answer
-    assert cal.made_with["threshold_rule"]["answer"]["gap"] == "Youden's J (at most the sentence threshold)"
+        threshold, sentence = cal.answer_thresholds[detector], cal.thresholds[detector]
+        assert threshold in top or threshold == sentence  # a threshold is one of the scores it was chosen among
+        assert threshold <= sentence and cal.threshold(detector, "answer") == threshold  # a flagged sentence blocks
+        rule = cal.made_with["threshold_rule"]["answer"][detector]
+        if rule.startswith("Youden"):  # no threshold at or below the sentence one does better
+            assert all(youden(other) <= youden(threshold) + 1e-12 for other in top[top <= sentence])
+        else:
+            assert threshold == sentence and rule.startswith("the sentence threshold")
     older = Calibration("s", 5, cal.stats, {"gap": 0.5}, answer_thresholds={"gap": 0.9})  # a file fitted before the cap
     assert older.threshold("gap", "answer") == 0.5
     assert set(cal.made_with["on_calibration_set"]) == {"sentence", "answer"}
@@ -130,3 +133,14 @@ def test_youdens_j_picks_the_best_separating_threshold_at_or_below_a_cap():
     assert youden_threshold(scores, labels) == 0.7  # J = 1/2 - 0 (0.2 ties at 1 - 1/2: the higher wins)
     assert youden_threshold(scores, labels, at_most=0.65) == 0.2
     assert youden_threshold(scores, labels, at_most=0.05) == 0.05  # no score below the cap: the cap
+
+
+def test_a_lower_answer_threshold_is_kept_only_when_it_separates_answers_significantly_better():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 200)
+    separable = np.where(labels == 1, rng.uniform(0.5, 1.0, 400), rng.uniform(0.0, 0.6, 400))
+    threshold, rule = _labelled_threshold(separable, labels, None, None, at_most=0.95)
+    assert 0.5 <= threshold < 0.95 and rule == "Youden's J (at most the sentence threshold)"
+    unrelated = rng.uniform(0, 1, 400)  # no threshold separates: one bar for both levels
+    threshold, rule = _labelled_threshold(unrelated, labels, None, None, at_most=0.7)
+    assert threshold == 0.7 and rule.startswith("the sentence threshold")

@@ -130,22 +130,23 @@ def test_two_pass_mode_scores_with_the_gap_only(scorer):
 
 def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
     """Passages ignore K, so the calibration is looked up by the chunks scored: the shipped one,
-    fitted on answers scored in 2, 3 or 5 chunks, judges those at any K, and the gap detector
+    fitted on answers scored in 2 to 5 chunks, judges those at any K, and the gap detector
     (whose threshold does not depend on the chunks) the others."""
     shipped = shipped_calibration(scorer.name, None)
     three = Detector(scorer, k=7).detect(answer=ANSWER, passages=PASSAGES)
     assert len(three.chunks) == 3 and three.detector == "sensitivity"
     assert three.threshold == shipped.thresholds["sensitivity"]
     assert all(s.flagged is not None for s in three.sentences)
-    four = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, "The bridge is in San Francisco."])
-    assert len(four.chunks) == 4 and four.detector == "gap" and four.threshold == shipped.thresholds["gap"]
-    assert [s.score for s in four.sentences] == [-s.features["gap"] for s in four.sentences]
+    more = ["The bridge is in San Francisco.", "It carries US Route 101.", "It is painted International Orange."]
+    six = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, *more])
+    assert len(six.chunks) == 6 and six.detector == "gap" and six.threshold == shipped.thresholds["gap"]
+    assert [s.score for s in six.sentences] == [-s.features["gap"] for s in six.sentences]
 
 
 def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curve(scorer):
     shipped = shipped_calibration(scorer.name, None)
     base = Detector(scorer).detect(answer=ANSWER, passages=PASSAGES)
-    for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.3}):
+    for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.2}):
         result = Detector(scorer, **target).detect(answer=ANSWER, passages=PASSAGES)
         assert result.threshold == shipped.threshold("sensitivity", "sentence", *DetectorConfig(**target).targets)
         assert result.answer.threshold == result.threshold  # the answer is flagged when any sentence is

@@ -283,16 +283,41 @@ def _labelled_threshold(
     scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None,
     at_most: float = np.inf,
 ) -> tuple[float, str]:
-    """A sentence threshold (``at_most`` infinite) or an answer one, capped at ``at_most``, and its rule."""
+    """A sentence threshold (``at_most`` infinite) or an answer one (``at_most``: the sentence
+    threshold), and its rule."""
     from sklearn.metrics import precision_recall_curve
 
     if labels.min() == labels.max():
         raise InputError("labelled calibration needs both supported and unsupported sentences")
     capped = "" if at_most == np.inf else " (at most the sentence threshold)"
     if target_recall is None and target_precision is None:
-        if at_most < np.inf:
-            return youden_threshold(scores, labels, at_most), "Youden's J" + capped
-        return best_f1_threshold(scores, labels), "best F1"
+        if at_most == np.inf:
+            return best_f1_threshold(scores, labels), "best F1"
+        threshold = youden_threshold(scores, labels, at_most)
+        if threshold < at_most and not _separates_better(scores, labels, threshold, at_most):
+            return float(at_most), (f"the sentence threshold (Youden's J {float(_youden(scores, labels, at_most)):.3f}; the best "
+                                    f"lower one, {threshold:.3f}, reaches {float(_youden(scores, labels, threshold)):.3f}: "
+                                    "not significantly better)")
+        return threshold, "Youden's J" + capped
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
     return min(threshold, at_most), text + capped
+
+
+def _youden(scores: np.ndarray, labels: np.ndarray, threshold: float) -> np.ndarray:
+    """Youden's J of flagging ``scores >= threshold``, along the last axis (a row per resample)."""
+    flagged, positive = scores >= threshold, labels.astype(bool)
+    recall = (flagged & positive).sum(axis=-1) / np.maximum(positive.sum(axis=-1), 1)
+    return recall - (flagged & ~positive).sum(axis=-1) / np.maximum((~positive).sum(axis=-1), 1)
+
+
+def _separates_better(scores: np.ndarray, labels: np.ndarray, threshold: float, other: float,
+                      n_resamples: int = 1000, seed: int = 0) -> bool:
+    """Whether flagging ``scores >= threshold`` has a higher Youden's J than at ``other``, with
+    the 95% bootstrap interval of the difference (items resampled) above zero. A second bar for
+    answers must earn its place: one bar for both levels is simpler to act on."""
+    index = np.random.default_rng(seed).integers(0, len(scores), size=(n_resamples, len(scores)))
+    resampled, y = scores[index], labels[index]
+    both = (y.min(axis=1) < y.max(axis=1))  # resamples holding both classes
+    difference = _youden(resampled, y, threshold) - _youden(resampled, y, other)
+    return bool(np.quantile(difference[both], 0.025) > 0)

@@ -7,8 +7,9 @@ Every integration reports the score in [0, 1] of :func:`groundsense.result.suppo
 A sentence is *judged supported* when the detector scored it and did not flag it
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
 token cap) both count against the answer: the check fails closed. ``passing`` is true only when
-every sentence is judged supported (``score == 1``): stricter than ``result.answer.flagged``,
-which blocks an answer only when its most suspicious sentence reaches the answer threshold.
+every sentence is judged supported (``score == 1``): the same verdict as ``result.answer.flagged``
+when the calibration's answer threshold is its sentence threshold (the shipped one's is), and more
+lenient only where a calibration's answer threshold is lower (docs/calibration.md).
 The *grounded answer* keeps only the sentences judged supported.
 
 Imports no framework: evidence items are read by duck typing (a string, a LangChain
