@@ -123,7 +123,12 @@ def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, 
 def _rules(threshold_rule: Mapping[str, Mapping[str, str]]) -> str:
     """A calibration's threshold rules per level (``made_with.threshold_rule``), e.g.
     "sentence: best F1; answer: Youden's J"."""
-    return "; ".join(f"{level}: {', '.join(sorted(set(rules.values())))}" for level, rules in threshold_rule.items())
+    def one_level(rules: Mapping[str, str]) -> str:
+        if len(set(rules.values())) == 1:
+            return next(iter(rules.values()))
+        return ", ".join(f"{detector} {rule}" for detector, rule in rules.items())
+
+    return "; ".join(f"{level}: {one_level(rules)}" for level, rules in threshold_rule.items())
 
 
 def _cells(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, str]:
