@@ -10,7 +10,8 @@ A calibration file holds those statistics and, per detector, two flag thresholds
 sentences and one for whole answers (on the answer's most suspicious sentence: the
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
-the best F1 for sentences, Youden's J for answers) and the file keeps the sentences' precision-recall curve, from which
+the best F1; for answers, the sentence threshold unless a lower one separates the answers
+significantly better by Youden's J) and the file keeps the sentences' precision-recall curve, from which
 ``--target-recall`` / ``--target-precision`` pick another sentence threshold at detect time
 (an answer is then flagged when any of its sentences is); without labels the sentence
 threshold flags a chosen share of sentences and there is no answer threshold either.
@@ -222,9 +223,9 @@ def fit_calibration(
 
     With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are
     fitted too, on each answer's most suspicious sentence against whether any of its sentences
-    is unsupported (over the sentences with all features): at the same target, or by default at
-    Youden's J (see :func:`youden_threshold`; the sentence default is the best F1), in either
-    case at most the sentence threshold (see :meth:`Calibration.threshold`)."""
+    is unsupported (over the sentences with all features), at most the sentence threshold (see
+    :meth:`Calibration.threshold`): at the same target, or by default the sentence threshold
+    unless the best lower one by Youden's J (:func:`youden_threshold`) is significantly better."""
     rows = complete_rows(features)
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
@@ -295,9 +296,9 @@ def _labelled_threshold(
             return best_f1_threshold(scores, labels), "best F1"
         threshold = youden_threshold(scores, labels, at_most)
         if threshold < at_most and not _separates_better(scores, labels, threshold, at_most):
-            return float(at_most), (f"the sentence threshold (Youden's J {float(_youden(scores, labels, at_most)):.3f}; the best "
-                                    f"lower one, {threshold:.3f}, reaches {float(_youden(scores, labels, threshold)):.3f}: "
-                                    "not significantly better)")
+            kept, lower = (float(_youden(scores, labels, t)) for t in (at_most, threshold))
+            return float(at_most), (f"the sentence threshold (Youden's J {kept:.3f}; the best lower one, "
+                                    f"{threshold:.3f}, reaches {lower:.3f}: not significantly better)")
         return threshold, "Youden's J" + capped
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)

@@ -19,9 +19,11 @@ from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
 @click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
 @click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Labelled: fit the thresholds at the lowest recall to reach [default: best F1; answers: Youden's J].")
+              help="Labelled: fit the thresholds at the lowest recall to reach "
+                   "[default: best F1; answers: see docs/calibration.md].")
 @click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Labelled: fit the thresholds at the lowest precision to reach [default: best F1; answers: Youden's J].")
+              help="Labelled: fit the thresholds at the lowest precision to reach "
+                   "[default: best F1; answers: see docs/calibration.md].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--no-progress", is_flag=True)
@@ -32,8 +34,8 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
     character spans of unsupported text in the answer; a sentence overlapping one is
     unsupported. With labels on every row the sentence and answer thresholds meet
-    --target-recall or --target-precision (default: the best F1 for sentences, Youden's J for
-    answers), and the file keeps the
+    --target-recall or --target-precision (default: the best F1, and for answers the same threshold
+    unless a lower one separates them significantly better), and the file keeps the
     precision-recall curves that `detect --target-recall/--target-precision` read; without,
     the sentence threshold flags --flag-rate of sentences. Never calibrate on the answers
     you will score.

@@ -19,9 +19,11 @@ from .eval_options import emit_report, markdown_report_options, report_command
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Where to write the calibration JSON.")
 @click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Fit the thresholds at the lowest recall to reach [default: best F1; answers: Youden's J].")
+              help="Fit the thresholds at the lowest recall to reach "
+                   "[default: best F1; answers: see docs/calibration.md].")
 @click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Fit the thresholds at the lowest precision to reach [default: best F1; answers: Youden's J].")
+              help="Fit the thresholds at the lowest precision to reach "
+                   "[default: best F1; answers: see docs/calibration.md].")
 def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision):
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
