@@ -1,5 +1,6 @@
-"""The committed reports under docs/results/ equal what their commands render today from the
-committed caches (results/), so a change to the analysis code or a cache cannot leave them stale.
+"""The committed reports under docs/results/, and the shipped calibration, equal what their
+commands render today from the committed caches (results/), so a change to the analysis code or a
+cache cannot leave them stale.
 
 Each report is re-rendered in full by the command that made it (`groundsense eval report` as
 docs/results.md lists it; `groundsense eval compare` as each compare report's header says),
@@ -96,3 +97,10 @@ def test_rendered_report_equals_its_render(report, tmp_path, monkeypatch):
     run(command[1:], monkeypatch)
     rendered = (tmp_path / "report.md").read_text().replace(str(tmp_path / "report.md"), report)
     assert rendered == text, f"{report} is stale: rerun `{shlex.join(command[:-1] + [report])}`"
+
+
+def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_path, monkeypatch):
+    """The file `scripts/default_calibration.sh` writes, refitted from `results/calibration-tokens`."""
+    shipped = ROOT / "src" / "groundsense" / "calibrations" / "smollm2-135m-instruct-k5.json"
+    run(["eval", "calibrate", "--cache", "results/calibration-tokens", "-o", str(tmp_path / "c.json")], monkeypatch)
+    assert_same_numbers(tmp_path / "c.json", shipped)
