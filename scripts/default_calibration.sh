@@ -5,8 +5,9 @@
 # Summary and Data2txt, scored in full mode at the default settings. The scoring run is the
 # calibration step of scripts/token_rows.sh and shares its committed cache
 # (results/calibration-tokens): rerun to resume a killed run; with the cache complete it scores
-# nothing. The fit reads the cache in seconds: sentence thresholds at the best F1, answer
-# thresholds at Youden's J.
+# nothing. The fit reads the cache in seconds: sentence thresholds at the best F1; answer
+# thresholds the same unless a lower one separates the answers significantly better by Youden's J
+# (docs/calibration.md, "How the answer threshold is fitted").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"

@@ -290,19 +290,22 @@ def _labelled_threshold(
 
     if labels.min() == labels.max():
         raise InputError("labelled calibration needs both supported and unsupported sentences")
-    capped = "" if at_most == np.inf else " (at most the sentence threshold)"
     if target_recall is None and target_precision is None:
         if at_most == np.inf:
             return best_f1_threshold(scores, labels), "best F1"
         threshold = youden_threshold(scores, labels, at_most)
-        if threshold < at_most and not _separates_better(scores, labels, threshold, at_most):
+        if threshold >= at_most:
+            return float(at_most), "the sentence threshold (also the best at or below it by Youden's J)"
+        if not _separates_better(scores, labels, threshold, at_most):
             kept, lower = (float(_youden(scores, labels, t)) for t in (at_most, threshold))
             return float(at_most), (f"the sentence threshold (Youden's J {kept:.3f}; the best lower one, "
                                     f"{threshold:.3f}, reaches {lower:.3f}: not significantly better)")
-        return threshold, "Youden's J" + capped
+        return threshold, "Youden's J (below the sentence threshold)"
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
-    return min(threshold, at_most), text + capped
+    if threshold > at_most:  # a lower threshold keeps a recall target, not a precision one
+        return float(at_most), f"the sentence threshold (the answers' {text} threshold, {threshold:.3f}, is above it)"
+    return threshold, text
 
 
 def _youden(scores: np.ndarray, labels: np.ndarray, threshold: float) -> np.ndarray:
@@ -317,8 +320,10 @@ def _separates_better(scores: np.ndarray, labels: np.ndarray, threshold: float, 
     """Whether flagging ``scores >= threshold`` has a higher Youden's J than at ``other``, with
     the 95% bootstrap interval of the difference (items resampled) above zero. A second bar for
     answers must earn its place: one bar for both levels is simpler to act on."""
-    index = np.random.default_rng(seed).integers(0, len(scores), size=(n_resamples, len(scores)))
-    resampled, y = scores[index], labels[index]
-    both = (y.min(axis=1) < y.max(axis=1))  # resamples holding both classes
-    difference = _youden(resampled, y, threshold) - _youden(resampled, y, other)
-    return bool(np.quantile(difference[both], 0.025) > 0)
+    rng, differences = np.random.default_rng(seed), []
+    for size in np.diff(np.append(np.arange(0, n_resamples, 100), n_resamples)):  # 100 at a time: bounded memory
+        index = rng.integers(0, len(scores), size=(size, len(scores)))
+        resampled, y = scores[index], labels[index]
+        both = y.min(axis=1) < y.max(axis=1)  # resamples holding both classes
+        differences.append((_youden(resampled, y, threshold) - _youden(resampled, y, other))[both])
+    return bool(np.quantile(np.concatenate(differences), 0.025) > 0)

@@ -136,7 +136,7 @@ def _cells(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, str
 
 
 POINTS = [OperatingPoint(), *(OperatingPoint(target_recall=r) for r in (0.5, 0.8, 0.9)),
-          *(OperatingPoint(target_precision=p) for p in (0.2, 0.3))]
+          *(OperatingPoint(target_precision=p) for p in (0.15, 0.2))]
 
 
 def thresholds_table(calibration: Calibration, points: list[OperatingPoint]) -> pd.DataFrame:

@@ -65,11 +65,12 @@ def scorer_table(sets: Sequence[FeatureSet], timings: Mapping | None = None, n_r
     """One row per feature set and per timed configuration without one, smallest scorer
     first, two-pass before full; with ``timings``, their seconds per answer and cost
     relative to the default scorer's full mode."""
-    rows = [scorer_row(s, n_resamples, seed) for s in sets]
+    scored = [scorer_row(s, n_resamples, seed) for s in sets]
+    rows = list(scored)
     for timing in (timings or {}).get("timings", []):
         matching = [r for r in rows if (r["scorer"], r["mode"]) == (timing["scorer"], timing["mode"])]
         if not matching:
-            matching = [_unscored_row(timing, rows)]
+            matching = [_unscored_row(timing, scored)]
             rows += matching
         for row in matching:
             row["benchmark seconds per answer"] = timing["seconds_per_answer"]
@@ -81,16 +82,17 @@ def scorer_table(sets: Sequence[FeatureSet], timings: Mapping | None = None, n_r
     return pd.DataFrame(rows).reindex(columns=columns)  # NaN: not measured
 
 
-def _unscored_row(timing: Mapping, rows: Sequence[dict]) -> dict[str, object]:
+def _unscored_row(timing: Mapping, scored: Sequence[dict]) -> dict[str, object]:
     """The row of a timed configuration with no feature set: empty, or for two-pass mode the
-    gap figures of the scorer's full-mode set (the same two passes)."""
+    gap figures of the scorer's full-mode set (the same two passes; of ``scored``, the rows of
+    feature sets, the first)."""
     row = {"scorer": timing["scorer"], "parameters (M)": round(timing["n_parameters"] / 1e6), "mode": timing["mode"],
            "passes": "2" if timing["mode"] == "two_pass" else "K+2, K=5", "answers": 0, "test answers": 0,
            "key": "— (not scored yet)"}
-    full = [r for r in rows if (r["scorer"], r["mode"]) == (timing["scorer"], "full")]
+    full = [r for r in scored if (r["scorer"], r["mode"]) == (timing["scorer"], "full")]
     if timing["mode"] == "two_pass" and full:
-        gap = [SPAN["gap"], ANSWER["gap"], "answers", "test answers"]
-        row |= {column: full[0][column] for column in gap} | {"key": f"— (gap of {full[0]['key']}: the same two passes)"}
+        copied = [SPAN["gap"], ANSWER["gap"], "answers", "test answers"]
+        row |= {column: full[0][column] for column in copied} | {"key": f"— (gap of {full[0]['key']}: the same two passes)"}
     return row
 
 
