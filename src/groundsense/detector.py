@@ -142,7 +142,7 @@ class Detector:
             raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
                              f"{self.scorer.name} has none: fit one with `groundsense calibrate`")
         for calibration in calibrations:
-            for detector in {self.detector, "gap"}:
+            for detector in dict.fromkeys((self.detector, "gap")):  # in order: the message names the first
                 calibration.threshold(detector, "sentence", *self.config.targets)
 
     @classmethod
