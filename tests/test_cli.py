@@ -203,6 +203,9 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     assert calibration["made_with"]["chunk_counts"] == [2]  # both rows' two passages
     assert calibration["made_with"]["n_sentences"] == 4
     assert (tmp_path / "labelled.features.jsonl").exists()  # the scored features, kept for a rerun
+    threshold = calibration["thresholds"]["sensitivity"]
+    assert f"sentences flagged at score >= {threshold:.3f}: recall >= 1.0" in out.stderr  # what was fitted, and how
+    assert f"answers flagged at score >= {threshold:.3f}: not fitted" in out.stderr
     detected = run("detect", "--calibration", str(output), "--json", input=json.dumps(ROW))
     assert detected.exit_code == 0, detected.output
     data = json.loads(detected.output)

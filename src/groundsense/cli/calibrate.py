@@ -9,7 +9,7 @@ import click
 from ..config import DetectorConfig
 from ..interrupts import resumable
 from . import common
-from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
+from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -51,4 +51,4 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
                                  leave_one_out=detector.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
-    click.echo(f"wrote {output}: thresholds {calibration.thresholds} on {calibration.made_with['n_sentences']} sentences", err=True)
+    click.echo(calibration_written(output, calibration), err=True)

@@ -13,6 +13,7 @@ from ..validate import MAX_K, MODES
 from ..weights import DEFAULT_SCORER
 
 if TYPE_CHECKING:
+    from ..calibration import Calibration
     from ..detector import Detector
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -120,3 +121,16 @@ def make_detector(config: DetectorConfig) -> Detector:
     from ..detector import Detector
 
     return Detector.from_config(config)
+
+
+def calibration_written(path: object, calibration: Calibration) -> str:
+    """What `calibrate` and `eval calibrate` report after writing a file: its size and, per
+    detector, where it flags sentences and answers and the rule that chose each threshold."""
+    made, rules = calibration.made_with, calibration.made_with.get("threshold_rule", {})
+    lines = [f"wrote {path}: {made.get('answers', '?')} answers, {made.get('n_sentences', '?')} scored sentences"]
+    for detector, sentence in calibration.thresholds.items():
+        rule = {level: rules.get(level, {}).get(detector) for level in ("sentence", "answer")}
+        lines += [f"  {detector}: sentences flagged at score >= {sentence:.3f}: {rule['sentence'] or 'as fitted'}",
+                  f"  {' ' * len(detector)}  answers flagged at score >= {calibration.threshold(detector, 'answer'):.3f}: "
+                  f"{rule['answer'] or 'the sentence threshold (any sentence flagged)'}"]
+    return "\n".join(lines)

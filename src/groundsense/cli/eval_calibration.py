@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..eval.benchmarks import BENCHMARKS
-from .common import CONTEXT_SETTINGS, Failure
+from .common import CONTEXT_SETTINGS, Failure, calibration_written
 from .eval_options import emit_report, markdown_report_options, report_command
 
 
@@ -37,10 +37,9 @@ def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target
                       "a calibration is fitted on exactly one (run `groundsense eval extract` first)")
     calibration = fit_from_features(sets[0], target_recall, target_precision)
     calibration.save(output)
-    made = calibration.made_with
-    click.echo(f"wrote {output}: {made['answers']} answers ({made['errors']} errors skipped), {made['n_sentences']} "
-               f"sentences; sentence thresholds {calibration.thresholds}, answer thresholds "
-               f"{calibration.answer_thresholds}", err=True)
+    click.echo(calibration_written(output, calibration), err=True)
+    if calibration.made_with["errors"]:
+        click.echo(f"  ({calibration.made_with['errors']} answers that failed to score were left out)", err=True)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
