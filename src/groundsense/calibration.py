@@ -11,7 +11,8 @@ sentences and one for whole answers (on the answer's most suspicious sentence: t
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
 the best F1; for answers, the sentence threshold unless a lower one separates the answers
-significantly better by Youden's J) and the file keeps the sentences' precision-recall curve, from which
+significantly better by Youden's J; the pickers are in :mod:`groundsense.thresholds`) and the
+file keeps the sentences' precision-recall curve, from which
 ``--target-recall`` / ``--target-precision`` pick another sentence threshold at detect time
 (an answer is then flagged when any of its sentences is); without labels the sentence
 threshold flags a chosen share of sentences and there is no answer threshold either.
@@ -28,11 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .thresholds import compact_curve, labelled_threshold, target_threshold
 
 STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 DETECTORS = ("sensitivity", "gap")
 LEVELS = ("sentence", "answer")
-CURVE_POINTS = 200  # thresholds kept per stored precision-recall curve
 
 
 def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
@@ -59,60 +60,6 @@ def standardisation(features: dict[str, np.ndarray]) -> dict[str, tuple[float, f
         values = np.asarray(features[name], float)[rows]
         stats[name] = (float(values.mean()), float(values.std() or 1.0))
     return stats
-
-
-def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """The ``t`` maximising F1 of flagging ``scores >= t`` against ``labels`` (the lowest
-    such ``t`` on ties)."""
-    from sklearn.metrics import precision_recall_curve
-
-    precision, recall, thresholds = precision_recall_curve(labels, scores)
-    precision, recall = precision[:-1], recall[:-1]  # the last point has no threshold
-    f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
-    return float(thresholds[f1.argmax()])
-
-
-def youden_threshold(scores: np.ndarray, labels: np.ndarray, at_most: float = np.inf) -> float:
-    """The ``t <= at_most`` maximising Youden's J (recall minus false-positive rate) of
-    flagging ``scores >= t`` (the highest such ``t`` on ties; ``at_most`` itself when no score
-    lies at or below it). Unlike F1 it does not depend on how many of the labelled items are
-    positive, and it does not collapse to "flag everything" when the ranking is weak and
-    positives are common, as best F1 does on half-hallucinated answers."""
-    from sklearn.metrics import roc_curve
-
-    fpr, tpr, thresholds = roc_curve(labels, scores, drop_intermediate=False)
-    allowed = thresholds <= at_most  # (the first point, threshold +inf, flags nothing)
-    if not allowed.any():
-        return float(at_most)
-    j = (tpr - fpr)[allowed]
-    return float(thresholds[allowed][j.argmax()])
-
-
-def target_threshold(
-    precision: np.ndarray, recall: np.ndarray, thresholds: np.ndarray, target_recall: float | None,
-    target_precision: float | None,
-) -> tuple[float, str]:
-    """From a precision-recall curve (``thresholds`` ascending): the highest threshold whose
-    recall reaches ``target_recall``, or the lowest whose precision reaches ``target_precision``,
-    and the rule as text."""
-    if target_recall is not None:
-        return float(thresholds[np.flatnonzero(recall >= target_recall)[-1]]), f"recall >= {target_recall}"
-    ok = np.flatnonzero(precision >= target_precision)
-    if not len(ok):
-        raise InputError(f"no threshold reached precision {target_precision} on the calibration set: ask for a lower "
-                         f"one (it reached at most {float(np.max(precision)):.3f})")
-    return float(thresholds[ok[0]]), f"precision >= {target_precision}"
-
-
-def compact_curve(scores: np.ndarray, labels: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
-    """``[threshold, precision, recall]`` at up to ``points`` thresholds spread evenly over the
-    sorted scores (ascending), the lowest and highest included: what a calibration file keeps
-    so that :meth:`Calibration.threshold` can meet a target without the data."""
-    from sklearn.metrics import precision_recall_curve
-
-    precision, recall, thresholds = precision_recall_curve(labels, scores)
-    keep = np.unique(np.linspace(0, len(thresholds) - 1, points).round().astype(int))
-    return [[float(thresholds[i]), round(float(precision[i]), 4), round(float(recall[i]), 4)] for i in keep]
 
 
 @dataclass
@@ -248,7 +195,7 @@ def fit_calibration(
                 rule.setdefault("answer", {})[detector] = "not fitted: the answers are all supported or all unsupported"
         for level, (level_scores, level_labels) in levels.items():  # sentence first: it caps the answer's
             cap = calibration.thresholds[detector] if level == "answer" else np.inf
-            threshold, text = _labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
+            threshold, text = labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
             (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
             if level == "sentence":
                 calibration.curves[detector] = compact_curve(level_scores, level_labels)
@@ -278,52 +225,3 @@ def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[s
         "recall": round(float(recall), 4), "f1": round(float(f1), 4), "flag_rate": round(float(flagged.mean()), 4),
         "unsupported_rate": round(float(labels.mean()), 4),
     }
-
-
-def _labelled_threshold(
-    scores: np.ndarray, labels: np.ndarray, target_recall: float | None, target_precision: float | None,
-    at_most: float = np.inf,
-) -> tuple[float, str]:
-    """A sentence threshold (``at_most`` infinite) or an answer one (``at_most``: the sentence
-    threshold), and its rule."""
-    from sklearn.metrics import precision_recall_curve
-
-    if labels.min() == labels.max():
-        raise InputError("labelled calibration needs both supported and unsupported sentences")
-    if target_recall is None and target_precision is None:
-        if at_most == np.inf:
-            return best_f1_threshold(scores, labels), "best F1"
-        threshold = youden_threshold(scores, labels, at_most)
-        if threshold >= at_most:
-            return float(at_most), "the sentence threshold (also the best at or below it by Youden's J)"
-        if not _separates_better(scores, labels, threshold, at_most):
-            kept, lower = (float(_youden(scores, labels, t)) for t in (at_most, threshold))
-            return float(at_most), (f"the sentence threshold (Youden's J {kept:.3f}; the best lower one, "
-                                    f"{threshold:.3f}, reaches {lower:.3f}: not significantly better)")
-        return threshold, "Youden's J (below the sentence threshold)"
-    precision, recall, thresholds = precision_recall_curve(labels, scores)
-    threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
-    if threshold > at_most:  # a lower threshold keeps a recall target, not a precision one
-        return float(at_most), f"the sentence threshold (the answers' {text} threshold, {threshold:.3f}, is above it)"
-    return threshold, text
-
-
-def _youden(scores: np.ndarray, labels: np.ndarray, threshold: float) -> np.ndarray:
-    """Youden's J of flagging ``scores >= threshold``, along the last axis (a row per resample)."""
-    flagged, positive = scores >= threshold, labels.astype(bool)
-    recall = (flagged & positive).sum(axis=-1) / np.maximum(positive.sum(axis=-1), 1)
-    return recall - (flagged & ~positive).sum(axis=-1) / np.maximum((~positive).sum(axis=-1), 1)
-
-
-def _separates_better(scores: np.ndarray, labels: np.ndarray, threshold: float, other: float,
-                      n_resamples: int = 1000, seed: int = 0) -> bool:
-    """Whether flagging ``scores >= threshold`` has a higher Youden's J than at ``other``, with
-    the 95% bootstrap interval of the difference (items resampled) above zero. A second bar for
-    answers must earn its place: one bar for both levels is simpler to act on."""
-    rng, differences = np.random.default_rng(seed), []
-    for size in np.diff(np.append(np.arange(0, n_resamples, 100), n_resamples)):  # 100 at a time: bounded memory
-        index = rng.integers(0, len(scores), size=(size, len(scores)))
-        resampled, y = scores[index], labels[index]
-        both = y.min(axis=1) < y.max(axis=1)  # resamples holding both classes
-        differences.append((_youden(resampled, y, threshold) - _youden(resampled, y, other))[both])
-    return bool(np.quantile(np.concatenate(differences), 0.025) > 0)
