@@ -160,7 +160,8 @@ def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curv
         Detector(scorer, calibration=False, target_recall=0.9)
     top = {d: max(precision for _, precision, _ in shipped.curves[d]) for d in ("sensitivity", "gap")}
     assert top["gap"] < 0.3 <= top["sensitivity"]  # the gap also judges (other chunk counts), so it must reach it
-    with pytest.raises(InputError, match=f"the gap detector: no threshold reached precision 0.3 .* at most {top['gap']:.3f}"):
+    with pytest.raises(InputError, match=f"the gap detector: no threshold reached precision 0.3 .* at most "
+                                         f"{top['gap']:.3f}\\). It must reach it too: it judges the answers scored"):
         Detector(scorer, target_precision=0.3)
     with pytest.raises(InputError, match="the sensitivity detector: no threshold reached precision 0.5"):
         Detector(scorer, target_precision=0.5)  # the detector asked for is checked first

@@ -143,7 +143,13 @@ class Detector:
                              f"{self.scorer.name} has none: fit one with `groundsense calibrate`")
         for calibration in calibrations:
             for detector in dict.fromkeys((self.detector, "gap")):  # in order: the message names the first
-                calibration.threshold(detector, "sentence", *self.config.targets)
+                try:
+                    calibration.threshold(detector, "sentence", *self.config.targets)
+                except InputError as exc:
+                    if detector == self.detector:
+                        raise
+                    raise InputError(f"{exc}. It must reach it too: it judges the answers scored in a number of "
+                                     f"chunks that the {self.detector} calibration was not fitted on") from None
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
