@@ -112,9 +112,12 @@ DEPENDENT_NATS = 2.0
 UNRESOLVED_NATS = 2.0
 
 
-def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DEPENDENT_NATS) -> dict[str, float]:
+def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DEPENDENT_NATS,
+                   unresolved_nats: float = UNRESOLVED_NATS) -> dict[str, float]:
     """The :data:`TOKEN_FEATURES` of one sentence from its tokens' rows ([conditions, n], as
     in :func:`sentence_features`); NaN where undefined (no token; no leave-one-out rows).
+    The two thresholds default to their a-priori values; the detector selection tunes them on
+    dev partitions (:func:`groundsense.eval.selection.token_threshold_sweep`).
 
     Orientation as the means': gap and drop aggregations are larger when the context
     supports the sentence; ``unresolved_share`` and the surprisals are larger when it does not.
@@ -141,7 +144,7 @@ def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DE
         "tokdrop_mean": float(tokdrop.mean()),
         "tokdrop_dep": over_dependent(tokdrop),
         "tokdrop_q10": float(np.quantile(tokdrop, 0.1)),
-        "unresolved_share": float((surprisal[dependent] > UNRESOLVED_NATS).mean()) if dependent.any() else 0.0,
+        "unresolved_share": float((surprisal[dependent] > unresolved_nats).mean()) if dependent.any() else 0.0,
         "surprisal_dep": over_dependent(surprisal),
         "surprisal_max": float(surprisal.max()),
         "surprisal_q90": float(np.quantile(surprisal, 0.9)),

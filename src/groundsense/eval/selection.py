@@ -19,7 +19,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ..features import GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features
+from ..features import (
+    DEPENDENT_NATS, GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, UNRESOLVED_NATS, relative_features, signed_features,
+    token_features,
+)
 from .answers import answer_table
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
@@ -32,20 +35,67 @@ CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
 # Features that grow when the context supports the sentence: negated to score suspicion.
 SUPPORT_ORIENTED = {*GROUNDING, "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
 REGULARISATION = 0.1  # C of the logistic regression, fixed in the protocol
+# The (dependent, unresolved) pairs tried for the token thresholds, in nats; ties go to the
+# first pair in grid order. The a-priori values (2, 2) are in the grid.
+THRESHOLD_GRID = tuple((d, u) for d in (1.0, 2.0, 3.0, 4.0) for u in (1.0, 2.0, 3.0, 4.0))
 
 
 def detector_table(features: FeatureSet) -> pd.DataFrame:
-    """The scored sentences of a feature set with every candidate input as a column (token
-    features only where the cache holds token rows)."""
+    """The scored sentences of a feature set with every sentence input as a column (token
+    features are added per fit by :func:`with_token_features`, whose thresholds are tuned)."""
     table = features.table.copy()
     table["log_n_tokens"] = np.log(table["n_tokens"].astype(float))
     table = table.assign(**signed_features(table["gap"].to_numpy(), table["drops"].tolist()))
-    table = table.assign(**relative_features({c: table[c].to_numpy() for c in ("gap", "surprisal", "n_tokens")},
-                                             table["case_id"].to_numpy()))
-    if set(TOKEN_COLUMNS) <= set(table.columns):
-        tokens = pd.DataFrame([token_features(*token_rows(row)) for row in table.itertuples()], index=table.index)
-        table = pd.concat([table, tokens], axis=1)
-    return table
+    return table.assign(**relative_features({c: table[c].to_numpy() for c in ("gap", "surprisal", "n_tokens")},
+                                            table["case_id"].to_numpy()))
+
+
+def has_token_rows(table: pd.DataFrame) -> bool:
+    return set(TOKEN_COLUMNS) <= set(table.columns)
+
+
+def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float] = (DEPENDENT_NATS, UNRESOLVED_NATS)
+                        ) -> pd.DataFrame:
+    """``table`` with the :data:`TOKEN_FEATURES` at ``(dependent, unresolved)`` nats."""
+    tokens = pd.DataFrame([token_features(*token_rows(row), *thresholds) for row in table.itertuples()],
+                          index=table.index, columns=list(TOKEN_FEATURES))
+    return pd.concat([table.drop(columns=list(TOKEN_FEATURES), errors="ignore"), tokens], axis=1)
+
+
+def token_threshold_sweep(devs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """For each pair of :data:`THRESHOLD_GRID`, each dev partition's mean AUC of the two
+    features the thresholds define (``gap_dep``, ``unresolved_share``), one column per
+    partition; rows indexed by the pair."""
+    from sklearn.metrics import roc_auc_score
+
+    columns = {}
+    for name, dev in devs.items():
+        logp_full, logp_noctx = (np.concatenate(dev[c].to_numpy()).astype(float) for c in ("tok_logp_full", "tok_logp_noctx"))
+        sizes = dev["tok_logp_full"].map(len).to_numpy()
+        sentence = np.repeat(np.arange(len(dev)), sizes)
+        y = dev["label"].to_numpy()
+
+        def per_sentence(values: np.ndarray) -> np.ndarray:
+            return np.bincount(sentence, values, minlength=len(dev))
+
+        gap = logp_full - logp_noctx
+        mean_gap = per_sentence(gap) / np.maximum(sizes, 1)
+        cells = []
+        for dependent_nats, unresolved_nats in THRESHOLD_GRID:
+            dependent = -logp_noctx > dependent_nats
+            n_dependent = per_sentence(dependent)
+            gap_dep = np.where(n_dependent > 0, per_sentence(gap * dependent) / np.maximum(n_dependent, 1), mean_gap)
+            unresolved = per_sentence(dependent & (-logp_full > unresolved_nats)) / np.maximum(n_dependent, 1)
+            cells.append((roc_auc_score(y, -gap_dep) + roc_auc_score(y, unresolved)) / 2)
+        columns[name] = cells
+    return pd.DataFrame(columns, index=pd.Index([f"{d:g}, {u:g}" for d, u in THRESHOLD_GRID], name="dependent, unresolved"))
+
+
+def tuned_thresholds(devs: Mapping[str, pd.DataFrame]) -> tuple[float, float]:
+    """The pair of :data:`THRESHOLD_GRID` with the best mean of :func:`token_threshold_sweep`
+    over ``devs`` (every benchmark counts the same)."""
+    criterion = token_threshold_sweep(devs).mean(axis=1).to_numpy()
+    return THRESHOLD_GRID[int(np.argmax(criterion))]
 
 
 def token_rows(row) -> tuple[np.ndarray, np.ndarray]:
@@ -97,6 +147,17 @@ class Transfer:
     intervals: pd.DataFrame  # auc, lo, hi per method
     against_gap: pd.DataFrame  # diff, lo, hi, significant per method
     answers: pd.DataFrame = field(default_factory=pd.DataFrame)  # answer-level AUC per aggregation
+    thresholds: tuple[float, float] | None = None  # token thresholds tuned on the fit's dev partitions
+
+
+def fit_inputs(devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: Sequence[str]
+               ) -> tuple[list[pd.DataFrame], pd.DataFrame, tuple[float, float] | None]:
+    """The fit's dev partitions and the scored test rows with the token features added when
+    ``features`` use them, at thresholds tuned on those dev partitions only."""
+    if not set(TOKEN_FEATURES) & set(features):
+        return list(devs.values()), test, None
+    thresholds = tuned_thresholds(devs)
+    return [with_token_features(d, thresholds) for d in devs.values()], with_token_features(test, thresholds), thresholds
 
 
 def leave_one_benchmark_out(
@@ -106,12 +167,12 @@ def leave_one_benchmark_out(
     """Fit on the other benchmarks' dev partitions, score each benchmark's test partition."""
     transfers = []
     for held_out, (_, test) in parts.items():
-        devs = [dev for name, (dev, _) in parts.items() if name != held_out]
+        devs, test, thresholds = fit_inputs({n: dev for n, (dev, _) in parts.items() if n != held_out}, test, features)
         scores = candidate_scores(devs, test, features, seed)
         y = test["label"].to_numpy()
         boot = source_bootstrap(y, scores, test["source_id"].to_numpy(), n_resamples, seed)
         transfers.append(Transfer(held_out, len(test), int(y.sum()), boot.intervals(), boot.differences("sentence gap"),
-                                  answer_level(test, scores["candidate"], n_resamples, seed)))
+                                  answer_level(test, scores["candidate"], n_resamples, seed), thresholds))
     return transfers
 
 
@@ -131,11 +192,11 @@ def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int =
                             ).intervals()
 
 
-def single_features_on_dev(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], features: Sequence[str],
+def single_features_on_dev(devs: Mapping[str, pd.DataFrame], features: Sequence[str],
                            n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Each feature's AUC (oriented as :func:`suspicion`) minus the gap's on each dev partition."""
     rows = {}
-    for name, (dev, _) in parts.items():
+    for name, dev in devs.items():
         scores = {f: suspicion(dev, f) for f in features}
         boot = source_bootstrap(dev["label"].to_numpy(), scores, dev["source_id"].to_numpy(), n_resamples, seed)
         point, diff = boot.intervals(), boot.differences("gap")
@@ -174,10 +235,10 @@ def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], spl
     less the sources it saw: (candidate AUC, gap AUC, difference)."""
     from sklearn.metrics import roc_auc_score
 
-    devs = [dev for dev, _ in parts.values()]
-    seen = set(pd.concat(devs)["source_id"])
+    seen = set(pd.concat([dev for dev, _ in parts.values()])["source_id"])
     _, test = partitioned(split, seed)
     test = test[~test["source_id"].isin(seen)].reset_index(drop=True)
+    devs, test, _ = fit_inputs({n: dev for n, (dev, _) in parts.items()}, test, features)
     p = fit_logistic(devs, features).predict_proba(test[list(features)].to_numpy(dtype=float))[:, 1]
     a, g = roc_auc_score(test["label"], p), roc_auc_score(test["label"], -test["gap"])
     return float(a), float(g), float(a - g)
@@ -185,24 +246,41 @@ def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], spl
 
 def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, candidate: str, command: str,
                      n_resamples: int = 2000, seed: int = 0) -> str:
-    """The Markdown report: single features on dev, leave-one-benchmark-out, the rule's verdict."""
+    """The Markdown report: token thresholds and single features on dev, leave-one-benchmark-out,
+    the rule's verdict."""
     features = CANDIDATES[candidate]
+    uses_tokens = bool(set(TOKEN_FEATURES) & set(features))
     parts = {name: partitioned(detector_table(fs), seed) for name, fs in sets.items()}
-    missing = [f for f in features if any(f not in dev.columns for dev, _ in parts.values())]
-    if missing:
-        raise ValueError(f"candidate {candidate} needs {missing}: extract with --token-rows (scripts/token_rows.sh)")
+    lacking = [name for name, (dev, _) in parts.items() if uses_tokens and not has_token_rows(dev)]
+    if uses_tokens and split is not None and not has_token_rows(split.table):
+        lacking.append("the whole split")
+    if lacking:
+        raise ValueError(f"candidate {candidate} needs token rows for {', '.join(lacking)}: "
+                         "extract with --token-rows (scripts/token_rows.sh)")
+    answers = "; ".join(f"{n}: {fs.key}, {fs.rows['case_id'].nunique()} answers" for n, fs in sets.items())
     lines = [f"# Detector selection: candidate {candidate}", "", f"`{command}`", "",
-             "Protocol and rule: docs/detector-selection.md. Scorer and configuration: "
-             + "; ".join(f"{n}: {fs.key}" for n, fs in sets.items()) + ".", "",
-             "## Single features on the dev partitions", "",
-             "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
-             "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
-             markdown_table(single_features_on_dev(parts, features, n_resamples, seed)), "",
-             "## Leave-one-benchmark-out (test partitions)", ""]
+             f"Protocol and rule: docs/detector-selection.md. Scorer, configuration and answers cached: {answers}.", ""]
+    devs = {name: dev for name, (dev, _) in parts.items()}
+    if uses_tokens:
+        sweep = token_threshold_sweep(devs)
+        thresholds = tuned_thresholds(devs)
+        devs = {name: with_token_features(dev, thresholds) for name, dev in devs.items()}
+        lines += ["## Token thresholds on the dev partitions", "",
+                  "For each (dependent, unresolved) pair in nats: each dev partition's mean AUC of `gap_dep` and "
+                  "`unresolved_share`. Each fit uses the pair with the best mean over its own dev partitions "
+                  "(the held-out benchmark's are left out); the single features below use the pair tuned on all "
+                  f"three: {thresholds[0]:g}, {thresholds[1]:g}.", "",
+                  markdown_table(sweep.round(3)), ""]
+    lines += ["## Single features on the dev partitions", "",
+              "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
+              "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
+              markdown_table(single_features_on_dev(devs, features, n_resamples, seed)), "",
+              "## Leave-one-benchmark-out (test partitions)", ""]
     transfers = leave_one_benchmark_out(parts, features, n_resamples, seed)
     for t in transfers:
         table = t.intervals.join(t.against_gap[["diff", "lo", "hi"]].add_prefix("vs gap "))
-        lines += [f"### Held out: {t.benchmark} ({t.sentences} test sentences, {t.unsupported} unsupported)", "",
+        tuned = "" if t.thresholds is None else f", token thresholds {t.thresholds[0]:g}, {t.thresholds[1]:g}"
+        lines += [f"### Held out: {t.benchmark} ({t.sentences} test sentences, {t.unsupported} unsupported{tuned})", "",
                   markdown_table(table), "", "Answer level:", "", markdown_table(t.answers), ""]
     difference = None
     if split is not None:
