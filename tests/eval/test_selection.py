@@ -45,34 +45,51 @@ def test_leave_one_benchmark_out_scores_each_held_out_test_partition(parts):
 
 
 @pytest.fixture(scope="module")
-def token_devs():
-    """Dev partitions of the token-row caches of TofuEval and the RAGTruth sample."""
+def token_parts():
+    """Partitions of the token-row caches of TofuEval and the RAGTruth sample."""
     sets = {s.benchmark: s for s in load_cache(RESULTS / "tokens", "smollm2-135m-instruct") if s.full_exact}
-    return {name: partitioned(detector_table(sets[name]))[0] for name in ("tofueval", "ragtruth")}
+    return {name: partitioned(detector_table(sets[name])) for name in ("tofueval", "ragtruth")}
 
 
-def test_the_threshold_sweep_equals_the_token_features_it_tunes(token_devs):
-    sweep = token_threshold_sweep(token_devs)
-    assert len(sweep) == len(THRESHOLD_GRID) and list(sweep.columns) == list(token_devs)
-    for pair in [(2.0, 2.0), (3.0, 1.0)]:
-        dev = with_token_features(token_devs["tofueval"], pair)
-        both = (roc_auc_score(dev["label"], suspicion(dev, "gap_dep"))
-                + roc_auc_score(dev["label"], suspicion(dev, "unresolved_share"))) / 2
-        assert sweep.iloc[THRESHOLD_GRID.index(pair)]["tofueval"] == pytest.approx(both, abs=1e-6)
-    # thresholds move the features they define
-    low, high = (with_token_features(token_devs["tofueval"], pair)["dep_share"].mean() for pair in [(1.0, 1.0), (4.0, 1.0)])
+@pytest.fixture(scope="module")
+def sweep(token_parts):
+    return token_threshold_sweep({name: dev for name, (dev, _) in token_parts.items()})
+
+
+def test_the_threshold_sweep_scores_the_token_features_it_tunes(token_parts, sweep):
+    assert list(sweep.index) == list(THRESHOLD_GRID) and list(sweep.columns) == list(token_parts)
+    dev = with_token_features(token_parts["tofueval"][0], (3.0, 1.0))
+    both = (roc_auc_score(dev["label"], suspicion(dev, "gap_dep"))
+            + roc_auc_score(dev["label"], suspicion(dev, "unresolved_share"))) / 2
+    assert sweep.loc[(3.0, 1.0), "tofueval"] == pytest.approx(both)
+    assert sweep.nunique().min() > 1  # the thresholds move the score
+    low, high = (with_token_features(dev, pair)["dep_share"].mean() for pair in [(1.0, 1.0), (4.0, 1.0)])
     assert low > high
 
 
-def test_token_thresholds_are_tuned_on_the_fit_s_dev_partitions_only(token_devs):
-    chosen = tuned_thresholds(token_devs)
-    assert chosen == THRESHOLD_GRID[int(token_threshold_sweep(token_devs).mean(axis=1).argmax())]
-    alone = {name: tuned_thresholds({name: dev}) for name, dev in token_devs.items()}
-    test = token_devs["ragtruth"].head(50)
-    _, scored, thresholds = fit_inputs({"tofueval": token_devs["tofueval"]}, test, CANDIDATES["B"])
-    assert thresholds == alone["tofueval"]
-    assert scored[CANDIDATES["B"]].notna().all().all()
-    assert fit_inputs({"tofueval": token_devs["tofueval"]}, test, CANDIDATES["A"])[2] is None
+def test_tuned_thresholds_take_the_best_mean_and_the_first_of_ties():
+    sweep = pd.DataFrame({"a": 0.6, "b": 0.6}, index=pd.MultiIndex.from_tuples(THRESHOLD_GRID))
+    assert tuned_thresholds(sweep) == THRESHOLD_GRID[0]
+    sweep.loc[(3.0, 2.0), "a"], sweep.loc[(1.0, 4.0), "b"] = 0.9, 0.7
+    assert tuned_thresholds(sweep) == (3.0, 2.0)
+    assert tuned_thresholds(sweep[["b"]]) == (1.0, 4.0)
+
+
+@pytest.mark.slow
+def test_each_fit_tunes_the_token_thresholds_without_the_held_out_benchmark(token_parts, sweep):
+    # Make the held-out benchmark's own dev partition favour another pair: a leak would follow it.
+    rigged = sweep.copy()
+    rigged.loc[(4.0, 4.0), "ragtruth"] = 10.0
+    transfers = leave_one_benchmark_out(token_parts, CANDIDATES["B"], n_resamples=20, sweep=rigged)
+    by_held_out = {t.benchmark: t.thresholds for t in transfers}
+    assert by_held_out["ragtruth"] == tuned_thresholds(sweep[["tofueval"]])
+    assert by_held_out["tofueval"] == (4.0, 4.0)  # fitted on ragtruth's dev, so its rigged score counts
+    for t in transfers:
+        assert 0.5 < t.intervals.loc["candidate", "auc"] < 1
+    devs, scored, thresholds = fit_inputs({"tofueval": token_parts["tofueval"][0]}, token_parts["ragtruth"][1],
+                                          CANDIDATES["B"], sweep)
+    assert thresholds == by_held_out["ragtruth"] and scored[CANDIDATES["B"]].notna().all().all()
+    assert fit_inputs({"tofueval": token_parts["tofueval"][0]}, token_parts["ragtruth"][1], CANDIDATES["A"])[2] is None
 
 
 def test_candidate_b_asks_for_token_rows():

@@ -51,7 +51,12 @@ def detector_table(features: FeatureSet) -> pd.DataFrame:
 
 
 def has_token_rows(table: pd.DataFrame) -> bool:
+    """Whether the cache behind ``table`` kept per-token rows (``eval extract --token-rows``)."""
     return set(TOKEN_COLUMNS) <= set(table.columns)
+
+
+def uses_token_features(features: Sequence[str]) -> bool:
+    return bool(set(TOKEN_FEATURES) & set(features))
 
 
 def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float] = (DEPENDENT_NATS, UNRESOLVED_NATS)
@@ -62,40 +67,31 @@ def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float] = (
     return pd.concat([table.drop(columns=list(TOKEN_FEATURES), errors="ignore"), tokens], axis=1)
 
 
-def token_threshold_sweep(devs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """For each pair of :data:`THRESHOLD_GRID`, each dev partition's mean AUC of the two
-    features the thresholds define (``gap_dep``, ``unresolved_share``), one column per
-    partition; rows indexed by the pair."""
+def threshold_scores(dev: pd.DataFrame) -> pd.Series:
+    """One dev partition's score of each pair of :data:`THRESHOLD_GRID`: the mean AUC at that
+    pair of ``gap_dep`` and ``unresolved_share``, the features each threshold was introduced
+    for (the dependent one also moves ``tokdrop_dep``, ``surprisal_dep`` and ``dep_share``)."""
     from sklearn.metrics import roc_auc_score
 
-    columns = {}
-    for name, dev in devs.items():
-        logp_full, logp_noctx = (np.concatenate(dev[c].to_numpy()).astype(float) for c in ("tok_logp_full", "tok_logp_noctx"))
-        sizes = dev["tok_logp_full"].map(len).to_numpy()
-        sentence = np.repeat(np.arange(len(dev)), sizes)
-        y = dev["label"].to_numpy()
+    y, rows = dev["label"].to_numpy(), [token_rows(row) for row in dev.itertuples()]
 
-        def per_sentence(values: np.ndarray) -> np.ndarray:
-            return np.bincount(sentence, values, minlength=len(dev))
+    def score(pair: tuple[float, float]) -> float:
+        at_pair = pd.DataFrame([token_features(*r, *pair) for r in rows])
+        return (roc_auc_score(y, suspicion(at_pair, "gap_dep")) + roc_auc_score(y, suspicion(at_pair, "unresolved_share"))) / 2
 
-        gap = logp_full - logp_noctx
-        mean_gap = per_sentence(gap) / np.maximum(sizes, 1)
-        cells = []
-        for dependent_nats, unresolved_nats in THRESHOLD_GRID:
-            dependent = -logp_noctx > dependent_nats
-            n_dependent = per_sentence(dependent)
-            gap_dep = np.where(n_dependent > 0, per_sentence(gap * dependent) / np.maximum(n_dependent, 1), mean_gap)
-            unresolved = per_sentence(dependent & (-logp_full > unresolved_nats)) / np.maximum(n_dependent, 1)
-            cells.append((roc_auc_score(y, -gap_dep) + roc_auc_score(y, unresolved)) / 2)
-        columns[name] = cells
-    return pd.DataFrame(columns, index=pd.Index([f"{d:g}, {u:g}" for d, u in THRESHOLD_GRID], name="dependent, unresolved"))
+    return pd.Series([score(pair) for pair in THRESHOLD_GRID],
+                     index=pd.MultiIndex.from_tuples(THRESHOLD_GRID, names=["dependent", "unresolved"]))
 
 
-def tuned_thresholds(devs: Mapping[str, pd.DataFrame]) -> tuple[float, float]:
-    """The pair of :data:`THRESHOLD_GRID` with the best mean of :func:`token_threshold_sweep`
-    over ``devs`` (every benchmark counts the same)."""
-    criterion = token_threshold_sweep(devs).mean(axis=1).to_numpy()
-    return THRESHOLD_GRID[int(np.argmax(criterion))]
+def token_threshold_sweep(devs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`threshold_scores` of each dev partition, one column per benchmark."""
+    return pd.DataFrame({name: threshold_scores(dev) for name, dev in devs.items()})
+
+
+def tuned_thresholds(sweep: pd.DataFrame) -> tuple[float, float]:
+    """The pair with the best mean over the sweep's columns (every benchmark counts the same;
+    ties go to the first pair in grid order)."""
+    return tuple(sweep.mean(axis=1).idxmax())
 
 
 def token_rows(row) -> tuple[np.ndarray, np.ndarray]:
@@ -150,24 +146,27 @@ class Transfer:
     thresholds: tuple[float, float] | None = None  # token thresholds tuned on the fit's dev partitions
 
 
-def fit_inputs(devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: Sequence[str]
-               ) -> tuple[list[pd.DataFrame], pd.DataFrame, tuple[float, float] | None]:
-    """The fit's dev partitions and the scored test rows with the token features added when
-    ``features`` use them, at thresholds tuned on those dev partitions only."""
-    if not set(TOKEN_FEATURES) & set(features):
+def fit_inputs(devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: Sequence[str],
+               sweep: pd.DataFrame | None = None) -> tuple[list[pd.DataFrame], pd.DataFrame, tuple[float, float] | None]:
+    """The fit's dev partitions and the rows to score, with the token features added when
+    ``features`` use them, at the pair that ``sweep`` (:func:`token_threshold_sweep`) rates
+    best on those dev partitions only."""
+    if not uses_token_features(features):
         return list(devs.values()), test, None
-    thresholds = tuned_thresholds(devs)
+    thresholds = tuned_thresholds(sweep[list(devs)])
     return [with_token_features(d, thresholds) for d in devs.values()], with_token_features(test, thresholds), thresholds
 
 
 def leave_one_benchmark_out(
     parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], features: Sequence[str],
-    n_resamples: int = 2000, seed: int = 0,
+    n_resamples: int = 2000, seed: int = 0, sweep: pd.DataFrame | None = None,
 ) -> list[Transfer]:
-    """Fit on the other benchmarks' dev partitions, score each benchmark's test partition."""
+    """Fit on the other benchmarks' dev partitions, score each benchmark's test partition
+    (``sweep`` is needed when ``features`` use token features)."""
     transfers = []
-    for held_out, (_, test) in parts.items():
-        devs, test, thresholds = fit_inputs({n: dev for n, (dev, _) in parts.items() if n != held_out}, test, features)
+    for held_out, (_, held_out_test) in parts.items():
+        devs = {name: dev for name, (dev, _) in parts.items() if name != held_out}
+        devs, test, thresholds = fit_inputs(devs, held_out_test, features, sweep)
         scores = candidate_scores(devs, test, features, seed)
         y = test["label"].to_numpy()
         boot = source_bootstrap(y, scores, test["source_id"].to_numpy(), n_resamples, seed)
@@ -230,7 +229,8 @@ def apply_rule(transfers: Sequence[Transfer], split_difference: float | None) ->
 
 
 def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], split: pd.DataFrame,
-                     features: Sequence[str], seed: int = 0) -> tuple[float, float, float]:
+                     features: Sequence[str], seed: int = 0, sweep: pd.DataFrame | None = None
+                     ) -> tuple[float, float, float]:
     """Rule 3: the candidate fitted on every dev partition, on the whole split's test partition
     less the sources it saw: (candidate AUC, gap AUC, difference)."""
     from sklearn.metrics import roc_auc_score
@@ -238,7 +238,7 @@ def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], spl
     seen = set(pd.concat([dev for dev, _ in parts.values()])["source_id"])
     _, test = partitioned(split, seed)
     test = test[~test["source_id"].isin(seen)].reset_index(drop=True)
-    devs, test, _ = fit_inputs({n: dev for n, (dev, _) in parts.items()}, test, features)
+    devs, test, _ = fit_inputs({name: dev for name, (dev, _) in parts.items()}, test, features, sweep)
     p = fit_logistic(devs, features).predict_proba(test[list(features)].to_numpy(dtype=float))[:, 1]
     a, g = roc_auc_score(test["label"], p), roc_auc_score(test["label"], -test["gap"])
     return float(a), float(g), float(a - g)
@@ -249,34 +249,35 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
     """The Markdown report: token thresholds and single features on dev, leave-one-benchmark-out,
     the rule's verdict."""
     features = CANDIDATES[candidate]
-    uses_tokens = bool(set(TOKEN_FEATURES) & set(features))
     parts = {name: partitioned(detector_table(fs), seed) for name, fs in sets.items()}
-    lacking = [name for name, (dev, _) in parts.items() if uses_tokens and not has_token_rows(dev)]
-    if uses_tokens and split is not None and not has_token_rows(split.table):
-        lacking.append("the whole split")
-    if lacking:
-        raise ValueError(f"candidate {candidate} needs token rows for {', '.join(lacking)}: "
-                         "extract with --token-rows (scripts/token_rows.sh)")
-    answers = "; ".join(f"{n}: {fs.key}, {fs.rows['case_id'].nunique()} answers" for n, fs in sets.items())
+    if uses_token_features(features):
+        lacking = [name for name, (dev, _) in parts.items() if not has_token_rows(dev)]
+        if split is not None and not has_token_rows(split.table):
+            lacking.append("the whole split")
+        if lacking:
+            raise ValueError(f"candidate {candidate} needs token rows for {', '.join(lacking)}: "
+                             "extract with --token-rows (scripts/token_rows.sh)")
+    scored = "; ".join(f"{n}: {fs.key}, {fs.table['case_id'].nunique()} answers scored" for n, fs in sets.items())
     lines = [f"# Detector selection: candidate {candidate}", "", f"`{command}`", "",
-             f"Protocol and rule: docs/detector-selection.md. Scorer, configuration and answers cached: {answers}.", ""]
+             f"Protocol and rule: docs/detector-selection.md. Scorer and configuration: {scored}.", ""]
     devs = {name: dev for name, (dev, _) in parts.items()}
-    if uses_tokens:
+    sweep = None
+    if uses_token_features(features):
         sweep = token_threshold_sweep(devs)
-        thresholds = tuned_thresholds(devs)
+        thresholds = tuned_thresholds(sweep)
         devs = {name: with_token_features(dev, thresholds) for name, dev in devs.items()}
         lines += ["## Token thresholds on the dev partitions", "",
-                  "For each (dependent, unresolved) pair in nats: each dev partition's mean AUC of `gap_dep` and "
-                  "`unresolved_share`. Each fit uses the pair with the best mean over its own dev partitions "
-                  "(the held-out benchmark's are left out); the single features below use the pair tuned on all "
-                  f"three: {thresholds[0]:g}, {thresholds[1]:g}.", "",
-                  markdown_table(sweep.round(3)), ""]
+                  "For each (dependent, unresolved) pair in nats, each dev partition's mean AUC of `gap_dep` and "
+                  "`unresolved_share`. A fit uses the pair with the best mean over its own dev partitions: each "
+                  "leave-one-benchmark-out fit over the two benchmarks it is fitted on, the single features below "
+                  f"and rule 3 over all {len(devs)} ({thresholds[0]:g}, {thresholds[1]:g}).", "",
+                  markdown_table(sweep.set_axis([f"{d:g}, {u:g}" for d, u in sweep.index])), ""]
     lines += ["## Single features on the dev partitions", "",
               "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
               "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
               markdown_table(single_features_on_dev(devs, features, n_resamples, seed)), "",
               "## Leave-one-benchmark-out (test partitions)", ""]
-    transfers = leave_one_benchmark_out(parts, features, n_resamples, seed)
+    transfers = leave_one_benchmark_out(parts, features, n_resamples, seed, sweep)
     for t in transfers:
         table = t.intervals.join(t.against_gap[["diff", "lo", "hi"]].add_prefix("vs gap "))
         tuned = "" if t.thresholds is None else f", token thresholds {t.thresholds[0]:g}, {t.thresholds[1]:g}"
@@ -284,7 +285,7 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
                   markdown_table(table), "", "Answer level:", "", markdown_table(t.answers), ""]
     difference = None
     if split is not None:
-        a, g, difference = split_difference(parts, detector_table(split), features, seed)
+        a, g, difference = split_difference(parts, detector_table(split), features, seed, sweep)
         lines += ["## Whole RAGTruth test split (rule 3)", "",
                   f"Fitted on every dev partition; on the split's test partition less the sources the fit saw: "
                   f"candidate {a:.3f}, gap {g:.3f}, difference {difference:+.3f}.", ""]
