@@ -10,7 +10,7 @@ from groundsense.eval.extract import load_cache
 from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.selection import (
     CANDIDATES, THRESHOLD_GRID, Transfer, apply_rule, detector_table, fit_inputs, leave_one_benchmark_out,
-    selection_report, suspicion, token_threshold_sweep, tuned_thresholds, with_token_features,
+    selection_report, suspicion, transfer_table, token_threshold_sweep, tuned_thresholds, with_token_features,
 )
 
 RESULTS = Path(__file__).parents[2] / "results"
@@ -42,6 +42,10 @@ def test_leave_one_benchmark_out_scores_each_held_out_test_partition(parts):
         assert t.intervals.loc["sentence gap", "auc"] == pytest.approx(gap_auc)
         assert 0.5 < t.intervals.loc["candidate", "auc"] < 1
         assert {"lowest sentence gap", "mean gap"} <= set(t.answers.index)
+    table = transfer_table(transfers)
+    assert list(table.index) == list(parts)
+    for t in transfers:
+        assert table.loc[t.benchmark, "candidate"] == t.intervals.loc["candidate", "auc"]
 
 
 @pytest.fixture(scope="module")

@@ -175,6 +175,14 @@ def leave_one_benchmark_out(
     return transfers
 
 
+def transfer_table(transfers: Sequence[Transfer]) -> pd.DataFrame:
+    """One row per held-out benchmark: the candidate's AUC, the gap's, and their difference."""
+    return pd.DataFrame({
+        t.benchmark: {"candidate": t.intervals.loc["candidate", "auc"], "sentence gap": t.intervals.loc["sentence gap", "auc"],
+                      "candidate − gap": interval_text(*t.against_gap.loc["candidate", ["diff", "lo", "hi"]], sign="+")}
+        for t in transfers}).T
+
+
 def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Answer-level AUC (label: any unsupported scored sentence) of the gap's aggregations
     (:func:`.answers.answer_table`) and the candidate's."""
@@ -276,6 +284,12 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
               "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
               "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
               markdown_table(single_features_on_dev(devs, features, n_resamples, seed)), "",
+              "## Leave-one-benchmark-out within the dev partitions", "",
+              "The same fits scored on the held-out benchmark's dev partition instead of its test partition: "
+              "how well the candidate transfers, read before any test partition (AUC, and its difference from "
+              "the gap with a 95% source-level interval).", "",
+              markdown_table(transfer_table(leave_one_benchmark_out({n: (dev, dev) for n, (dev, _) in parts.items()},
+                                                                    features, n_resamples, seed, sweep))), "",
               "## Leave-one-benchmark-out (test partitions)", ""]
     transfers = leave_one_benchmark_out(parts, features, n_resamples, seed, sweep)
     for t in transfers:
