@@ -8,9 +8,9 @@ from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.extract import load_cache
 from groundsense.eval.benchmark_result import partitioned
+from groundsense.eval.detector_inputs import detector_table, suspicion, token_threshold_sweep, tuned_thresholds
 from groundsense.eval.selection import (
-    CANDIDATES, THRESHOLD_GRID, Transfer, apply_rule, detector_table, fit_inputs, leave_one_benchmark_out,
-    selection_report, suspicion, transfer_table, token_threshold_sweep, tuned_thresholds, with_token_features,
+    CANDIDATES, Transfer, apply_rule, fit_inputs, leave_one_benchmark_out, selection_report, transfer_table,
 )
 
 RESULTS = Path(__file__).parents[2] / "results"
@@ -58,25 +58,6 @@ def token_parts():
 @pytest.fixture(scope="module")
 def sweep(token_parts):
     return token_threshold_sweep({name: dev for name, (dev, _) in token_parts.items()})
-
-
-def test_the_threshold_sweep_scores_the_token_features_it_tunes(token_parts, sweep):
-    assert list(sweep.index) == list(THRESHOLD_GRID) and list(sweep.columns) == list(token_parts)
-    dev = with_token_features(token_parts["tofueval"][0], (3.0, 1.0))
-    both = (roc_auc_score(dev["label"], suspicion(dev, "gap_dep"))
-            + roc_auc_score(dev["label"], suspicion(dev, "unresolved_share"))) / 2
-    assert sweep.loc[(3.0, 1.0), "tofueval"] == pytest.approx(both)
-    assert sweep.nunique().min() > 1  # the thresholds move the score
-    low, high = (with_token_features(dev, pair)["dep_share"].mean() for pair in [(1.0, 1.0), (4.0, 1.0)])
-    assert low > high
-
-
-def test_tuned_thresholds_take_the_best_mean_and_the_first_of_ties():
-    sweep = pd.DataFrame({"a": 0.6, "b": 0.6}, index=pd.MultiIndex.from_tuples(THRESHOLD_GRID))
-    assert tuned_thresholds(sweep) == THRESHOLD_GRID[0]
-    sweep.loc[(3.0, 2.0), "a"], sweep.loc[(1.0, 4.0), "b"] = 0.9, 0.7
-    assert tuned_thresholds(sweep) == (3.0, 2.0)
-    assert tuned_thresholds(sweep[["b"]]) == (1.0, 4.0)
 
 
 @pytest.mark.slow

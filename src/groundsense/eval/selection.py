@@ -19,95 +19,20 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ..features import (
-    DEPENDENT_NATS, GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, UNRESOLVED_NATS, relative_features, signed_features,
-    token_features,
-)
+from ..features import TOKEN_FEATURES
 from .answers import answer_table
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
-from .extract import TOKEN_COLUMNS, FeatureSet
+from .detector_inputs import (
+    SENTENCE_INPUTS, detector_table, has_token_rows, suspicion, token_threshold_sweep, tuned_thresholds,
+    uses_token_features, with_token_features,
+)
+from .extract import FeatureSet
 from .methods import lightgbm_scores
 from .tables import interval_text, markdown_table
 
-SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
 CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
-# Features that grow when the context supports the sentence: negated to score suspicion.
-SUPPORT_ORIENTED = {*GROUNDING, "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
 REGULARISATION = 0.1  # C of the logistic regression, fixed in the protocol
-# The (dependent, unresolved) pairs tried for the token thresholds, in nats; ties go to the
-# first pair in grid order. The a-priori values (2, 2) are in the grid.
-THRESHOLD_GRID = tuple((d, u) for d in (1.0, 2.0, 3.0, 4.0) for u in (1.0, 2.0, 3.0, 4.0))
-
-
-def detector_table(features: FeatureSet) -> pd.DataFrame:
-    """The scored sentences of a feature set with every sentence input as a column (token
-    features are added per fit by :func:`with_token_features`, whose thresholds are tuned)."""
-    table = features.table.copy()
-    table["log_n_tokens"] = np.log(table["n_tokens"].astype(float))
-    table = table.assign(**signed_features(table["gap"].to_numpy(), table["drops"].tolist()))
-    return table.assign(**relative_features({c: table[c].to_numpy() for c in ("gap", "surprisal", "n_tokens")},
-                                            table["case_id"].to_numpy()))
-
-
-def has_token_rows(table: pd.DataFrame) -> bool:
-    """Whether the cache behind ``table`` kept per-token rows (``eval extract --token-rows``)."""
-    return set(TOKEN_COLUMNS) <= set(table.columns)
-
-
-def uses_token_features(features: Sequence[str]) -> bool:
-    return bool(set(TOKEN_FEATURES) & set(features))
-
-
-def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float] = (DEPENDENT_NATS, UNRESOLVED_NATS)
-                        ) -> pd.DataFrame:
-    """``table`` with the :data:`TOKEN_FEATURES` at ``(dependent, unresolved)`` nats."""
-    tokens = pd.DataFrame([token_features(*token_rows(row), *thresholds) for row in table.itertuples()],
-                          index=table.index, columns=list(TOKEN_FEATURES))
-    return pd.concat([table.drop(columns=list(TOKEN_FEATURES), errors="ignore"), tokens], axis=1)
-
-
-def threshold_scores(dev: pd.DataFrame) -> pd.Series:
-    """One dev partition's score of each pair of :data:`THRESHOLD_GRID`: the mean AUC at that
-    pair of ``gap_dep`` and ``unresolved_share``, the features each threshold was introduced
-    for (the dependent one also moves ``tokdrop_dep``, ``surprisal_dep`` and ``dep_share``)."""
-    from sklearn.metrics import roc_auc_score
-
-    y, rows = dev["label"].to_numpy(), [token_rows(row) for row in dev.itertuples()]
-
-    def score(pair: tuple[float, float]) -> float:
-        at_pair = pd.DataFrame([token_features(*r, *pair) for r in rows])
-        return (roc_auc_score(y, suspicion(at_pair, "gap_dep")) + roc_auc_score(y, suspicion(at_pair, "unresolved_share"))) / 2
-
-    return pd.Series([score(pair) for pair in THRESHOLD_GRID],
-                     index=pd.MultiIndex.from_tuples(THRESHOLD_GRID, names=["dependent", "unresolved"]))
-
-
-def token_threshold_sweep(devs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """:func:`threshold_scores` of each dev partition, one column per benchmark."""
-    return pd.DataFrame({name: threshold_scores(dev) for name, dev in devs.items()})
-
-
-def tuned_thresholds(sweep: pd.DataFrame) -> tuple[float, float]:
-    """The pair with the best mean over the sweep's columns (every benchmark counts the same;
-    ties go to the first pair in grid order)."""
-    return tuple(sweep.mean(axis=1).idxmax())
-
-
-def token_rows(row) -> tuple[np.ndarray, np.ndarray]:
-    """One cached sentence's [conditions, n] log p and JSD rows (as the detector builds them)."""
-    n = len(row.tok_logp_full)
-    loo_logp = np.asarray(row.tok_logp_loo, dtype=float).reshape(-1, n) if n else np.zeros((0, 0))
-    loo_jsd = np.asarray(row.tok_jsd_loo, dtype=float).reshape(-1, n) if n else np.zeros((0, 0))
-    logp = np.vstack([row.tok_logp_full, row.tok_logp_noctx, loo_logp]) if n else np.zeros((2, 0))
-    jsd = np.vstack([np.zeros(n), row.tok_jsd_noctx, loo_jsd]) if n else np.zeros((2, 0))
-    return logp, jsd
-
-
-def suspicion(table: pd.DataFrame, feature: str) -> np.ndarray:
-    """A single feature as a score, higher = more suspicious (orientation fixed in advance)."""
-    values = table[feature].to_numpy(dtype=float)
-    return -values if feature in SUPPORT_ORIENTED else values
 
 
 def fit_logistic(devs: Sequence[pd.DataFrame], features: Sequence[str]) -> Pipeline:
