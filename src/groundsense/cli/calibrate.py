@@ -9,21 +9,14 @@ import click
 from ..config import DetectorConfig
 from ..interrupts import resumable
 from . import common
-from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options
+from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the calibration JSON.")
+@fit_target_options(needs_labels=True)
 @click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
-@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Labelled: fit the thresholds at the lowest recall to reach "
-                   "[default: best F1; answers: see docs/calibration.md].")
-@click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Labelled: fit the thresholds at the lowest precision to reach "
-                   "[default: best F1; answers: see docs/calibration.md].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--no-progress", is_flag=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -109,6 +110,26 @@ def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):
         for setting in reversed(SETTINGS):
             if setting.field not in omit:
                 func = setting.option(from_env)(func)
+        return func
+
+    return decorate
+
+
+def fit_target_options(needs_labels: bool = False):
+    """`calibrate`'s and `eval calibrate`'s -o, --target-recall and --target-precision
+    (``needs_labels``: the input may lack labels, which a target needs)."""
+    output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+                          help="Where to write the calibration JSON.")
+    targets = [
+        click.option(f"--target-{name}", type=click.FloatRange(0, 1, min_open=True), default=None,
+                     help=f"{'Labelled: fit' if needs_labels else 'Fit'} the thresholds at the lowest {name} to reach "
+                          "[default: best F1; answers: see docs/calibration.md].")
+        for name in ("recall", "precision")
+    ]
+
+    def decorate(func):
+        for option in reversed([output, *targets]):
+            func = option(func)
         return func
 
     return decorate

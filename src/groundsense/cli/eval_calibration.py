@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..eval.benchmarks import BENCHMARKS
-from .common import CONTEXT_SETTINGS, Failure, calibration_written
+from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
 from .eval_options import emit_report, markdown_report_options, report_command
 
 
@@ -16,14 +16,7 @@ from .eval_options import emit_report, markdown_report_options, report_command
               help="Feature cache holding the labelled calibration answers (e.g. results/calibration-tokens).")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="ragtruth", show_default=True)
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the calibration JSON.")
-@click.option("--target-recall", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Fit the thresholds at the lowest recall to reach "
-                   "[default: best F1; answers: see docs/calibration.md].")
-@click.option("--target-precision", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Fit the thresholds at the lowest precision to reach "
-                   "[default: best F1; answers: see docs/calibration.md].")
+@fit_target_options()
 def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision):
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
