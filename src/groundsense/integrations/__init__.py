@@ -5,6 +5,7 @@ One module per framework, each installed by its own extra and imported only by i
 - ``groundsense.integrations.guardrails``: a Guardrails AI validator (``groundsense[guardrails]``);
 - ``groundsense.integrations.llamaindex``: a LlamaIndex evaluator (``groundsense[llamaindex]``);
 - ``groundsense.integrations.langchain``: a LangChain Runnable (``groundsense[langchain]``);
+- ``groundsense.integrations.haystack``: a Haystack pipeline component (``groundsense[haystack]``);
 - ``groundsense.integrations.ragas``: a RAGAS metric (``groundsense[ragas]``).
 
 All of them make the same ``Detector.detect`` call and read the same verdict from it
