@@ -83,26 +83,73 @@ def test_a_pipeline_run_async(integration, example):
     assert INVENTED in out["router"]["review"]
 
 
-def test_the_pipeline_saves_and_loads_with_its_detector_options(integration, tmp_path):
+def test_the_pipeline_saves_and_loads_with_its_detector_options(integration, example):
     from haystack import Pipeline
 
     pipeline = Pipeline()
-    pipeline.add_component("check", integration.GroundsenseChecker({"mode": "two_pass", "target_recall": 0.6}))
-    loaded = Pipeline.loads(pipeline.dumps(), allowed_modules=["groundsense.integrations.haystack"]).get_component("check")
-    assert isinstance(loaded, integration.GroundsenseChecker)
-    assert loaded.detector_options == {"mode": "two_pass", "target_recall": 0.6}
+    pipeline.add_component("check", integration.GroundsenseChecker({"mode": "two_pass", "max_answer_tokens": 24}))
+    loaded = Pipeline.loads(pipeline.dumps(), allowed_modules=["groundsense.integrations.haystack"])
+    assert loaded.get_component("check").detector_options == {"mode": "two_pass", "max_answer_tokens": 24}
+    out = loaded.run({"check": {"replies": [example["answer"]], "documents": documents(example)}})["check"]
+    report = out["reports"][0]
+    assert report.result.mode == "two_pass"
+    assert report.unjudged and out["passing"] is False  # past 24 answer tokens: not judged, so not passing
+
+
+def test_components_with_the_same_options_share_one_detector(integration, checker):
+    other = integration.GroundsenseChecker()
+    other.warm_up()
+    other.warm_up()
+    assert other._detector is checker._detector
+
+
+def test_a_chat_message_s_text_parts_are_checked_together(checker, example):
+    from haystack.dataclasses import ChatMessage, TextContent
+
+    message = ChatMessage.from_assistant(SUPPORTED)
+    message._content.append(TextContent(INVENTED))  # a second text part, as some generators return
+    report = checker.run(replies=[message], documents=documents(example), query=example["question"])["reports"][0]
+    assert [s.text for s in report.result.sentences][-1] == INVENTED  # the second part is scored too
+    assert report.result.sentences[-1].flagged is not None
 
 
 def test_bad_options_and_inputs_are_refused(integration, checker, example):
+    from pathlib import Path
+
     from haystack import Document
     from haystack.dataclasses import ChatMessage
 
-    with pytest.raises(InputError, match="unknown detector option.*modes.*use "):
-        integration.GroundsenseChecker({"modes": "full"})
-    with pytest.raises(InputError, match="mode must be one of"):
-        integration.GroundsenseChecker({"mode": "fast"})
-    with pytest.raises(InputError, match="Document with text content"):
-        checker.run(replies=[example["answer"]], documents=[Document(content=None)])
-    with pytest.raises(InputError, match="ChatMessage with text"):
-        checker.run(replies=[ChatMessage.from_assistant(None)], documents=documents(example))
+    for options, message in [
+        ({"modes": "full"}, "unknown detector option.*modes.*use "),
+        ({"mode": "fast"}, "mode must be one of"),
+        ("two_pass", "must be a dict"),
+        ({"calibration": Path("c.json")}, "calibration.*plain values"),
+        ({"calibration": False}, "needs a calibration"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            integration.GroundsenseChecker(options)
+    for replies, docs, message in [
+        ([example["answer"]], [Document(content=None)], "Document with text content"),
+        ([example["answer"]], [], "non-empty list of Documents"),
+        ([ChatMessage.from_assistant(None)], documents(example), "ChatMessage with text"),
+        (example["answer"], documents(example), "replies must be a list"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            checker.run(replies=replies, documents=docs)
     assert checker.run(replies=[], documents=documents(example))["passing"] is False  # no reply does not pass
+
+
+@pytest.mark.parametrize(("chosen", "enabled"), [(None, False), ("True", True)])
+def test_haystack_telemetry_is_off_unless_the_user_chose(chosen, enabled):
+    """Also when haystack is imported before the integration."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HAYSTACK_TELEMETRY_ENABLED"}
+    if chosen is not None:
+        env["HAYSTACK_TELEMETRY_ENABLED"] = chosen
+    code = ("import haystack, groundsense.integrations.haystack, haystack.telemetry._telemetry as t; "
+            "print(t.telemetry is not None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.stdout.strip() == str(enabled), done.stderr[-2000:]

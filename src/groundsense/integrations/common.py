@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
@@ -38,6 +38,18 @@ _LOCK = threading.Lock()
 def default_detector() -> Detector:
     """The embedded default scorer with its shipped calibration, loaded once per process."""
     return Detector()
+
+
+def detector_for(options: Mapping[str, Any]) -> Detector:
+    """The calibrated detector made from ``Detector`` keyword arguments with basic values
+    (the default one for none), loaded once per process for each set of options."""
+    with _LOCK:
+        return resolve_detector(_detector_for(tuple(sorted(options.items()))) if options else None)
+
+
+@lru_cache(maxsize=4)
+def _detector_for(options: tuple[tuple[str, Any], ...]) -> Detector:
+    return Detector(**dict(options))
 
 
 def resolve_detector(detector: Detector | None) -> Detector:
