@@ -18,7 +18,7 @@ TOKENS = Path(__file__).parents[2] / "results" / "tokens"
 @pytest.fixture(scope="module")
 def tofueval_dev():
     tofueval = next(s for s in load_cache(TOKENS, "smollm2-135m-instruct") if s.full_exact and s.benchmark == "tofueval")
-    return partitioned(detector_table(tofueval))[0]
+    return partitioned(detector_table(tofueval))[0].head(400)  # enough for both labels, quick to sweep
 
 
 def test_the_threshold_sweep_scores_the_token_features_it_tunes(tofueval_dev):
