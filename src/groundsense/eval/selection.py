@@ -226,7 +226,8 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
     if split is not None:
         a, g, difference = split_difference(parts, detector_table(split), features, seed, sweep)
         lines += ["## Whole RAGTruth test split (rule 3)", "",
-                  f"Fitted on every dev partition; on the split's test partition less the sources the fit saw: "
+                  f"Fitted on every dev partition; on the test partition of the split ({split.key}, "
+                  f"{split.table['case_id'].nunique()} answers scored) less the sources the fit saw: "
                   f"candidate {a:.3f}, gap {g:.3f}, difference {difference:+.3f}.", ""]
     lines += ["## Verdict", "", apply_rule(transfers, difference).text() + ".", ""]
     return "\n".join(lines)
