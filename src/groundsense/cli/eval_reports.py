@@ -46,7 +46,7 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution):
 @click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Feature cache of the whole RAGTruth test split, for the rule's third condition.")
 @click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
-              help="A: sentence features; B: A plus token-level features (needs --token-rows caches).")
+              help="A: sentence features; B: A plus token-level features at thresholds tuned on dev partitions (needs --token-rows caches, the split's too).")
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
 @markdown_report_options
 def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
