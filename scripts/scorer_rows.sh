@@ -15,5 +15,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
 DEVICE_FLAG=${DEVICE:+--device $DEVICE}
-$GS eval extract ragtruth --scorer qwen2.5-coder-1.5b-instruct --mode two_pass --cache results/features --no-progress $DEVICE_FLAG
-$GS eval extract ragtruth --scorer qwen2.5-coder-1.5b-instruct --cache results/features --no-progress $DEVICE_FLAG
+$GS eval extract ragtruth --scorer qwen2.5-coder-1.5b-instruct --mode two_pass --cache results/features $DEVICE_FLAG
+$GS eval extract ragtruth --scorer qwen2.5-coder-1.5b-instruct --cache results/features $DEVICE_FLAG

@@ -10,13 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
 CACHE=results/tokens
-$GS eval extract tofueval --token-rows --cache $CACHE --no-progress
-$GS eval extract ragtruth --token-rows --cache $CACHE --no-progress
-$GS eval extract ragtruth --split train --sample 1500 --token-rows --cache results/calibration-tokens --no-progress
-$GS eval extract ragbench --token-rows --cache $CACHE --no-progress
+$GS eval extract tofueval --token-rows --cache $CACHE
+$GS eval extract ragtruth --token-rows --cache $CACHE
+$GS eval extract ragtruth --split train --sample 1500 --token-rows --cache results/calibration-tokens
+$GS eval extract ragbench --token-rows --cache $CACHE
 # The whole split holds the paper-style sample's 600 answers: a new split cache starts from the
 # sample's rows (the same configuration folder), so that they are not scored twice.
 for sample in results/tokens/ragtruth/*-tokens-*; do
   [ -e "results/split-tokens/ragtruth/$(basename "$sample")" ] || { mkdir -p results/split-tokens/ragtruth && cp -r "$sample" results/split-tokens/ragtruth/; }
 done
-$GS eval extract ragtruth --sample full --token-rows --cache results/split-tokens --no-progress
+$GS eval extract ragtruth --sample full --token-rows --cache results/split-tokens
