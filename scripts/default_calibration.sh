@@ -11,5 +11,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
-$GS eval extract ragtruth --split train --sample 1500 --token-rows --cache results/calibration-tokens --no-progress
+$GS eval extract ragtruth --split train --sample 1500 --token-rows --cache results/calibration-tokens
 $GS eval calibrate --cache results/calibration-tokens -o src/groundsense/calibrations/smollm2-135m-instruct-k5.json

@@ -117,7 +117,7 @@ def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DE
     """The :data:`TOKEN_FEATURES` of one sentence from its tokens' rows ([conditions, n], as
     in :func:`sentence_features`); NaN where undefined (no token; no leave-one-out rows).
     The two thresholds default to their a-priori values; the detector selection tunes them on
-    dev partitions (:func:`groundsense.eval.selection.token_threshold_sweep`).
+    dev partitions (docs/detector-selection.md, "Token thresholds").
 
     Orientation as the means': gap and drop aggregations are larger when the context
     supports the sentence; ``unresolved_share`` and the surprisals are larger when it does not.

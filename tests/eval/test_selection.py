@@ -103,3 +103,9 @@ def test_the_adoption_rule(bounds, split, adopted):
     verdict = apply_rule([_transfer(f"b{i}", lo, hi) for i, (lo, hi) in enumerate(bounds)], split)
     assert verdict.adopted is adopted
     assert ("do not adopt" in verdict.text()) is (not adopted)
+
+
+def test_token_features_without_a_threshold_sweep_are_refused(parts):
+    dev, test = parts["tofueval"]
+    with pytest.raises(ValueError, match="threshold sweep"):
+        fit_inputs({"tofueval": dev}, test, CANDIDATES["B"])

@@ -130,6 +130,7 @@ def test_bad_options_and_inputs_are_refused(integration, checker, example):
             integration.GroundsenseChecker(options)
     for replies, docs, message in [
         ([example["answer"]], [Document(content=None)], "Document with text content"),
+        ([example["answer"]], [*documents(example), Document(content=" ")], "Document with text content"),
         ([example["answer"]], [], "non-empty list of Documents"),
         ([ChatMessage.from_assistant(None)], documents(example), "ChatMessage with text"),
         (example["answer"], documents(example), "replies must be a list"),

@@ -14,7 +14,7 @@ from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_op
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@fit_target_options(needs_labels=True)
+@fit_target_options(labels_optional=True)
 @click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,

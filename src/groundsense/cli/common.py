@@ -115,14 +115,14 @@ def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):
     return decorate
 
 
-def fit_target_options(needs_labels: bool = False):
+def fit_target_options(labels_optional: bool = False):
     """`calibrate`'s and `eval calibrate`'s -o, --target-recall and --target-precision
-    (``needs_labels``: the input may lack labels, which a target needs)."""
+    (``labels_optional``: the input may lack labels, which a target needs, and the help says so)."""
     output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
                           help="Where to write the calibration JSON.")
     targets = [
         click.option(f"--target-{name}", type=click.FloatRange(0, 1, min_open=True), default=None,
-                     help=f"{'Labelled: fit' if needs_labels else 'Fit'} the thresholds at the lowest {name} to reach "
+                     help=f"{'Labelled: fit' if labels_optional else 'Fit'} the thresholds at the lowest {name} to reach "
                           "[default: best F1; answers: see docs/calibration.md].")
         for name in ("recall", "precision")
     ]

@@ -1,10 +1,11 @@
 """The detector-selection protocol of docs/detector-selection.md.
 
 A trained sentence detector (a regularised logistic regression over the grounding, baseline,
-signed, answer-relative and, where cached, token-level features) is fitted on the dev
-partitions of two benchmarks and scored on the third's test partition, against the
-training-free sentence gap on the same sentences; the adoption rule is applied to the result.
-Single features are ranked on the dev partitions only (the place to tune).
+signed and answer-relative features: candidate A; candidate B adds the token-level ones, at
+thresholds each fit tunes on its own dev partitions) is fitted on the dev partitions of two
+benchmarks and scored on the third's test partition, against the training-free sentence gap
+on the same sentences; the adoption rule is applied to the result. Single features are ranked,
+and the fits' transfer is also read, on the dev partitions only (the place to tune).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def candidate_scores(devs: Sequence[pd.DataFrame], test: pd.DataFrame, features:
 
 @dataclass
 class Transfer:
-    """One held-out benchmark's test partition: AUCs and differences against the gap."""
+    """One held-out benchmark's scored partition (its test partition; its dev partition for the
+    report's dev-only transfer): AUCs and differences against the gap."""
 
     benchmark: str
     sentences: int
@@ -78,6 +80,8 @@ def fit_inputs(devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: S
     best on those dev partitions only."""
     if not uses_token_features(features):
         return list(devs.values()), test, None
+    if sweep is None:
+        raise ValueError("token features need the dev partitions' threshold sweep (detector_inputs.token_threshold_sweep)")
     thresholds = tuned_thresholds(sweep[list(devs)])
     return [with_token_features(d, thresholds) for d in devs.values()], with_token_features(test, thresholds), thresholds
 
@@ -164,8 +168,9 @@ def apply_rule(transfers: Sequence[Transfer], split_difference: float | None) ->
 def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], split: pd.DataFrame,
                      features: Sequence[str], seed: int = 0, sweep: pd.DataFrame | None = None
                      ) -> tuple[float, float, float]:
-    """Rule 3: the candidate fitted on every dev partition, on the whole split's test partition
-    less the sources it saw: (candidate AUC, gap AUC, difference)."""
+    """Rule 3: the candidate fitted on every dev partition (token thresholds tuned on all of
+    them, from ``sweep``), on the whole split's test partition less the sources it saw:
+    (candidate AUC, gap AUC, difference)."""
     from sklearn.metrics import roc_auc_score
 
     seen = set(pd.concat([dev for dev, _ in parts.values()])["source_id"])

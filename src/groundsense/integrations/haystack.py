@@ -20,7 +20,7 @@ passing anything.
 (``scorer``, ``k``, ``mode``, ``calibration`` as a file path, ``target_recall``, ...), saved with
 the pipeline. Their names and values are checked when the component is made; a scorer or
 calibration file that cannot be loaded fails in ``warm_up``. By default the embedded scorer;
-components with the same options share one detector per process. The scorer loads in
+components with identical options share one detector per process. The scorer loads in
 ``warm_up`` / ``warm_up_async`` (which a pipeline calls), or on the first run. Importing this
 module turns Haystack's telemetry off (also when haystack was imported first) unless
 ``HAYSTACK_TELEMETRY_ENABLED`` is already set.
@@ -121,7 +121,7 @@ def _document_texts(documents: Any) -> list[str]:
     if not isinstance(documents, list) or not documents:
         raise InputError("documents must be a non-empty list of Documents: with no evidence there is nothing to check against")
     texts = [d.content if isinstance(d, Document) else d for d in documents]
-    if not all(isinstance(text, str) for text in texts):
+    if not all(isinstance(text, str) and text.strip() for text in texts):
         raise InputError("every document must be a string or a Document with text content "
                          "(convert tables, images and other blobs to text first)")
     return texts
