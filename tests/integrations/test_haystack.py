@@ -97,7 +97,7 @@ def test_the_pipeline_saves_and_loads_with_its_detector_options(integration, exa
 
 
 def test_components_with_the_same_options_share_one_detector(integration, checker):
-    other = integration.GroundsenseChecker()
+    other = integration.GroundsenseChecker({"k": 5, "mode": "full"})  # the defaults, spelled out
     other.warm_up()
     other.warm_up()
     assert other._detector is checker._detector

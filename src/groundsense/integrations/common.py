@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
+from ..config import DEFAULTS, DetectorConfig
 from ..detector import Detector
 from ..errors import GroundsenseError, InputError
 from ..result import DetectionResult, SentenceResult, support_score
@@ -41,15 +42,17 @@ def default_detector() -> Detector:
 
 
 def detector_for(options: Mapping[str, Any]) -> Detector:
-    """The calibrated detector made from ``Detector`` keyword arguments with basic values
-    (the default one for none), loaded once per process for each set of options."""
+    """The calibrated detector made from ``Detector`` keyword arguments with plain values,
+    loaded once per process for each distinct configuration (options that spell out the
+    defaults get the default detector)."""
+    config = DetectorConfig(**options)
     with _LOCK:
-        return resolve_detector(_detector_for(tuple(sorted(options.items()))) if options else None)
+        return resolve_detector(None if config == DEFAULTS else _detector_for(config))
 
 
 @lru_cache(maxsize=4)
-def _detector_for(options: tuple[tuple[str, Any], ...]) -> Detector:
-    return Detector(**dict(options))
+def _detector_for(config: DetectorConfig) -> Detector:
+    return Detector.from_config(config)
 
 
 def resolve_detector(detector: Detector | None) -> Detector:

@@ -20,7 +20,7 @@ passing anything.
 (``scorer``, ``k``, ``mode``, ``calibration`` as a file path, ``target_recall``, ...), saved with
 the pipeline. Their names and values are checked when the component is made; a scorer or
 calibration file that cannot be loaded fails in ``warm_up``. By default the embedded scorer;
-components with identical options share one detector per process. The scorer loads in
+components with the same settings share one detector per process. The scorer loads in
 ``warm_up`` / ``warm_up_async`` (which a pipeline calls), or on the first run. Importing this
 module turns Haystack's telemetry off (also when haystack was imported first) unless
 ``HAYSTACK_TELEMETRY_ENABLED`` is already set.
