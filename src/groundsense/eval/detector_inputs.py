@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..features import (
-    DEPENDENT_NATS, GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, UNRESOLVED_NATS, relative_features, signed_features,
-    token_features,
+    GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features,
 )
 from .extract import TOKEN_COLUMNS, FeatureSet
 
@@ -44,8 +43,7 @@ def uses_token_features(features: Sequence[str]) -> bool:
     return bool(set(TOKEN_FEATURES) & set(features))
 
 
-def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float] = (DEPENDENT_NATS, UNRESOLVED_NATS)
-                        ) -> pd.DataFrame:
+def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float]) -> pd.DataFrame:
     """``table`` with the :data:`TOKEN_FEATURES` at ``(dependent, unresolved)`` nats."""
     tokens = pd.DataFrame([token_features(*token_rows(row), *thresholds) for row in table.itertuples()],
                           index=table.index, columns=list(TOKEN_FEATURES))
