@@ -11,6 +11,7 @@ from groundsense.eval.extract import load_cache
 
 ROOT = Path(__file__).parents[2]
 REFERENCE = ROOT.parent / "shared" / "reference" / "gasp-v1"
+TOKENS = ROOT / "results" / "tokens"
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +48,47 @@ def test_reference_answers_reproduce_the_published_response_features():
     # the response CSV's own mean gap and JSD, oriented as suspicion
     assert roc_auc_score(answers["label"], answers["mean gap"]) == pytest.approx(0.7394, abs=1e-4)
     assert roc_auc_score(answers["label"], answers["mean jsd_noctx"]) == pytest.approx(0.7680, abs=1e-4)
+
+
+@pytest.fixture(scope="module")
+def tofueval_tokens():
+    return next(s for s in load_cache(TOKENS, "smollm2-135m-instruct") if s.benchmark == "tofueval" and s.full_exact)
+
+
+def test_token_aggregations_pool_each_answer_s_dependent_tokens(tofueval_tokens):
+    dev, _ = partition_answers(tofueval_tokens, thresholds=(2.0, 3.0))
+    sentences = tofueval_tokens.table
+    case = dev.index[0]
+    mine = sentences[sentences["case_id"] == case]
+    full = np.concatenate(mine["tok_logp_full"].map(np.asarray).tolist())
+    noctx = np.concatenate(mine["tok_logp_noctx"].map(np.asarray).tolist())
+    dependent = -noctx > 2.0
+    assert dependent.any()
+    row = dev.loc[case]
+    assert row["dependent-token gap (pooled)"] == pytest.approx(-(full - noctx)[dependent].mean(), abs=1e-6)
+    assert row["unresolved share (pooled)"] == pytest.approx((-full[dependent] > 3.0).mean(), abs=1e-6)
+    per_sentence = [-(np.asarray(f) - np.asarray(n))[-np.asarray(n) > 2.0].mean()
+                    for f, n in zip(mine["tok_logp_full"], mine["tok_logp_noctx"]) if (-np.asarray(n) > 2.0).any()]
+    assert row["lowest dependent-token gap"] == pytest.approx(max(per_sentence), abs=1e-6)
+    assert "lowest dependent-token gap" not in partition_answers(tofueval_tokens)[0].columns  # no thresholds, none
+
+
+@pytest.mark.slow  # re-runs the report's threshold sweep on a benchmark's dev partition
+def test_the_answer_report_tunes_token_thresholds_once_per_benchmark_and_serves_each_answer_set_once(tmp_path):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    for cache in ("tokens", "features"):
+        (tmp_path / cache).mkdir()
+        (tmp_path / cache / "tofueval").symlink_to(ROOT / "results" / cache / "tofueval")
+    out = tmp_path / "answers.md"
+    result = CliRunner().invoke(cli, ["eval", "answers", "--cache", str(tmp_path / "tokens"), "--cache",
+                                       str(tmp_path / "features"), "--resamples", "100", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "tofueval (smollm2-135m-instruct, tokens) dev" in text and "(smollm2-135m-instruct, features)" not in text
+    assert "over the dev partitions of tofueval (smollm2-135m-instruct, tokens) (" in text
+    header, _, dev_row = text.split("## By benchmark and partition")[1].strip().splitlines()[:3]
+    cell = header.split(" | ").index("lowest dependent-token gap")
+    assert dev_row.split(" | ")[cell][0] == "0"  # an AUC, not "—"

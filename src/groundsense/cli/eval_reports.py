@@ -71,20 +71,25 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--cache", "caches", type=click.Path(file_okay=False, path_type=Path), multiple=True,
-              default=[DEFAULT_CACHE], show_default=True, help="Feature cache(s); every full-mode exact set is reported.")
+              default=[DEFAULT_CACHE], show_default=True,
+              help="Feature cache(s); every full-mode exact set is reported, once: where two caches hold one "
+                   "scorer's features of the same answers, the first given serves them.")
 @click.option("--reference", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
 @markdown_report_options
 def answers(caches, reference, output, resamples, seed):
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
-    partition, and the conditions that move it (scorer, task, answer cap, reference features)."""
+    partition, and the conditions that move it (scorer, task, answer cap, reference features).
+    Caches kept with token rows (`eval extract --token-rows`) add token-level aggregations."""
     from ..eval.answers import answer_report
     from ..eval.extract import load_cache
 
-    sets = {}
+    sets, served = {}, set()
     for cache in caches:
         for s in load_cache(cache):
-            if s.full_exact:
+            answers_held = (s.benchmark, s.config["scorer"], frozenset(s.rows["case_id"]))
+            if s.full_exact and answers_held not in served:
+                served.add(answers_held)
                 sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
     if not sets:
         raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")

@@ -18,6 +18,7 @@ import pandas as pd
 from ..calibration import shipped_calibration
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
+from .detector_inputs import has_token_rows, token_threshold_sweep, tuned_thresholds, with_token_features
 from .extract import FeatureSet
 from .methods import answer_mean
 from .tables import interval_cells, markdown_table
@@ -27,7 +28,9 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     """One row per answer: label, source, task, and each aggregation's suspicion score.
 
     ``sensitivity`` is the shipped detector's sentence score (higher = more suspicious),
-    aligned with ``sentences``; without it that aggregation is left out.
+    aligned with ``sentences``; without it that aggregation is left out. The token-level
+    aggregations are added where ``sentences`` carries the token features
+    (:func:`.detector_inputs.with_token_features`).
     """
     case = sentences["case_id"]
     by = sentences.groupby(case, sort=False)
@@ -41,7 +44,34 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
         scores["highest sensitivity"] = pd.Series(sensitivity, index=sentences.index).groupby(case, sort=False).max()
     scores["perplexity"] = answer_mean(sentences["surprisal"], sentences)
     scores["length"] = sentences["n_tokens"].astype(float).groupby(case, sort=False).sum()
+    if "gap_dep" in sentences.columns:
+        scores = scores.join(token_aggregations(sentences))
     return answers.join(scores)
+
+
+def token_aggregations(sentences: pd.DataFrame) -> pd.DataFrame:
+    """Per answer, the token-level aggregations (higher = more suspicious): the lowest
+    sentence's and the pooled gap over evidence-dependent tokens, and the highest sentence's
+    and the pooled share of dependent tokens the full context leaves surprising.
+
+    Pooled means are over the answer's dependent tokens, counted from each sentence's
+    ``dep_share``; an answer with none falls back to its token-weighted mean gap (as
+    ``gap_dep`` does for a sentence) and an unresolved share of 0.
+    """
+    case = sentences["case_id"]
+    by = sentences.groupby(case, sort=False)
+    dependent = sentences["dep_share"] * sentences["n_tokens"].astype(float)
+    n_dependent = dependent.groupby(case, sort=False).sum()
+
+    def pooled(feature: str) -> pd.Series:
+        return (sentences[feature] * dependent).groupby(case, sort=False).sum() / n_dependent
+
+    return pd.DataFrame({
+        "lowest dependent-token gap": -by["gap_dep"].min(),
+        "dependent-token gap (pooled)": -pooled("gap_dep").where(n_dependent > 0, answer_mean(sentences["gap"], sentences)),
+        "highest unresolved share": by["unresolved_share"].max(),
+        "unresolved share (pooled)": pooled("unresolved_share").where(n_dependent > 0, 0.0),
+    })
 
 
 def _lowest_two(gaps: pd.Series) -> float:
@@ -49,8 +79,10 @@ def _lowest_two(gaps: pd.Series) -> float:
     return float(np.sort(gaps.to_numpy())[:2].mean())
 
 
+TOKEN_AGGREGATIONS = ["lowest dependent-token gap", "dependent-token gap (pooled)", "highest unresolved share",
+                      "unresolved share (pooled)"]
 AGGREGATIONS = ["lowest sentence gap", "lowest two gaps", "mean gap", "mean jsd_noctx", "highest sensitivity",
-                "perplexity", "length"]
+                "perplexity", "length", *TOKEN_AGGREGATIONS]
 
 
 def sensitivity_score(sentences: pd.DataFrame, scorer: str, k: int) -> np.ndarray | None:
@@ -71,11 +103,29 @@ def aucs(answers: pd.DataFrame, n_resamples: int, seed: int) -> pd.Series:
     return interval_cells(result)
 
 
-def partition_answers(features: FeatureSet, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Answer tables of a feature set's dev and test partitions."""
+def partition_answers(features: FeatureSet, seed: int = 0,
+                      thresholds: tuple[float, float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Answer tables of a feature set's dev and test partitions, with the token-level
+    aggregations at ``thresholds`` where the set kept token rows."""
     dev, test = partitioned(features.table, seed)
+    if thresholds is not None and has_token_rows(dev):
+        dev, test = with_token_features(dev, thresholds), with_token_features(test, thresholds)
     scorer, k = features.config["scorer"], features.config["k"]
     return tuple(answer_table(p, sensitivity_score(p, scorer, k)) for p in (dev, test))
+
+
+def answer_thresholds(sets: Mapping[str, FeatureSet], seed: int = 0) -> tuple[tuple[float, float], list[str]] | None:
+    """The token thresholds for the answer tables, tuned as the detector selection's rule 3
+    tunes them (docs/detector-selection.md, "Token thresholds") on the dev partitions of the
+    first set with token rows of each benchmark, and the names of those sets; None when no
+    set kept token rows."""
+    tuning = {}
+    for name, features in sets.items():
+        if features.benchmark not in {sets[n].benchmark for n in tuning} and has_token_rows(features.rows):
+            tuning[name] = partitioned(features.table, seed)[0]
+    if not tuning:
+        return None
+    return tuned_thresholds(token_threshold_sweep(tuning)), list(tuning)
 
 
 def truncated_answers(features: FeatureSet) -> set[str]:
@@ -99,13 +149,30 @@ def reference_answers(folder: Path) -> pd.DataFrame | None:
     })
 
 
+def by_aggregation(rows: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """One row per named :func:`aucs` result, columns in :data:`AGGREGATIONS` order."""
+    table = pd.DataFrame(rows).T
+    return table[[a for a in AGGREGATIONS if a in table.columns]]
+
+
+def token_note(thresholds: tuple[float, float], tuning: list[str]) -> list[str]:
+    dependent, unresolved = thresholds
+    return [f"The token-level aggregations (sets scored with token rows) take a token as evidence-dependent when "
+            f"its no-context surprisal is above {dependent:g} nats, and as unresolved when its full-context "
+            f"surprisal is above {unresolved:g} nats: the pair with the best mean dev AUC of the sentence features "
+            f"`gap_dep` and `unresolved_share` over the dev partitions of {', '.join(tuning)} "
+            "(docs/detector-selection.md, \"Token thresholds\").", ""]
+
+
 def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, command: str,
                   n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report: aggregations by benchmark (dev and test partitions), and the
     conditions that move the answer-level figure."""
     columns, conditions = {}, {}
+    tuned = answer_thresholds(sets, seed)
+    thresholds = tuned[0] if tuned else None
     for name, features in sets.items():
-        dev, test = partition_answers(features, seed)
+        dev, test = partition_answers(features, seed, thresholds)
         columns[f"{name} dev ({len(dev)})"] = aucs(dev, n_resamples, seed)
         columns[f"{name} test ({len(test)})"] = aucs(test, n_resamples, seed)
         cut = truncated_answers(features)
@@ -123,9 +190,10 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
              "aggregations of sentence scores, with 95% source-level bootstrap intervals. The aggregation "
              "to ship is chosen on the dev partitions. `highest sensitivity` is the shipped detector's "
              "highest sentence score (what `answer.flagged` thresholds today).", "",
+             *(token_note(*tuned) if tuned else []),
              "Feature sets: " + "; ".join(f"{n}: {fs.benchmark}/{fs.key}" for n, fs in sets.items()) + ".", "",
-             "## By benchmark and partition", "", markdown_table(pd.DataFrame(columns).T), "",
-             "## Conditions (both partitions)", "", markdown_table(pd.DataFrame(conditions).T), ""]
+             "## By benchmark and partition", "", markdown_table(by_aggregation(columns)), "",
+             "## Conditions (both partitions)", "", markdown_table(by_aggregation(conditions)), ""]
     ref = reference_answers(reference) if reference else None
     if ref is not None:
         lines += ["## The published reference features (Qwen2.5-1.5B-Instruct, K=5, RAGTruth train, Summary and "
