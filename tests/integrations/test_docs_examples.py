@@ -39,7 +39,7 @@ NLTK_HOST = "raw.githubusercontent.com"
 @pytest.mark.slow
 def test_every_example_runs_offline(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     env = {**os.environ, "HOME": str(tmp_path), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     env.pop("RAGAS_DO_NOT_TRACK", None)
     env.pop("HAYSTACK_TELEMETRY_ENABLED", None)
@@ -55,6 +55,7 @@ def test_every_example_runs_offline(tmp_path):
     assert "Validation failed" in out and "Gustave Eiffel" in out
     assert "False 0.667" in out
     assert "[0.667, 1.0]" in out
+    assert "83.33 [0.667, 1.0]" in out  # DSPy
     assert '2 of 3 sentences supported by the evidence (score 0.667).\nUnsupported:\n- [2] "The bridge was designed' in out
     lookups = json.loads(out.rsplit("=== lookups ", 1)[1])
     assert set(lookups) <= {NLTK_HOST}, lookups

@@ -1,0 +1,86 @@
+"""The DSPy metric with the real dspy package and the real default scorer, offline.
+
+The programs evaluated are stand-ins: a module that returns fixed drafts, and DSPy's own
+``DummyLM`` behind a real ``dspy.Predict`` (DSPy's tool for testing without a language model);
+the metric scores with the real scorer. The framework is imported by the tests that use it."""
+
+import pytest
+
+from groundsense.errors import InputError
+from integration_example import INVENTED, SUPPORTED
+
+pytestmark = pytest.mark.slow
+
+
+def drafts_program(example):
+    """A program that retrieves the example's passages and returns the draft it is asked for."""
+    import dspy
+
+    class Drafts(dspy.Module):
+        def forward(self, question, draft):
+            return dspy.Prediction(context=example["passages"], answer={"full": example["answer"], "supported": SUPPORTED}[draft])
+
+    return Drafts()
+
+
+def devset(example):
+    import dspy
+
+    return [dspy.Example(question=example["question"], draft=d).with_inputs("question", "draft") for d in ("full", "supported")]
+
+
+def test_evaluate_scores_each_answer_with_no_llm(integration, detector, example, offline):
+    import dspy
+
+    metric = integration.GroundsenseMetric(detector=detector)
+    result = dspy.Evaluate(devset=devset(example), metric=metric, num_threads=1, display_progress=False)(
+        drafts_program(example))
+    assert [score for _, _, score in result.results] == [pytest.approx(2 / 3), 1.0]
+    assert result.score == pytest.approx(100 * 5 / 6, abs=0.01)
+    assert offline == []
+
+
+def test_bootstrapping_takes_a_verdict_and_gepa_gets_feedback(integration, detector, example):
+    full, supported = devset(example)
+    program = drafts_program(example)
+    metric = integration.GroundsenseMetric(detector=detector)
+    assert metric(full, program(**full.inputs()), trace=[]) is False
+    assert metric(supported, program(**supported.inputs()), trace=[]) is True
+    feedback = metric(full, program(**full.inputs()), [], "respond", [])  # as GEPA calls it
+    assert feedback.score == pytest.approx(2 / 3)
+    assert f'Unsupported:\n- [2] "{INVENTED}"' in feedback.feedback
+
+
+def test_best_of_n_retries_until_the_answer_is_grounded(integration, detector, example):
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    rewards = []
+
+    class Recorded(integration.GroundsenseMetric):
+        def __call__(self, *args, **kwargs):
+            rewards.append(super().__call__(*args, **kwargs))
+            return rewards[-1]
+
+    lm = DummyLM([{"answer": example["answer"]}, {"answer": SUPPORTED}, {"answer": example["answer"]}])
+    generate = dspy.Predict("context: list[str], question -> answer")  # the context is the module's input here
+    best = dspy.BestOfN(generate, N=3, reward_fn=Recorded(detector=detector), threshold=1.0)
+    with dspy.context(lm=lm):
+        prediction = best(context=example["passages"], question=example["question"])
+    assert prediction.answer == SUPPORTED
+    assert rewards == [pytest.approx(2 / 3), 1.0]  # stopped at the first grounded answer
+
+
+def test_missing_fields_and_bad_answers_are_refused(integration, detector, example):
+    import dspy
+
+    full = devset(example)[0]
+    prediction = drafts_program(example)(**full.inputs())
+    with pytest.raises(InputError, match=r"no field 'response'.*fields: answer, context, draft, question.*answer=\.\.\."):
+        integration.GroundsenseMetric(answer="response", detector=detector)(full, prediction)
+    with pytest.raises(InputError, match=r"no field 'passages'.*context=\.\.\."):
+        integration.GroundsenseMetric(context="passages", detector=detector)(full, dspy.Prediction(answer=SUPPORTED))
+    with pytest.raises(InputError, match="must be text, not list"):
+        integration.GroundsenseMetric(detector=detector)(full, dspy.Prediction(answer=[SUPPORTED], context=["x"]))
+    with pytest.raises(InputError, match="no evidence"):
+        integration.GroundsenseMetric(detector=detector)(full, dspy.Prediction(answer=SUPPORTED, context=None))
