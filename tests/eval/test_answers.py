@@ -3,10 +3,13 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.answers import answer_table, partition_answers, reference_answers, truncated_answers
+from groundsense.eval.answers import (
+    answer_table, partition_answers, reference_answers, token_aggregations, truncated_answers,
+)
 from groundsense.eval.extract import load_cache
 
 ROOT = Path(__file__).parents[2]
@@ -71,6 +74,19 @@ def test_token_aggregations_pool_each_answer_s_dependent_tokens(tofueval_tokens)
                     for f, n in zip(mine["tok_logp_full"], mine["tok_logp_noctx"]) if (-np.asarray(n) > 2.0).any()]
     assert row["lowest dependent-token gap"] == pytest.approx(max(per_sentence), abs=1e-6)
     assert "lowest dependent-token gap" not in partition_answers(tofueval_tokens)[0].columns  # no thresholds, none
+
+
+def test_pooled_aggregations_weigh_dependent_tokens_and_fall_back_without_them():
+    sentences = pd.DataFrame({"case_id": ["a", "a", "b", "b"], "n_tokens": [2.0, 4.0, 5.0, 10.0],
+                              "gap": [1.0, 2.0, 0.5, 0.1], "dep_share": [0.0, 0.0, 0.4, 0.2],
+                              "gap_dep": [1.0, 2.0, 3.0, 6.0], "unresolved_share": [0.0, 0.0, 0.5, 1.0]})
+    out = token_aggregations(sentences)
+    # b: 2 and 2 dependent tokens; a: none, so its token-weighted mean gap and no unresolved token
+    assert out.loc["b", "dependent-token gap (pooled)"] == pytest.approx(-(3.0 * 2 + 6.0 * 2) / 4)
+    assert out.loc["b", "unresolved share (pooled)"] == pytest.approx(0.75)
+    assert out.loc["a", "dependent-token gap (pooled)"] == pytest.approx(-(1.0 * 2 + 2.0 * 4) / 6)
+    assert out.loc["a", "unresolved share (pooled)"] == 0.0
+    assert out.loc["b", "lowest dependent-token gap"] == -3.0 and out.loc["b", "highest unresolved share"] == 1.0
 
 
 @pytest.mark.slow  # re-runs the report's threshold sweep on a benchmark's dev partition

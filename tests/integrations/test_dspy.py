@@ -71,16 +71,33 @@ def test_best_of_n_retries_until_the_answer_is_grounded(integration, detector, e
     assert rewards == [pytest.approx(2 / 3), 1.0]  # stopped at the first grounded answer
 
 
-def test_missing_fields_and_bad_answers_are_refused(integration, detector, example):
+def test_pass_fail_gives_every_caller_the_verdict(integration, detector, example):
+    full, supported = devset(example)
+    program = drafts_program(example)
+    metric = integration.GroundsenseMetric(pass_fail=True, detector=detector)
+    assert metric(full, program(**full.inputs())) is False
+    assert metric(supported, program(**supported.inputs())) is True
+    assert metric(full, program(**full.inputs()), [], "respond", []).score == 0.0
+
+
+def test_missing_fields_and_bad_inputs_are_refused(integration, detector, example):
     import dspy
 
     full = devset(example)[0]
     prediction = drafts_program(example)(**full.inputs())
-    with pytest.raises(InputError, match=r"no field 'response'.*fields: answer, context, draft, question.*answer=\.\.\."):
-        integration.GroundsenseMetric(answer="response", detector=detector)(full, prediction)
-    with pytest.raises(InputError, match=r"no field 'passages'.*context=\.\.\."):
+    gold = full.copy(answer=SUPPORTED)  # the example's gold answer is never what gets scored
+    with pytest.raises(InputError, match=r"no field 'response' in the prediction \(fields: answer, context\).*answer=\.\.\."):
+        integration.GroundsenseMetric(answer="response", detector=detector)(gold, prediction)
+    with pytest.raises(InputError, match=r"no field 'answer' in the prediction \(fields: response\)"):
+        integration.GroundsenseMetric(detector=detector)(gold, dspy.Prediction(response=SUPPORTED))
+    with pytest.raises(InputError, match=r"no field 'passages' in the prediction or the example \(fields: .*draft.*\).*context=\.\.\."):
         integration.GroundsenseMetric(context="passages", detector=detector)(full, dspy.Prediction(answer=SUPPORTED))
-    with pytest.raises(InputError, match="must be text, not list"):
-        integration.GroundsenseMetric(detector=detector)(full, dspy.Prediction(answer=[SUPPORTED], context=["x"]))
-    with pytest.raises(InputError, match="no evidence"):
-        integration.GroundsenseMetric(detector=detector)(full, dspy.Prediction(answer=SUPPORTED, context=None))
+    for bad, message in [
+        (dspy.Prediction(answer=[SUPPORTED], context=["x"]), "answer field 'answer' must be text, not list"),
+        (dspy.Prediction(answer=SUPPORTED, context=None), "context field 'context' holds no passages"),
+        (dspy.Prediction(answer=SUPPORTED, context=[]), "context field 'context' holds no passages"),
+        (dspy.Prediction(answer=SUPPORTED, context=["x"], question=3), "question field 'question' must be text, not int"),
+        ("the answer is here", "must be a dspy.Example, dspy.Prediction or dict, not str"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            integration.GroundsenseMetric(detector=detector)(full, bad)

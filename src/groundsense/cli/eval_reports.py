@@ -87,9 +87,8 @@ def answers(caches, reference, output, resamples, seed):
     sets, served = {}, set()
     for cache in caches:
         for s in load_cache(cache):
-            answers_held = (s.benchmark, s.config["scorer"], frozenset(s.rows["case_id"]))
-            if s.full_exact and answers_held not in served:
-                served.add(answers_held)
+            if s.full_exact and _answers_held(s) not in served:
+                served.add(_answers_held(s))
                 sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
     if not sets:
         raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")
@@ -97,6 +96,14 @@ def answers(caches, reference, output, resamples, seed):
                              *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
     text = answer_report(sets, reference, command, resamples, seed)
     emit_report(text, output)
+
+
+def _answers_held(features) -> tuple:
+    """What makes two cached sets the same for `eval answers`: benchmark, configuration (token
+    rows aside; old caches' unrecorded leave-one-out is exact) and answers."""
+    config = {**{k: v for k, v in features.config.items() if k != "token_rows"},
+              "leave_one_out": features.config.get("leave_one_out", "exact")}
+    return features.benchmark, tuple(sorted(config.items())), frozenset(features.rows["case_id"])
 
 
 @click.command("scorer-cost", context_settings=CONTEXT_SETTINGS)

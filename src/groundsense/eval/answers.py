@@ -49,6 +49,10 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     return answers.join(scores)
 
 
+TOKEN_AGGREGATIONS = ["lowest dependent-token gap", "dependent-token gap (pooled)", "highest unresolved share",
+                      "unresolved share (pooled)"]
+
+
 def token_aggregations(sentences: pd.DataFrame) -> pd.DataFrame:
     """Per answer, the token-level aggregations (higher = more suspicious): the lowest
     sentence's and the pooled gap over evidence-dependent tokens, and the highest sentence's
@@ -66,12 +70,12 @@ def token_aggregations(sentences: pd.DataFrame) -> pd.DataFrame:
     def pooled(feature: str) -> pd.Series:
         return (sentences[feature] * dependent).groupby(case, sort=False).sum() / n_dependent
 
-    return pd.DataFrame({
-        "lowest dependent-token gap": -by["gap_dep"].min(),
-        "dependent-token gap (pooled)": -pooled("gap_dep").where(n_dependent > 0, answer_mean(sentences["gap"], sentences)),
-        "highest unresolved share": by["unresolved_share"].max(),
-        "unresolved share (pooled)": pooled("unresolved_share").where(n_dependent > 0, 0.0),
-    })
+    return pd.DataFrame(dict(zip(TOKEN_AGGREGATIONS, [
+        -by["gap_dep"].min(),
+        -pooled("gap_dep").where(n_dependent > 0, answer_mean(sentences["gap"], sentences)),
+        by["unresolved_share"].max(),
+        pooled("unresolved_share").where(n_dependent > 0, 0.0),
+    ], strict=True)))
 
 
 def _lowest_two(gaps: pd.Series) -> float:
@@ -79,8 +83,6 @@ def _lowest_two(gaps: pd.Series) -> float:
     return float(np.sort(gaps.to_numpy())[:2].mean())
 
 
-TOKEN_AGGREGATIONS = ["lowest dependent-token gap", "dependent-token gap (pooled)", "highest unresolved share",
-                      "unresolved share (pooled)"]
 AGGREGATIONS = ["lowest sentence gap", "lowest two gaps", "mean gap", "mean jsd_noctx", "highest sensitivity",
                 "perplexity", "length", *TOKEN_AGGREGATIONS]
 
@@ -114,18 +116,18 @@ def partition_answers(features: FeatureSet, seed: int = 0,
     return tuple(answer_table(p, sensitivity_score(p, scorer, k)) for p in (dev, test))
 
 
-def answer_thresholds(sets: Mapping[str, FeatureSet], seed: int = 0) -> tuple[tuple[float, float], list[str]] | None:
-    """The token thresholds for the answer tables, tuned as the detector selection's rule 3
-    tunes them (docs/detector-selection.md, "Token thresholds") on the dev partitions of the
-    first set with token rows of each benchmark, and the names of those sets; None when no
-    set kept token rows."""
-    tuning = {}
+def answer_thresholds(sets: Mapping[str, FeatureSet], seed: int = 0) -> dict[str, tuple[tuple[float, float], list[str]]]:
+    """Per scorer (thresholds in nats are a scorer's own): the token thresholds for its answer
+    tables, tuned as the detector selection's rule 3 tunes them (docs/detector-selection.md,
+    "Token thresholds") on the dev partitions of its first set with token rows of each
+    benchmark, and the names of those sets. Scorers with no token rows are left out."""
+    tuning: dict[str, dict[str, str]] = {}  # scorer -> benchmark -> set name
     for name, features in sets.items():
-        if features.benchmark not in {sets[n].benchmark for n in tuning} and has_token_rows(features.rows):
-            tuning[name] = partitioned(features.table, seed)[0]
-    if not tuning:
-        return None
-    return tuned_thresholds(token_threshold_sweep(tuning)), list(tuning)
+        if has_token_rows(features.rows):
+            tuning.setdefault(features.config["scorer"], {}).setdefault(features.benchmark, name)
+    return {scorer: (tuned_thresholds(token_threshold_sweep({n: partitioned(sets[n].table, seed)[0] for n in names.values()})),
+                     list(names.values()))
+            for scorer, names in tuning.items()}
 
 
 def truncated_answers(features: FeatureSet) -> set[str]:
@@ -155,10 +157,11 @@ def by_aggregation(rows: Mapping[str, pd.Series]) -> pd.DataFrame:
     return table[[a for a in AGGREGATIONS if a in table.columns]]
 
 
-def token_note(thresholds: tuple[float, float], tuning: list[str]) -> list[str]:
+def token_note(scorer: str, thresholds: tuple[float, float], tuning: list[str]) -> list[str]:
+    """The report's paragraph on one scorer's tuned token thresholds."""
     dependent, unresolved = thresholds
-    return [f"The token-level aggregations (sets scored with token rows) take a token as evidence-dependent when "
-            f"its no-context surprisal is above {dependent:g} nats, and as unresolved when its full-context "
+    return [f"The token-level aggregations of {scorer} (sets scored with token rows) take a token as evidence-dependent "
+            f"when its no-context surprisal is above {dependent:g} nats, and as unresolved when its full-context "
             f"surprisal is above {unresolved:g} nats: the pair with the best mean dev AUC of the sentence features "
             f"`gap_dep` and `unresolved_share` over the dev partitions of {', '.join(tuning)} "
             "(docs/detector-selection.md, \"Token thresholds\").", ""]
@@ -170,9 +173,8 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
     conditions that move the answer-level figure."""
     columns, conditions = {}, {}
     tuned = answer_thresholds(sets, seed)
-    thresholds = tuned[0] if tuned else None
     for name, features in sets.items():
-        dev, test = partition_answers(features, seed, thresholds)
+        dev, test = partition_answers(features, seed, tuned.get(features.config["scorer"], (None,))[0])
         columns[f"{name} dev ({len(dev)})"] = aucs(dev, n_resamples, seed)
         columns[f"{name} test ({len(test)})"] = aucs(test, n_resamples, seed)
         cut = truncated_answers(features)
@@ -190,7 +192,7 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
              "aggregations of sentence scores, with 95% source-level bootstrap intervals. The aggregation "
              "to ship is chosen on the dev partitions. `highest sensitivity` is the shipped detector's "
              "highest sentence score (what `answer.flagged` thresholds today).", "",
-             *(token_note(*tuned) if tuned else []),
+             *(line for scorer, (pair, tuning) in tuned.items() for line in token_note(scorer, pair, tuning)),
              "Feature sets: " + "; ".join(f"{n}: {fs.benchmark}/{fs.key}" for n, fs in sets.items()) + ".", "",
              "## By benchmark and partition", "", markdown_table(by_aggregation(columns)), "",
              "## Conditions (both partitions)", "", markdown_table(by_aggregation(conditions)), ""]
