@@ -99,6 +99,18 @@ def test_rendered_report_equals_its_render(report, tmp_path, monkeypatch):
     assert rendered == text, f"{report} is stale: rerun `{shlex.join(command[:-1] + [report])}`"
 
 
+def test_the_question_ablation_equals_its_render():
+    """docs/results/question-ablation.md, rendered by scripts/question_ablation.py (not a `groundsense` command)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("question_ablation", ROOT / "scripts" / "question_ablation.py")
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    committed = (ROOT / "docs" / "results" / "question-ablation.md").read_text()
+    assert ablation.COMMAND in committed.splitlines()[2]
+    assert ablation.report() == committed, f"docs/results/question-ablation.md is stale: rerun `{ablation.COMMAND}`"
+
+
 def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_path, monkeypatch):
     """The file `scripts/default_calibration.sh` writes, refitted from `results/calibration-tokens`."""
     shipped = ROOT / "src" / "groundsense" / "calibrations" / "smollm2-135m-instruct-k5.json"
