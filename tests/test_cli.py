@@ -64,6 +64,19 @@ def test_detect_reads_files(tmp_path, cli_scorer):
     assert len(json.loads(result.output)["chunks"]) == 2
 
 
+def test_inputs_given_with_an_example_or_a_json_object_replace_its_fields():
+    from groundsense.cli.evidence import gather_input
+    from groundsense.inputs import load_example
+
+    example = load_example("passages-qa")
+    row = gather_input("passages-qa", "", None, None, None, (), None, None)
+    assert row == {**example, "question": ""}  # an empty question is a choice, not an absent one
+    row = gather_input("passages-qa", None, None, "Other evidence.", None, (), None, None)
+    assert row["context"] == "Other evidence." and "passages" not in row and row["answer"] == example["answer"]
+    result = run("detect", "--json", "--context", "  ", input=json.dumps(ROW))  # over an object with passages
+    assert result.exit_code == 2 and "evidence is empty" in result.output, result.output  # the option's evidence alone
+
+
 @pytest.mark.parametrize(
     "args, stdin, message",
     [

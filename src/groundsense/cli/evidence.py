@@ -24,15 +24,16 @@ def evidence_options(func):
 
 
 def gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file) -> dict:
-    """The request row: a shipped example, or the options and files over a JSON object on
-    standard input (read when no answer is given)."""
+    """The request row: the options and files over a shipped example, or over a JSON object on
+    standard input (read when no answer is given). Evidence given as options replaces the
+    row's evidence whole (its context or passages), so the two never mix."""
     from ..inputs import load_example, read_json_stream, read_text
     from ..validate import check_object
 
-    if example:
-        return load_example(example)
     row: dict = {}
-    if answer is None and answer_file is None:
+    if example:
+        row = load_example(example)
+    elif answer is None and answer_file is None:
         if sys.stdin.isatty():
             raise InputError("no answer given: use --answer/--answer-file, --example NAME, or pipe a JSON object on stdin")
         row = read_json_stream(sys.stdin.buffer)
@@ -43,5 +44,7 @@ def gather_input(example, question, question_file, context, context_file, passag
         "passages": [read_text(p) for p in passage_files] or None,
         "answer": answer if answer is not None else (read_text(answer_file) if answer_file else None),
     }
+    if picks["context"] is not None or picks["passages"] is not None:
+        row = {key: value for key, value in row.items() if key not in ("context", "passages")}
     row.update({key: value for key, value in picks.items() if value is not None})
     return row

@@ -45,7 +45,7 @@ def _replayed(answer: str, delay: float) -> Iterator[str]:
 @click.command(context_settings=CONTEXT_SETTINGS)
 @evidence_options
 @click.option("--example", default=None, metavar="NAME",
-              help="Replay a shipped example's answer word by word instead of reading standard input.")
+              help="Replay a shipped example's answer word by word instead of reading standard input; other inputs given replace its fields.")
 @click.option("--delay", type=click.FloatRange(min=0), default=0.05, show_default=True,
               help="With --example: seconds between words.")
 @click.option("--json", "as_json", is_flag=True,
@@ -60,13 +60,12 @@ def stream(question, question_file, context, context_file, passage_files, exampl
       my-llm "Summarise the note" | groundsense stream --context-file note.txt
       groundsense stream --example passages-qa          # replays a shipped answer
     """
-    from ..inputs import load_example
     from ..render import render_header, render_summary
     from ..validate import check_stream_head
 
     console = Console()
     if example:
-        row = load_example(example)
+        row = gather_input(example, question, question_file, context, context_file, passage_files, None, None)
         pieces = _replayed(row.pop("answer"), delay)
         row.pop("sentences", None)
     else:
