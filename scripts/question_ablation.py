@@ -8,11 +8,12 @@ both conditions, and its sentences' gap is compared, paired, with the gap the co
 cache holds (two-pass and full mode compute the gap from the same two passes).
 
     .venv/bin/python scripts/question_ablation.py score ragtruth            # resumable
-    .venv/bin/python scripts/question_ablation.py score ragbench --limit 600
     .venv/bin/python scripts/question_ablation.py report -o docs/results/question-ablation.md
 
-``score`` appends one JSON line per answer to results/question-ablation/<benchmark>.jsonl;
-``--limit`` draws that many dev answers at random (seed 0). ``report`` needs no scorer.
+``score`` appends one JSON line per answer to results/question-ablation/<benchmark>.jsonl,
+scoring with the cached set's own scorer, K and token caps. RAGBench's dev partition is scored
+on a random 600 answers (seed 0, :data:`DRAWN`), so that the three take comparable time.
+``report`` needs no scorer.
 """
 
 from __future__ import annotations
@@ -30,15 +31,46 @@ OUT = ROOT / "results" / "question-ablation"
 FEATURES = ROOT / "results" / "features"
 SCORER = "smollm2-135m-instruct"
 COMMAND = ".venv/bin/python scripts/question_ablation.py report -o docs/results/question-ablation.md"
+DRAWN = {"ragbench": 600}  # dev answers scored, drawn at random; the others: every dev answer
+
+
+def cached_set(benchmark: str):
+    """The benchmark's full-mode feature set of the default scorer in the committed cache."""
+    from groundsense.eval.extract import load_cache
+
+    features = next((s for s in load_cache(FEATURES, SCORER) if s.benchmark == benchmark and s.full_exact), None)
+    if features is None:
+        sys.exit(f"no full-mode {SCORER} features of {benchmark} under {FEATURES}")
+    return features
 
 
 def dev_partition(benchmark: str) -> pd.DataFrame:
     """The scored sentences of the benchmark's dev partition in the committed feature cache."""
     from groundsense.eval.benchmark_result import partitioned
-    from groundsense.eval.extract import load_cache
 
-    features = next(s for s in load_cache(FEATURES, SCORER) if s.benchmark == benchmark and s.full_exact)
-    return partitioned(features.table)[0]
+    return partitioned(cached_set(benchmark).table)[0]
+
+
+def dev_answers(benchmark: str) -> list[str]:
+    """The dev answers the ablation scores, in scoring order."""
+    ids = list(dict.fromkeys(dev_partition(benchmark)["case_id"]))
+    if benchmark in DRAWN:
+        ids = [str(i) for i in np.random.default_rng(0).permutation(ids)[:DRAWN[benchmark]]]
+    return ids
+
+
+def scored(benchmark: str) -> list[dict]:
+    """The lines scored so far; a last line cut short by a killed run is dropped (and rescored)."""
+    path = OUT / f"{benchmark}.jsonl"
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    try:
+        return [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        kept = [json.loads(line) for line in lines[:-1]]
+        path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        return kept
 
 
 def load_cases(benchmark: str, ids: set[str]) -> dict:
@@ -55,15 +87,12 @@ def load_cases(benchmark: str, ids: set[str]) -> dict:
     return {c.id: c for c in cases if c.id in ids}
 
 
-def score(benchmark: str, limit: int | None) -> None:
+def score(benchmark: str) -> None:
     from groundsense import Detector
     from groundsense.eval.rows import case_row
 
-    ids = list(dict.fromkeys(dev_partition(benchmark)["case_id"]))
-    if limit is not None:
-        ids = [str(i) for i in np.random.default_rng(0).permutation(ids)[:limit]]
-    path = OUT / f"{benchmark}.jsonl"
-    done = {json.loads(line)["case_id"] for line in path.read_text().splitlines()} if path.exists() else set()
+    ids = dev_answers(benchmark)
+    done = {r["case_id"] for r in scored(benchmark)}
     todo = [i for i in ids if i not in done]
     print(f"{benchmark}: {len(todo)} of {len(ids)} dev answers to score", file=sys.stderr)
     if not todo:
@@ -72,7 +101,10 @@ def score(benchmark: str, limit: int | None) -> None:
     missing = [i for i in todo if i not in cases]
     if missing:
         sys.exit(f"{len(missing)} cached answers not found in the benchmark data, e.g. {missing[:3]}")
-    detector = Detector(mode="two_pass")
+    config = cached_set(benchmark).config
+    detector = Detector(scorer=config["scorer"], k=config["k"], mode="two_pass", calibration=False,
+                        max_context_tokens=config["max_context_tokens"], max_answer_tokens=config["max_answer_tokens"])
+    path = OUT / f"{benchmark}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as out:
         for n, case_id in enumerate(todo, 1):
@@ -87,10 +119,10 @@ def score(benchmark: str, limit: int | None) -> None:
 
 def paired(benchmark: str) -> pd.DataFrame | None:
     """The dev sentences scored both ways: cached ``gap`` and ``gap_without``."""
-    path = OUT / f"{benchmark}.jsonl"
-    if not path.exists():
+    lines = scored(benchmark)
+    if not lines:
         return None
-    without = {(r["case_id"], i): g for r in map(json.loads, path.read_text().splitlines()) for i, g in enumerate(r["gap"])}
+    without = {(r["case_id"], i): g for r in lines for i, g in enumerate(r["gap"])}
     dev = dev_partition(benchmark)
     dev = dev.assign(gap_without=[without.get(key) for key in zip(dev["case_id"], dev["sentence_index"])])
     return dev[dev["gap_without"].notna()].astype({"gap_without": float})
@@ -100,11 +132,12 @@ def report(n_resamples: int = 2000, seed: int = 0) -> str:
     from groundsense.eval.bootstrap import source_bootstrap
     from groundsense.eval.tables import interval_text, markdown_table
 
-    rows = {}
+    rows, coverage = {}, []
     for benchmark in ("ragtruth", "tofueval", "ragbench"):
         both = paired(benchmark)
         if both is None:
             continue
+        coverage.append(f"{benchmark} {both['case_id'].nunique()} of {dev_partition(benchmark)['case_id'].nunique()}")
         groups = [(benchmark, both)] + [(f"{benchmark}, {task}", t) for task, t in both.groupby("task")
                                         if both["task"].nunique() > 1 and t["label"].nunique() == 2]
         for name, t in groups:
@@ -118,8 +151,8 @@ def report(n_resamples: int = 2000, seed: int = 0) -> str:
         "# The question in the scoring prompt (dev partitions)", "", f"`{COMMAND}`", "",
         "Sentence-level AUC of the gap scored with the question in both conditions (the committed feature cache) "
         "and without it (two-pass, default scorer, K=5), on the same dev-partition sentences, with the paired "
-        "difference and its 95% source-level interval. RAGBench: a random 600 of its dev answers. Exploratory: "
-        "no test partition is read.", "",
+        "difference and its 95% source-level interval. Dev answers scored: " + ", ".join(coverage) + ". "
+        "Exploratory: no test partition is read.", "",
         markdown_table(pd.DataFrame(rows).T), ""])
 
 
@@ -128,12 +161,11 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     scoring = sub.add_parser("score", help="score a benchmark's dev answers without the question (resumable)")
     scoring.add_argument("benchmark", choices=["ragtruth", "tofueval", "ragbench"])
-    scoring.add_argument("--limit", type=int, default=None, help="a random N of the dev answers")
     rendering = sub.add_parser("report", help="the paired comparison as Markdown")
     rendering.add_argument("-o", "--output", type=Path, default=None)
     args = parser.parse_args()
     if args.command == "score":
-        score(args.benchmark, args.limit)
+        score(args.benchmark)
     else:
         text = report()
         if args.output is None:
