@@ -128,11 +128,23 @@ def paired(benchmark: str) -> pd.DataFrame | None:
     return dev[dev["gap_without"].notna()].astype({"gap_without": float})
 
 
-def report(n_resamples: int = 2000, seed: int = 0) -> str:
+def compared(labels: np.ndarray, with_question: np.ndarray, without: np.ndarray, sources: np.ndarray,
+             n_resamples: int, seed: int) -> dict[str, str]:
+    """AUCs of two suspicion scores and their paired difference (without − with), as cells."""
     from groundsense.eval.bootstrap import source_bootstrap
-    from groundsense.eval.tables import interval_text, markdown_table
+    from groundsense.eval.tables import interval_text
 
-    rows, coverage = {}, []
+    boot = source_bootstrap(labels, {"with": with_question, "without": without}, sources, n_resamples, seed)
+    auc, diff = boot.intervals()["auc"], boot.difference("without", "with")
+    return {"with the question": f"{auc['with']:.3f}", "without": f"{auc['without']:.3f}",
+            "without − with": interval_text(diff["diff"], diff["lo"], diff["hi"], sign="+")}
+
+
+def report(n_resamples: int = 2000, seed: int = 0) -> str:
+    from groundsense.eval.methods import answer_mean
+    from groundsense.eval.tables import markdown_table
+
+    sentences, answers, coverage = {}, {}, []
     for benchmark in ("ragtruth", "tofueval", "ragbench"):
         both = paired(benchmark)
         if both is None:
@@ -141,19 +153,24 @@ def report(n_resamples: int = 2000, seed: int = 0) -> str:
         groups = [(benchmark, both)] + [(f"{benchmark}, {task}", t) for task, t in both.groupby("task")
                                         if both["task"].nunique() > 1 and t["label"].nunique() == 2]
         for name, t in groups:
-            boot = source_bootstrap(t["label"].to_numpy(), {"with": -t["gap"].to_numpy(), "without": -t["gap_without"].to_numpy()},
-                                    t["source_id"].to_numpy(), n_resamples, seed)
-            auc, diff = boot.intervals()["auc"], boot.difference("without", "with")
-            rows[name] = {"answers": t["case_id"].nunique(), "sentences": len(t), "unsupported": int(t["label"].sum()),
-                          "gap with the question": f"{auc['with']:.3f}", "without": f"{auc['without']:.3f}",
-                          "without − with": interval_text(diff["diff"], diff["lo"], diff["hi"], sign="+")}
+            sentences[name] = {"answers": t["case_id"].nunique(), "sentences": len(t), "unsupported": int(t["label"].sum()),
+                               **compared(t["label"].to_numpy(), -t["gap"].to_numpy(), -t["gap_without"].to_numpy(),
+                                          t["source_id"].to_numpy(), n_resamples, seed)}
+        by = both.groupby("case_id", sort=False)
+        label, source = by["label"].max().to_numpy(), by["source_id"].first().to_numpy()
+        for aggregation, of in (("lowest sentence gap", lambda c: by[c].min()), ("mean gap", lambda c: answer_mean(both[c], both))):
+            answers[f"{benchmark}, {aggregation}"] = {
+                "answers": len(label), "with an unsupported sentence": int(label.sum()),
+                **compared(label, -of("gap").to_numpy(), -of("gap_without").to_numpy(), source, n_resamples, seed)}
     return "\n".join([
         "# The question in the scoring prompt (dev partitions)", "", f"`{COMMAND}`", "",
-        "Sentence-level AUC of the gap scored with the question in both conditions (the committed feature cache) "
-        "and without it (two-pass, default scorer, K=5), on the same dev-partition sentences, with the paired "
-        "difference and its 95% source-level interval. Dev answers scored: " + ", ".join(coverage) + ". "
-        "Exploratory: no test partition is read.", "",
-        markdown_table(pd.DataFrame(rows).T), ""])
+        "AUC of the gap scored with the question in both conditions (the committed feature cache) and without it "
+        "(two-pass, default scorer, K=5), on the same dev-partition sentences, with the paired difference and its "
+        "95% source-level interval. Dev answers scored: " + ", ".join(coverage) + ". Exploratory: no test "
+        "partition is read.", "",
+        "## Sentence level", "", markdown_table(pd.DataFrame(sentences).T), "",
+        "## Answer level (label: the answer has an unsupported scored sentence)", "",
+        markdown_table(pd.DataFrame(answers).T), ""])
 
 
 def main() -> None:
