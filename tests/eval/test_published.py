@@ -100,16 +100,20 @@ def test_rendered_report_equals_its_render(report, tmp_path, monkeypatch):
     assert rendered == text, f"{report} is stale: rerun `{shlex.join(command[:-1] + [report])}`"
 
 
-def test_the_question_ablation_equals_its_render():
-    """docs/results/question-ablation.md, rendered by scripts/question_ablation.py (not a `groundsense` command)."""
+@pytest.mark.parametrize(("report", "render", "command"), [
+    ("docs/results/question-ablation.md", "report", "COMMAND"),
+    ("docs/results/selection-Q.md", "verdict", "VERDICT_COMMAND"),
+])
+def test_the_question_ablation_reports_equal_their_render(report, render, command):
+    """The reports of scripts/question_ablation.py (not a `groundsense` command)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("question_ablation", ROOT / "scripts" / "question_ablation.py")
     ablation = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ablation)
-    committed = (ROOT / "docs" / "results" / "question-ablation.md").read_text()
-    assert ablation.COMMAND in committed.splitlines()[2]
-    assert ablation.report() == committed, f"docs/results/question-ablation.md is stale: rerun `{ablation.COMMAND}`"
+    committed = (ROOT / report).read_text()
+    assert getattr(ablation, command) in committed.splitlines()[2]
+    assert getattr(ablation, render)() == committed, f"{report} is stale: rerun `{getattr(ablation, command)}`"
 
 
 def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_path, monkeypatch):
