@@ -23,6 +23,7 @@ results/split-features). RAGBench's dev partition is scored on a random 600 answ
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -42,8 +43,9 @@ COMMAND = ".venv/bin/python scripts/question_ablation.py report -o docs/results/
 VERDICT_COMMAND = ".venv/bin/python scripts/question_ablation.py verdict -o docs/results/selection-Q.md"
 
 
+@functools.cache
 def cached_set(name: str):
-    """The set's full-mode feature set of the default scorer in the committed cache."""
+    """The set's full-mode feature set of the default scorer in the committed cache (read once)."""
     from groundsense.eval.extract import load_cache
 
     cache, benchmark = SETS[name]
@@ -89,16 +91,10 @@ def scored(name: str, which: str) -> list[dict]:
 
 
 def load_cases(benchmark: str, ids: set[str]) -> dict:
-    from groundsense.eval.ragbench import load_ragbench
-    from groundsense.eval.ragtruth import load_ragtruth
-    from groundsense.eval.tofueval import load_tofueval
+    """The benchmark's cases with these ids, from the splits `groundsense eval extract` scored."""
+    from groundsense.eval.benchmarks import DEFAULT_SPLITS, load_benchmark
 
-    if benchmark == "ragtruth":
-        cases, _ = load_ragtruth(ids=ids)
-    elif benchmark == "tofueval":
-        cases, _ = load_tofueval()
-    else:
-        cases, _ = load_ragbench(splits=["test"])  # the cache holds RAGBench's test sets
+    cases, _ = load_benchmark(benchmark, DEFAULT_SPLITS[benchmark])
     return {c.id: c for c in cases if c.id in ids}
 
 

@@ -87,8 +87,9 @@ def answers(caches, reference, output, resamples, seed):
     sets, served = {}, set()
     for cache in caches:
         for s in load_cache(cache):
-            if s.full_exact and _answers_held(s) not in served:
-                served.add(_answers_held(s))
+            held = _answers_held(s)
+            if s.full_exact and held not in served:
+                served.add(held)
                 sets[f"{s.benchmark} ({s.config['scorer']}, {cache.name})"] = s
     if not sets:
         raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")

@@ -174,7 +174,8 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
     columns, conditions = {}, {}
     tuned = answer_thresholds(sets, seed)
     for name, features in sets.items():
-        dev, test = partition_answers(features, seed, tuned.get(features.config["scorer"], (None,))[0])
+        scorer = features.config["scorer"]
+        dev, test = partition_answers(features, seed, tuned[scorer][0] if scorer in tuned else None)
         columns[f"{name} dev ({len(dev)})"] = aucs(dev, n_resamples, seed)
         columns[f"{name} test ({len(test)})"] = aucs(test, n_resamples, seed)
         cut = truncated_answers(features)
