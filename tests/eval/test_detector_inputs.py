@@ -39,3 +39,11 @@ def test_tuned_thresholds_take_the_best_mean_and_the_first_of_ties():
     sweep.loc[(3.0, 2.0), "a"], sweep.loc[(1.0, 4.0), "b"] = 0.9, 0.7
     assert tuned_thresholds(sweep) == (3.0, 2.0)
     assert tuned_thresholds(sweep[["b"]]) == (1.0, 4.0)
+
+
+def test_suspicion_negates_the_features_that_grow_with_support():
+    # a sentence that contradicts a chunk gains likelihood without it: a negative lowest drop
+    table = pd.DataFrame({"gap": [2.0, 0.1], "drop_min": [0.0, -1.5], "neg_drop_mass": [0.0, 1.5],
+                          "unresolved_share": [0.1, 0.8]})
+    for feature in table:
+        assert suspicion(table, feature)[1] > suspicion(table, feature)[0], feature

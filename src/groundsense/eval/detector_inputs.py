@@ -18,7 +18,9 @@ from .extract import TOKEN_COLUMNS, FeatureSet
 
 SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
 # Features that grow when the context supports the sentence: negated to score suspicion.
-SUPPORT_ORIENTED = {*GROUNDING, "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
+# (``drop_min``, the most negative leave-one-out drop, grows too: a sentence that contradicts
+# a chunk gains likelihood without it, so its lowest drop falls below 0.)
+SUPPORT_ORIENTED = {*GROUNDING, "drop_min", "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
 # The (dependent, unresolved) pairs tried for the token thresholds, in nats; ties go to the
 # first pair in grid order. The a-priori values (2, 2) are in the grid.
 THRESHOLD_GRID = tuple((d, u) for d in (1.0, 2.0, 3.0, 4.0) for u in (1.0, 2.0, 3.0, 4.0))
