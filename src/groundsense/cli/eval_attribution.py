@@ -10,7 +10,7 @@ from ..eval.benchmarks import BENCHMARKS, DEFAULT_SPLITS
 from ..eval.layout import cache_folder
 from ..interrupts import resumable
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import DEFAULT_CACHE
+from .eval_options import DEFAULT_CACHE, load_sets, partial_option
 
 
 @click.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
@@ -20,16 +20,16 @@ from .eval_options import DEFAULT_CACHE
 @click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output root [default: attribution/ beside the feature cache].")
 @click.option("--seed", type=int, default=0, show_default=True)
-def attribution_pairs(benchmark, cache, scorer, attribution, seed):
+@partial_option
+def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
     from ..eval.attribution import attribution_pairs as pairs_of, case_chunks
     from ..eval.benchmarks import load_benchmark
-    from ..eval.extract import load_cache
     from ..scorer import Scorer
 
     # the detector's drops, not the masked approximation
-    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.full_exact]
+    sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact]
     if len(sets) != 1:
         found = ", ".join(s.key for s in sets) or "none"
         raise click.UsageError(f"need exactly one full-mode, exact leave-one-out {benchmark} feature set under {cache} "

@@ -8,7 +8,7 @@ import click
 
 from ..eval.benchmarks import BENCHMARKS
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
-from .eval_options import emit_report, markdown_report_options, report_command
+from .eval_options import emit_report, load_sets, markdown_report_options, partial_option, report_command
 
 
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
@@ -17,14 +17,14 @@ from .eval_options import emit_report, markdown_report_options, report_command
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="ragtruth", show_default=True)
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
 @fit_target_options()
-def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision):
+@partial_option
+def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision, partial):
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
     you report on (use a train split)."""
     from ..eval.calibration_set import fit_from_features
-    from ..eval.extract import load_cache
 
-    sets = [s for s in load_cache(cache, scorer) if s.benchmark == benchmark and s.full_exact]
+    sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact]
     if len(sets) != 1:
         raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark}; "
                       "a calibration is fitted on exactly one (run `groundsense eval extract` first)")
@@ -41,25 +41,26 @@ def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Calibration file to judge with [default: the one shipped for the default scorer].")
 @markdown_report_options
-def operating(caches, calibration, output, resamples, seed):
+@partial_option
+def operating(caches, calibration, output, resamples, seed, partial):
     """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
     `detect --target-recall/--target-precision` offers, with source-level intervals."""
     from ..calibration import Calibration, shipped_calibration
-    from ..eval.extract import load_cache
     from ..eval.operating import operating_report
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
     chosen = {}  # benchmark -> (cache, feature set): the first cache holding it
     for cache in caches:
-        for s in load_cache(cache, fitted.scorer):
+        for s in load_sets(cache, fitted.scorer, partial):
             if s.full_exact:
                 chosen.setdefault(s.benchmark, (cache, s))
     test_sets = {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
     if not test_sets:
         raise Failure(f"no full-mode, exact {fitted.scorer} feature set under {', '.join(map(str, caches))}")
     command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
-                             *(["--calibration", calibration] if calibration else []), *(["-o", output] if output else []))
+                             *(["--calibration", calibration] if calibration else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
     text = operating_report(test_sets, fitted, command, resamples, seed)
     emit_report(text, output)

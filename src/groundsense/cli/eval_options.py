@@ -47,6 +47,33 @@ def cases_for(benchmark: str, sample: str, splits: tuple[str, ...], subsets: str
     return cases
 
 
+def partial_option(func):
+    """``--partial``: also read feature sets whose extraction has not finished."""
+    return click.option("--partial", is_flag=True,
+                        help="Also read feature sets whose extraction has not finished (left out by default, with a "
+                             "warning: their dev/test partitions are drawn over the answers present, so their "
+                             "figures are not the complete set's).")(func)
+
+
+def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> list:
+    """The feature sets cached under ``cache`` (:func:`groundsense.eval.extract.load_cache`).
+    One whose extraction has not finished (a run still going, or stopped) is left out unless
+    ``partial``; either way stderr says so."""
+    from ..eval.extract import load_cache
+
+    kept = []
+    for s in load_cache(cache, scorer):
+        if s.incomplete:
+            fate = "read anyway (--partial)" if partial else "left out (pass --partial to read it)"
+            click.echo(f"warning: {cache}/{s.benchmark}/{s.key} holds {s.answers} of the {s.planned} answers its "
+                       f"extraction was asked for: {fate}. Its partitions are drawn over the answers present, so "
+                       "its figures are not the complete set's; rerun the same `groundsense eval extract` to "
+                       "finish it.", err=True)
+        if partial or not s.incomplete:
+            kept.append(s)
+    return kept
+
+
 def report_command(*args) -> str:
     """The shell command that renders a report, shown in its header (the published-report
     check reruns it). Default resamples and seed only: those are what is published."""

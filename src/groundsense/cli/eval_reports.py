@@ -10,7 +10,9 @@ import click
 from ..eval.benchmarks import BENCHMARKS
 from ..eval.layout import cache_folder
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import DEFAULT_CACHE, emit_report, markdown_report_options, report_command
+from .eval_options import (
+    DEFAULT_CACHE, emit_report, load_sets, markdown_report_options, partial_option, report_command,
+)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -24,17 +26,17 @@ from .eval_options import DEFAULT_CACHE, emit_report, markdown_report_options, r
               help="Verifier score cache [default: verifiers/ beside the feature cache].")
 @click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Attribution pairs and ratings [default: attribution/ beside the feature cache].")
-def report(cache, scorer, output, resamples, seed, verifiers, attribution):
+@partial_option
+def report(cache, scorer, output, resamples, seed, verifiers, attribution, partial):
     """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
     comparisons and attribution ratings where those caches exist."""
-    from ..eval.extract import load_cache
     from ..eval.report import write_report
 
-    sets = load_cache(cache, scorer)
+    sets = load_sets(cache, scorer, partial)
     if not sets:
         raise Failure(f"no cached features under {cache}: run `groundsense eval extract` first")
     for s in sets:
-        click.echo(f"{s.benchmark} {s.key}: {s.rows['case_id'].nunique()} answers, {len(s.errors)} errors", err=True)
+        click.echo(f"{s.benchmark} {s.key}: {s.answers} answers, {len(s.errors)} errors", err=True)
     verifiers = verifiers or cache_folder("verifiers", cache)
     attribution = attribution or cache_folder("attribution", cache)
     click.echo(write_report(sets, output, seed, resamples, verifiers, attribution))
@@ -49,19 +51,21 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution):
               help="A: sentence features; B: A plus token-level features at thresholds tuned on dev partitions (needs --token-rows caches, the split's too).")
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
 @markdown_report_options
-def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
+@partial_option
+def selection(cache, split_cache, candidate, scorer, output, resamples, seed, partial):
     """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
     transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
-    from ..eval.extract import load_cache
     from ..eval.selection import selection_report
 
-    sets = {s.benchmark: s for s in load_cache(cache, scorer) if s.full_exact}
+    sets = {s.benchmark: s for s in load_sets(cache, scorer, partial) if s.full_exact}
     if set(sets) != set(BENCHMARKS):
         raise Failure(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
                       f"the protocol needs all of {', '.join(BENCHMARKS)}")
-    split = next((s for s in load_cache(split_cache, scorer) if s.benchmark == "ragtruth"), None) if split_cache else None
+    splits = load_sets(split_cache, scorer, partial) if split_cache else []
+    split = next((s for s in splits if s.benchmark == "ragtruth"), None)
     command = report_command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
-                             *(["--candidate", candidate] if candidate != "A" else []), *(["-o", output] if output else []))
+                             *(["--candidate", candidate] if candidate != "A" else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
     try:
         text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, command, resamples, seed)
     except ValueError as exc:
@@ -77,16 +81,16 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed):
 @click.option("--reference", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
 @markdown_report_options
-def answers(caches, reference, output, resamples, seed):
+@partial_option
+def answers(caches, reference, output, resamples, seed, partial):
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
     partition, and the conditions that move it (scorer, task, answer cap, reference features).
     Caches kept with token rows (`eval extract --token-rows`) add token-level aggregations."""
     from ..eval.answers import answer_report
-    from ..eval.extract import load_cache
 
     sets, served = {}, set()
     for cache in caches:
-        for s in load_cache(cache):
+        for s in load_sets(cache, partial=partial):
             held = _answers_held(s)
             if s.full_exact and held not in served:
                 served.add(held)
@@ -94,7 +98,8 @@ def answers(caches, reference, output, resamples, seed):
     if not sets:
         raise Failure(f"no full-mode feature sets under {', '.join(map(str, caches))}")
     command = report_command("answers", *(a for c in caches for a in ("--cache", c)),
-                             *(["--reference", reference] if reference else []), *(["-o", output] if output else []))
+                             *(["--reference", reference] if reference else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
     text = answer_report(sets, reference, command, resamples, seed)
     emit_report(text, output)
 
@@ -115,19 +120,20 @@ def _answers_held(features) -> tuple:
 @click.option("--timings", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="benchmarks/scorer_cost.py's JSON: each scorer and mode timed on the same answers in one run.")
 @markdown_report_options
-def scorer_cost(caches, benchmark, timings, output, resamples, seed):
+@partial_option
+def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
     """Which scorer, at what cost: span and answer-level AUC and the recorded seconds per
     answer of every scorer and mode cached for one benchmark's answers."""
-    from ..eval.extract import load_cache
     from ..eval.scorer_cost import scorer_report
 
-    sets = [s for cache in caches for s in load_cache(cache)
+    sets = [s for cache in caches for s in load_sets(cache, partial=partial)
             if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"]
     if not sets:
         raise Failure(f"no {benchmark} feature sets under {', '.join(map(str, caches))}: "
                       f"extract some first (groundsense eval extract {benchmark} --scorer NAME --mode MODE)")
     command = report_command("scorer-cost", *(a for c in caches for a in ("--cache", c)), "--benchmark", benchmark,
-                             *(["--timings", timings] if timings else []), *(["-o", output] if output else []))
+                             *(["--timings", timings] if timings else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
     measured = json.loads(timings.read_text()) if timings else None
     emit_report(scorer_report(benchmark, sets, command, measured, resamples, seed), output)
 
@@ -142,7 +148,8 @@ def scorer_cost(caches, benchmark, timings, output, resamples, seed):
               help="Also write the numbers as JSON.")
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
+@partial_option
+def compare(key_a, key_b, cache, benchmark, output, resamples, seed, partial):
     """Compare two cached configurations of one benchmark (the same scorer or two) over the same answers.
 
     KEY_A and KEY_B are cache folder names (as `eval report` lists them), e.g. exact and
@@ -156,9 +163,8 @@ def compare(key_a, key_b, cache, benchmark, output, resamples, seed):
     A - B, and the agreement (Pearson, Spearman) of each feature.
     """
     from ..eval.configurations import compare as run_compare
-    from ..eval.extract import load_cache
 
-    sets = load_cache(cache)
+    sets = load_sets(cache, partial=partial)
     chosen = []
     for key, hint in ((key_a, "KEY_A"), (key_b, "KEY_B")):
         matches = [s for s in sets if s.key == key and benchmark in (None, s.benchmark)]

@@ -25,7 +25,10 @@ from ..features import FEATURES
 from ..result import DetectionResult, TokenRows
 from .cases import Case
 from .rows import case_row
-from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, read_parts, write_cases, write_json
+from .store import (
+    RunSummary, benchmark_of, case_columns, error_row, pending_cases, planned_answers, read_parts, record_plan, write_cases,
+    write_json,
+)
 
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
 
@@ -145,6 +148,7 @@ def extract(
     folder = cache_folder(cache, benchmark_of(cases), config)
     write_config(folder, config, detector.scorer.n_parameters)
     pending, skipped = pending_cases(cases, folder, limit)
+    record_plan(folder, skipped + len(pending))
     case_rows = (
         [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds, token_rows)
         for case, outcome, seconds in _timed(detector, pending, progress)
@@ -161,6 +165,19 @@ class FeatureSet:
     config: dict  # ExtractionConfig.record() plus the scorer's ``n_parameters``
     key: str  # the cache folder name
     rows: pd.DataFrame
+    planned: int | None = None  # answers its extraction was asked for (None: not recorded)
+
+    @property
+    def answers(self) -> int:
+        """Answers cached (scored or failed)."""
+        return self.rows["case_id"].nunique()
+
+    @property
+    def incomplete(self) -> bool:
+        """Fewer answers cached than its extraction was asked for: a run still going or
+        killed. Partitions are drawn over the answers present, so they differ from the
+        complete set's."""
+        return self.planned is not None and self.answers < self.planned
 
     @property
     def full_exact(self) -> bool:
@@ -193,7 +210,7 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
         config = json.loads(config_file.read_text())
         folder = config_file.parent
         if scorer is None or config["scorer"] == scorer:
-            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder)))
+            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder), planned_answers(folder)))
     return [s for s in sets if len(s.rows)]
 
 

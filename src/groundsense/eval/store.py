@@ -62,6 +62,22 @@ def pending_cases(cases: Sequence[Case], folder: Path, limit: int | None) -> tup
     return pending, len(selected) - len(pending)
 
 
+def record_plan(folder: Path, answers: int) -> None:
+    """Write ``planned.json``: how many answers the runs into ``folder`` were asked to cover,
+    the largest ask so far (a ``--limit`` trial before the full run does not shrink it)."""
+    planned = max(answers, planned_answers(folder) or 0)
+    tmp = folder / "planned.json.tmp"
+    tmp.write_text(json.dumps({"answers": planned}) + "\n")
+    os.replace(tmp, folder / "planned.json")
+
+
+def planned_answers(folder: Path) -> int | None:
+    """The answers :func:`record_plan` recorded for ``folder``; None for a cache written
+    before plans were recorded."""
+    path = folder / "planned.json"
+    return json.loads(path.read_text())["answers"] if path.exists() else None
+
+
 def cached_case_ids(folder: Path) -> set[str]:
     """Ids of the cases (scored or errored) already written under ``folder``."""
     return {case_id for part in folder.glob("part-*.parquet") for case_id in pd.read_parquet(part, columns=["case_id"])["case_id"]}
