@@ -15,7 +15,7 @@ from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
 from groundsense.eval.rows import case_row
 from groundsense.eval.extract import ExtractionConfig, extract, load_cache
-from groundsense.eval.store import cached_case_ids, ordered, planned_answers, read_parts, record_plan, write_cases
+from groundsense.eval.store import cached_case_ids, ordered, planned_case_ids, read_parts, record_plan, write_cases
 from groundsense.features import FEATURES
 
 pytestmark = pytest.mark.data  # reads the benchmark data
@@ -79,20 +79,22 @@ def test_rerun_skips_cached_cases_and_compacts(first_run, short_cases):
     assert set(features.table["case_id"]) == {c.id for c in short_cases}
 
 
-def test_a_cache_records_its_plan_and_an_unfinished_one_is_warned_about(first_run, tmp_path, capsys):
-    cache, _, first, _, second = first_run
-    assert planned_answers(second.folder) == 3  # the rerun asked for three answers, the first run for two
+def test_a_cache_records_its_plan_and_an_unfinished_one_is_left_out(first_run, short_cases, broken_case, tmp_path,
+                                                                    capsys):
+    cache, _, _, _, second = first_run
+    asked = {broken_case.id, *(c.id for c in short_cases)}
+    assert planned_case_ids(second.folder) == asked  # the union of both runs' asks
     [features] = load_cache(cache)
-    assert (features.planned, features.answers, features.incomplete) == (3, 3, False)
+    assert (features.planned, features.missing, features.incomplete) == (asked, 0, False)
     copy = tmp_path / "cache"
     shutil.copytree(cache, copy)
     folder = copy / "ragtruth" / second.folder.name
-    record_plan(folder, 10)  # a run asked for ten answers and stopped after these three
-    record_plan(folder, 1)  # a later --limit trial does not shrink the plan
+    record_plan(folder, ["ragtruth:a", "ragtruth:b"])  # another ask into the same folder, not scored yet
+    record_plan(folder, [broken_case.id])  # a later --limit trial hides nothing
     assert load_sets(copy) == []  # left out by default, and said so
-    assert f"ragtruth/{second.folder.name} holds 3 of the 10 answers" in capsys.readouterr().err
+    assert f"ragtruth/{second.folder.name} lacks 2 of the 5 answers" in capsys.readouterr().err
     [partial] = load_sets(copy, partial=True)
-    assert (partial.planned, partial.incomplete) == (10, True) and "read anyway" in capsys.readouterr().err
+    assert (partial.missing, partial.incomplete) == (2, True) and "read anyway" in capsys.readouterr().err
     load_sets(cache)
     assert "warning" not in capsys.readouterr().err
     result = CliRunner().invoke(cli, ["eval", "calibrate", "--cache", str(copy), "-o", str(tmp_path / "c.json")])

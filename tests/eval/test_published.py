@@ -83,7 +83,7 @@ def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
 
 
 RENDERED = ["docs/results/answer-level.md", "docs/results/selection-A.md", "docs/results/selection-B.md",
-            "docs/results/operating.md", 
+            "docs/results/operating.md",
             "docs/results/scorer-cost.md"]
 
 

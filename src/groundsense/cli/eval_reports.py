@@ -34,7 +34,8 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution, parti
 
     sets = load_sets(cache, scorer, partial)
     if not sets:
-        raise Failure(f"no cached features under {cache}: run `groundsense eval extract` first")
+        raise Failure(f"no finished feature sets under {cache}: run `groundsense eval extract` first "
+                      "(or pass --partial for an unfinished one)")
     for s in sets:
         click.echo(f"{s.benchmark} {s.key}: {s.answers} answers, {len(s.errors)} errors", err=True)
     verifiers = verifiers or cache_folder("verifiers", cache)

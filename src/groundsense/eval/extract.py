@@ -26,8 +26,8 @@ from ..result import DetectionResult, TokenRows
 from .cases import Case
 from .rows import case_row
 from .store import (
-    RunSummary, benchmark_of, case_columns, error_row, pending_cases, planned_answers, read_parts, record_plan, write_cases,
-    write_json,
+    RunSummary, benchmark_of, case_columns, error_row, ordered, pending_cases, planned_case_ids, read_parts, record_plan,
+    write_cases, write_json,
 )
 
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
@@ -148,7 +148,7 @@ def extract(
     folder = cache_folder(cache, benchmark_of(cases), config)
     write_config(folder, config, detector.scorer.n_parameters)
     pending, skipped = pending_cases(cases, folder, limit)
-    record_plan(folder, skipped + len(pending))
+    record_plan(folder, (c.id for c in ordered(cases)[:limit]))
     case_rows = (
         [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds, token_rows)
         for case, outcome, seconds in _timed(detector, pending, progress)
@@ -165,7 +165,7 @@ class FeatureSet:
     config: dict  # ExtractionConfig.record() plus the scorer's ``n_parameters``
     key: str  # the cache folder name
     rows: pd.DataFrame
-    planned: int | None = None  # answers its extraction was asked for (None: not recorded)
+    planned: set[str] | None = None  # the answers its extractions were asked for (None: not recorded)
 
     @property
     def answers(self) -> int:
@@ -173,11 +173,15 @@ class FeatureSet:
         return self.rows["case_id"].nunique()
 
     @property
+    def missing(self) -> int:
+        """Planned answers not cached yet: a run still going, or stopped."""
+        return len(self.planned - set(self.rows["case_id"])) if self.planned is not None else 0
+
+    @property
     def incomplete(self) -> bool:
-        """Fewer answers cached than its extraction was asked for: a run still going or
-        killed. Partitions are drawn over the answers present, so they differ from the
-        complete set's."""
-        return self.planned is not None and self.answers < self.planned
+        """Whether planned answers are missing. Partitions are drawn over the answers present,
+        so an incomplete set's differ from the complete set's."""
+        return self.missing > 0
 
     @property
     def full_exact(self) -> bool:
@@ -210,7 +214,7 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
         config = json.loads(config_file.read_text())
         folder = config_file.parent
         if scorer is None or config["scorer"] == scorer:
-            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder), planned_answers(folder)))
+            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder), planned_case_ids(folder)))
     return [s for s in sets if len(s.rows)]
 
 

@@ -62,20 +62,22 @@ def pending_cases(cases: Sequence[Case], folder: Path, limit: int | None) -> tup
     return pending, len(selected) - len(pending)
 
 
-def record_plan(folder: Path, answers: int) -> None:
-    """Write ``planned.json``: how many answers the runs into ``folder`` were asked to cover,
-    the largest ask so far (a ``--limit`` trial before the full run does not shrink it)."""
-    planned = max(answers, planned_answers(folder) or 0)
-    tmp = folder / "planned.json.tmp"
-    tmp.write_text(json.dumps({"answers": planned}) + "\n")
-    os.replace(tmp, folder / "planned.json")
+PLAN = "planned.parquet"
 
 
-def planned_answers(folder: Path) -> int | None:
+def record_plan(folder: Path, case_ids: Iterable[str]) -> None:
+    """Add ``case_ids``, the answers a run into ``folder`` was asked to cover, to its plan
+    (``planned.parquet``): the union of every ask, so neither a ``--limit`` trial nor another
+    sample scored into the same folder hides answers still missing."""
+    planned = sorted(set(case_ids) | (planned_case_ids(folder) or set()))
+    write_table(folder / PLAN, pd.DataFrame({"case_id": planned}))
+
+
+def planned_case_ids(folder: Path) -> set[str] | None:
     """The answers :func:`record_plan` recorded for ``folder``; None for a cache written
     before plans were recorded."""
-    path = folder / "planned.json"
-    return json.loads(path.read_text())["answers"] if path.exists() else None
+    path = folder / PLAN
+    return set(pd.read_parquet(path)["case_id"]) if path.exists() else None
 
 
 def cached_case_ids(folder: Path) -> set[str]:
