@@ -54,7 +54,9 @@ def test_rows_align_with_labelled_sentences(first_run, short_cases):
     assert scored["sentence"].tolist() == [case.sentence_text(s) for s in case.sentences]
     assert scored[list(FEATURES)].notna().all().all()
     assert (scored["drops"].map(len) == scored["n_chunks"]).all()  # one drop per chunk
-    assert (scored["seconds"] > 0).all() and (scored["tokens_processed"] > scored["prompt_tokens"]).all()
+    # tokens_processed counts what the model ran after evidence-cache hits: an earlier test on the
+    # same scorer may have cached this evidence, so it is not compared with the prompt's length
+    assert (scored["seconds"] > 0).all() and (scored[["tokens_processed", "prompt_tokens"]] > 0).all().all()
     config = json.loads((first.folder / "config.json").read_text())
     assert config == {**ExtractionConfig.of(detector).record(), "n_parameters": detector.scorer.n_parameters}
     assert first.folder.parent.name == "ragtruth" and first.folder.name.startswith("smollm2-135m-instruct__full-k5-")

@@ -95,4 +95,4 @@ def test_report_command_reads_the_parquet_cache(tmp_path):
     numbers = json.loads((tmp_path / "out" / "report.json").read_text())
     assert numbers["sets"][f"ragtruth-{config.key}"]["sentences"] == len(fs.rows)
     empty = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "none"), "-o", str(tmp_path / "out2")])
-    assert empty.exit_code == 2 and "no cached features" in empty.output  # bad input, as for every command
+    assert empty.exit_code == 2 and "no finished feature sets" in empty.output  # bad input, as for every command
