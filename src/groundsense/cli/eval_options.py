@@ -63,13 +63,14 @@ def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> 
 
     kept = []
     for s in load_cache(cache, scorer):
-        if s.incomplete:
+        missing = s.missing
+        if missing:
             fate = "read anyway (--partial)" if partial else "left out (pass --partial to read it)"
-            click.echo(f"warning: {cache}/{s.benchmark}/{s.key} lacks {s.missing} of the {len(s.planned)} answers "
+            click.echo(f"warning: {cache}/{s.benchmark}/{s.key} lacks {missing} of the {len(s.planned)} answers "
                        f"its extractions were asked for: {fate}. Its partitions are drawn over the answers present, so "
                        "its figures are not the complete set's; rerun the same `groundsense eval extract` to "
                        "finish it.", err=True)
-        if partial or not s.incomplete:
+        if partial or not missing:
             kept.append(s)
     return kept
 

@@ -147,8 +147,9 @@ def extract(
     config = ExtractionConfig.of(detector, token_rows)
     folder = cache_folder(cache, benchmark_of(cases), config)
     write_config(folder, config, detector.scorer.n_parameters)
-    pending, skipped = pending_cases(cases, folder, limit)
-    record_plan(folder, (c.id for c in ordered(cases)[:limit]))
+    asked = ordered(cases)[:limit]
+    record_plan(folder, (c.id for c in asked))
+    pending, skipped = pending_cases(asked, folder, None)
     case_rows = (
         [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds, token_rows)
         for case, outcome, seconds in _timed(detector, pending, progress)
