@@ -162,13 +162,16 @@ class GroundingReport:
         return "\n".join(lines)
 
 
+def detect(arguments: Mapping[str, Any], detector: Detector | None = None) -> DetectionResult:
+    """The one ``Detector.detect`` call, on its keyword ``arguments``, one at a time per process."""
+    with _LOCK:  # also makes two threads' first call load the default detector once
+        return resolve_detector(detector).detect(**arguments)
+
+
 def check(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
     """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict."""
-    passages = evidence_texts(sources)
-    with _LOCK:  # also makes two threads' first call load the default detector once
-        detector = resolve_detector(detector)
-        result = detector.detect(answer=answer, passages=passages, question=question or "")
-    return GroundingReport(answer, result)
+    arguments = {"answer": answer, "passages": evidence_texts(sources), "question": question or ""}
+    return GroundingReport(answer, detect(arguments, detector))
 
 
 async def acheck(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
