@@ -1,7 +1,7 @@
-"""``groundsense``: detect, stream, batch, calibrate, serve and evaluate from the shell.
+"""``groundsense``: detect, stream, batch, calibrate, serve, serve agents (MCP) and evaluate from the shell.
 
 One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`,
-:mod:`.serve`; :mod:`.catalogue` lists the examples and scorers) and per group (:mod:`.eval`);
+:mod:`.serve`, :mod:`.mcp`; :mod:`.catalogue` lists the examples and scorers) and per group (:mod:`.eval`);
 what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
 """
 
@@ -17,6 +17,7 @@ from .catalogue import examples, scorers
 from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
 from .detect import detect
 from .eval import eval_group
+from .mcp import mcp
 from .serve import serve
 from .stream import stream
 
@@ -41,7 +42,7 @@ def cli(verbose: bool, threads: int | None) -> None:
         hf_logging.disable_progress_bar()
 
 
-for command in (detect, stream, batch, calibrate, serve, examples, scorers, eval_group):
+for command in (detect, stream, batch, calibrate, serve, mcp, examples, scorers, eval_group):
     cli.add_command(command)
 
 

@@ -7,7 +7,9 @@ One module per framework, each installed by its own extra and imported only by i
 - ``groundsense.integrations.langchain``: a LangChain Runnable (``groundsense[langchain]``);
 - ``groundsense.integrations.haystack``: a Haystack pipeline component (``groundsense[haystack]``);
 - ``groundsense.integrations.ragas``: a RAGAS metric (``groundsense[ragas]``);
-- ``groundsense.integrations.dspy``: a DSPy metric and reward (``groundsense[dspy]``).
+- ``groundsense.integrations.dspy``: a DSPy metric and reward (``groundsense[dspy]``);
+- ``groundsense.integrations.mcp``: an MCP server with the ``check_grounding`` tool, run by
+  ``groundsense mcp`` (``groundsense[mcp]``).
 
 All of them make the same ``Detector.detect`` call and read the same verdict from it
 (:mod:`groundsense.integrations.common`). The core package never imports this one.

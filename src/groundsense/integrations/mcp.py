@@ -1,0 +1,117 @@
+"""MCP: the ``check_grounding`` tool for agents (``pip install 'groundsense[mcp]'``; ``groundsense mcp``).
+
+An agent that drafts answers from retrieved passages (Claude Desktop, Cursor, an agent
+framework) calls the tool before it shows a draft::
+
+    check_grounding(answer, passages=[...] | context="...", question="...")
+
+The arguments are a detect request's (``groundsense.validate.check_row`` checks them as it
+does for ``detect`` and the HTTP API), and the tool makes the one ``Detector.detect`` call.
+It returns:
+
+- structured content: the result's ``to_dict()``, the JSON of ``groundsense detect --json``
+  (each sentence's ``flagged`` and, for a supported one, its ``support`` passage);
+- text, which is what a model reads: the verdict and each sentence not judged supported
+  (:attr:`~groundsense.integrations.common.GroundingReport.feedback`).
+
+The verdict is the integrations' (:mod:`groundsense.integrations.common`): supported only when
+every sentence is judged supported, so an unjudged sentence fails it. Bad input, or a scorer
+that cannot load, is a tool error with groundsense's message (``is_error``), never a verdict.
+
+Decisions: the detector settings are the server's (``groundsense mcp``'s options), not the
+caller's, so an agent cannot ask for a cheaper check than the one configured; scoring runs in a
+worker thread, one answer at a time per process, so the server keeps answering other
+requests while it works; the scorer loads in the background as the server starts
+(:func:`run`), so the first call does not wait for it from zero.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from ..config import DetectorConfig
+from ..errors import GroundsenseError
+from ..validate import check_row
+from .common import GroundingReport, detect, detector_for
+
+__all__ = ["create_server", "run"]
+
+logger = logging.getLogger(__name__)
+
+TOOL = "check_grounding"
+DESCRIPTION = """\
+Check which sentences of an answer the retrieved evidence does not support.
+
+Call it after drafting an answer from retrieved passages and before showing it: give the answer, \
+the passages it was written from (or one context string) and the user's question. It flags each \
+sentence the evidence does not support and names, for each supported one, the passage it relies \
+on. Revise or drop the unsupported sentences (or retrieve more evidence), then check again. \
+It judges support by the given evidence only, not truth; it takes seconds per answer."""
+INSTRUCTIONS = f"Before showing an answer drafted from retrieved passages, check it with {TOOL}."
+
+Answer = Annotated[str, Field(description="The drafted answer to check, as it would be shown.")]
+Context = Annotated[str | None, Field(description="The evidence as one string (give this or passages).")]
+Passages = Annotated[list[str] | None, Field(description="The retrieved passages, one string each (give this or context).")]
+Question = Annotated[str | None, Field(description="The user's question the answer responds to; the verdict depends on it.")]
+
+
+def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServer:
+    """The MCP server with the one tool, scoring with the detector ``detector_options`` describe
+    (``Detector`` keyword arguments with plain values; none: the shared default detector)."""
+    options = dict(detector_options or {})
+    DetectorConfig(**options)  # bad settings fail here, not on the first call
+    server = MCPServer("groundsense", instructions=INSTRUCTIONS)
+
+    # The return annotation publishes an output schema: an object, the to_dict() contract (README).
+    @server.tool(name=TOOL, title="Check an answer's grounding", description=DESCRIPTION,
+                 annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,
+                              question: Question = None) -> Annotated[CallToolResult, dict[str, Any]]:
+        row = {"answer": answer, "context": context, "passages": passages, "question": question}
+        try:
+            checked = check_row({key: value for key, value in row.items() if value is not None})
+            report = await anyio.to_thread.run_sync(_report, checked.arguments, options)
+        except GroundsenseError as exc:
+            raise ToolError(str(exc)) from exc
+        return CallToolResult(content=[TextContent(type="text", text=verdict_text(report))],
+                              structured_content=report.result.to_dict())
+
+    return server
+
+
+def _report(arguments: dict, options: dict) -> GroundingReport:
+    return GroundingReport(arguments["answer"], detect(arguments, detector_for(options)))
+
+
+def verdict_text(report: GroundingReport) -> str:
+    """What the model reads: the verdict, then the sentences not judged supported."""
+    verdict = ("SUPPORTED: every sentence is supported by the evidence." if report.passing else
+               "NOT SUPPORTED: revise or remove the sentences below before showing the answer.")
+    return f"Verdict: {verdict}\n{report.feedback}"
+
+
+def run(detector_options: Mapping[str, Any] | None = None, transport: Literal["stdio", "streamable-http"] = "stdio",
+        **http_options: Any) -> None:
+    """Serve until the client goes (stdio) or the process is stopped, the scorer loading in the
+    background meanwhile; a scorer that cannot load is logged, and each call reports it.
+    ``http_options`` (streamable-http): the SDK's ``host`` (127.0.0.1) and ``port`` (8000)."""
+    options = dict(detector_options or {})
+    server = create_server(options)
+    threading.Thread(target=_warm_up, args=(options,), daemon=True, name="groundsense-warm-up").start()
+    server.run(transport, **http_options)
+
+
+def _warm_up(options: dict) -> None:
+    try:
+        detector_for(options)
+    except GroundsenseError as exc:
+        logger.error("groundsense: the scorer did not load: %s", exc)

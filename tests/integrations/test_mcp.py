@@ -1,0 +1,109 @@
+"""The MCP server with the real mcp SDK: a real client session over the SDK's in-memory
+transport (the JSON-RPC messages and the initialize handshake of a stdio client), and
+`groundsense mcp` as a stdio subprocess, the way Claude Desktop starts it. The scoring test runs
+the real default scorer, which the server loads itself. The SDK is imported by the tests that use it."""
+
+import os
+import sys
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from groundsense.cli import cli
+from groundsense.validate import EMPTY_ANSWER
+from integration_example import INVENTED
+
+TOOL = "check_grounding"
+
+
+def session(server):
+    from mcp import Client
+
+    return Client(server, mode="legacy")  # the initialize handshake, as stdio clients do
+
+
+def test_the_tool_is_listed_with_its_schema(integration):
+    async def listed():
+        async with session(integration.create_server()) as client:
+            return (await client.list_tools()).tools, client.instructions
+
+    (tool,), instructions = anyio.run(listed)
+    assert tool.name == TOOL and TOOL in instructions
+    assert "after drafting an answer from retrieved passages and before showing it" in tool.description
+    assert tool.input_schema["required"] == ["answer"]
+    assert set(tool.input_schema["properties"]) == {"answer", "context", "passages", "question"}
+    assert tool.output_schema["type"] == "object"
+    assert tool.annotations.read_only_hint is True
+
+
+BAD_CALLS = [  # (the server's detector options, the arguments, the message)
+    ({}, {"answer": "  ", "passages": ["Some evidence."]}, EMPTY_ANSWER),
+    ({}, {"answer": "A claim.", "context": "Evidence.", "passages": ["Evidence."]}, "not both"),
+    ({}, {"answer": "A claim.", "passages": ["", " "]}, "the evidence is empty"),
+    ({"scorer": "no-such-org/no-such-model"}, {"answer": "A claim.", "context": "Evidence."}, "unknown scorer"),
+]
+
+
+def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub_offline):
+    async def called(options, arguments):
+        async with session(integration.create_server(options)) as client:
+            return await client.call_tool(TOOL, arguments)
+
+    for options, arguments, message in BAD_CALLS:
+        result = anyio.run(called, options, arguments)
+        assert result.is_error is True and result.structured_content is None
+        assert message in result.content[0].text and "SUPPORTED" not in result.content[0].text, result.content
+
+
+@pytest.mark.slow
+def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline):
+    """The call scores in a worker thread: a listing asked for after it is answered first."""
+    answered = []
+
+    async def check_and_list():
+        async with session(integration.create_server()) as client:
+            async def check():
+                answered.append(("call", await client.call_tool(TOOL, example)))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(check)
+                await anyio.sleep(0.5)
+                await client.list_tools(cache_mode="bypass")
+                answered.append(("list", None))
+
+    anyio.run(check_and_list)
+    assert [what for what, _ in answered] == ["list", "call"]
+    result = answered[1][1]
+    assert result.is_error is False
+    sentences = result.structured_content["sentences"]
+    assert [s["flagged"] for s in sentences] == [False, False, True] and sentences[2]["text"] == INVENTED
+    assert [s["support"]["passage"] for s in sentences[:2]] == [0, 1]
+    text = result.content[0].text
+    assert text.startswith("Verdict: NOT SUPPORTED") and f'- [2] "{INVENTED}"' in text
+    assert offline == []
+
+
+@pytest.mark.slow  # the subprocess loads the scorer in the background
+def test_groundsense_mcp_serves_a_stdio_client():
+    from mcp import Client, StdioServerParameters
+
+    command = StdioServerParameters(command=sys.executable, args=["-m", "groundsense", "--threads", "1", "mcp"],
+                                    env=dict(os.environ))  # the SDK passes on only a few variables otherwise
+
+    async def over_stdio():
+        async with Client(command) as client:
+            tools = (await client.list_tools()).tools
+            refused = await client.call_tool(TOOL, {"answer": "", "context": "Evidence."})
+            return tools, refused
+
+    tools, refused = anyio.run(over_stdio)
+    assert [tool.name for tool in tools] == [TOOL]
+    assert refused.is_error is True and EMPTY_ANSWER in refused.content[0].text
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what a missing package looks like to an import
+    assert "mcp " in CliRunner().invoke(cli, ["--help"]).output
+    result = CliRunner().invoke(cli, ["mcp"])
+    assert result.exit_code == 2 and "pip install 'groundsense[mcp]'" in result.output
