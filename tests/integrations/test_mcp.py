@@ -58,7 +58,10 @@ def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub
 
 @pytest.mark.slow
 def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline):
-    """The call scores in a worker thread: a listing asked for after it is answered first."""
+    """The call scores in a worker thread: while it waits for the detection lock (held here),
+    a listing asked for after it is answered, so the server's event loop is not blocked."""
+    from groundsense.integrations import common
+
     answered = []
 
     async def check_and_list():
@@ -67,10 +70,14 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
                 answered.append(("call", await client.call_tool(TOOL, example)))
 
             async with anyio.create_task_group() as group:
-                group.start_soon(check)
-                await anyio.sleep(0.5)
-                await client.list_tools(cache_mode="bypass")
-                answered.append(("list", None))
+                common._LOCK.acquire()
+                try:
+                    group.start_soon(check)
+                    await anyio.sleep(0.2)  # the call reaches the worker thread and waits there
+                    await client.list_tools(cache_mode="bypass")
+                    answered.append(("list", None))
+                finally:
+                    common._LOCK.release()
 
     anyio.run(check_and_list)
     assert [what for what, _ in answered] == ["list", "call"]
