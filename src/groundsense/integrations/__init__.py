@@ -8,6 +8,8 @@ One module per framework, each installed by its own extra and imported only by i
 - ``groundsense.integrations.haystack``: a Haystack pipeline component (``groundsense[haystack]``);
 - ``groundsense.integrations.ragas``: a RAGAS metric (``groundsense[ragas]``);
 - ``groundsense.integrations.dspy``: a DSPy metric and reward (``groundsense[dspy]``);
+- ``groundsense.integrations.pydantic_ai``: a Pydantic AI output validator that makes an agent
+  retry until its answer is grounded (``groundsense[pydantic-ai]``);
 - ``groundsense.integrations.mcp``: an MCP server with the ``check_grounding`` tool, run by
   ``groundsense mcp`` (``groundsense[mcp]``).
 

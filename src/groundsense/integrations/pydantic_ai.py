@@ -1,0 +1,112 @@
+"""Pydantic AI: :class:`GroundsenseOutputValidator`, a grounding guardrail for agents
+(``pip install 'groundsense[pydantic-ai]'``)::
+
+    agent = Agent(model, tools=[retrieve])
+    agent.output_validator(GroundsenseOutputValidator())
+
+On the run's final text output it scores the answer against the evidence with the shared
+detection call (:mod:`groundsense.integrations.common`). An answer that passes (every sentence
+judged supported) is returned unchanged; any other raises ``ModelRetry`` with feedback naming
+each sentence not judged supported, so that the model revises it. When the agent's output
+retries are spent (1 by default; ``Agent(retries={"output": n})``) the run raises
+``UnexpectedModelBehavior``: an unsupported answer never comes out of the run.
+
+**Evidence.** By default, what this run's tools returned: the successful tool returns
+(``ToolReturnPart``) among the run's messages (``ctx.messages`` from ``ctx.run_id``; earlier
+runs' retrievals in the message history answered other prompts and are left out). A return may
+be a string, a list of strings or documents, or one document, as
+:func:`~groundsense.integrations.common.evidence_texts` reads them. ``evidence=`` replaces this
+with a function of the ``RunContext`` that returns the passages (e.g.
+``lambda ctx: ctx.deps.passages``); use it too when the agent has tools whose returns are not
+passages, or to include earlier runs' retrievals.
+
+**Question.** The run's user prompt (its text parts).
+
+**No evidence fails closed**, in the way that can be fixed:
+
+- no passage with text among this run's tool returns raises ``ModelRetry`` telling the model to
+  call its retrieval tool first: the model can fix that, and a retry costs one model call;
+- no passage with text from ``evidence=`` raises :class:`~groundsense.errors.InputError`, which
+  stops the run: the model cannot change what the application gives it, so retrying would spend
+  model calls and end in a retries error that hides the cause.
+
+A non-text output raises ``InputError`` too (the validator checks text outputs only). Partial
+outputs, which a streamed run validates as the text grows, are returned unchanged: the final
+output is the one checked. Scoring runs in a worker thread, so the event loop keeps running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.messages import TextContent, ToolReturnPart, UserContent
+
+from ..detector import Detector
+from ..errors import InputError
+from ..text import is_blank
+from .common import acheck, evidence_texts
+
+__all__ = ["GroundsenseOutputValidator"]
+
+RETRIEVE_FIRST = ("No passages were retrieved in this run, so nothing supports the answer: call the retrieval "
+                  "tool first and answer only from the passages it returns.")
+REVISE = ("The answer is not supported by the retrieved passages. Rewrite it so that every sentence is supported "
+          "by them: correct or remove the sentences below.")
+
+
+class GroundsenseOutputValidator:
+    """An output validator that makes the agent retry until its answer is grounded in the evidence.
+
+    ``evidence``: a function of the ``RunContext`` returning the passages; by default the
+    returns of this run's tools (see the module's docstring).
+    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
+    loaded once per process.
+    """
+
+    def __init__(self, *, evidence: Callable[[RunContext[Any]], Any] | None = None,
+                 detector: Detector | None = None) -> None:
+        self.evidence = evidence
+        self.detector = detector
+
+    async def __call__(self, ctx: RunContext[Any], output: Any) -> Any:
+        if ctx.partial_output:
+            return output
+        if not isinstance(output, str):
+            raise InputError(f"GroundsenseOutputValidator checks text outputs, not {type(output).__name__}")
+        report = await acheck(output, self._passages(ctx), _prompt_text(ctx.prompt), self.detector)
+        if not report.passing:
+            raise ModelRetry(f"{REVISE}\n{report.feedback}")
+        return output
+
+    def _passages(self, ctx: RunContext[Any]) -> list[str]:
+        if self.evidence is None:
+            passages = evidence_texts(_tool_returns(ctx))
+        else:
+            sources = self.evidence(ctx)
+            passages = [] if sources is None else evidence_texts(sources)
+        if all(is_blank(passage) for passage in passages):
+            if self.evidence is None:
+                raise ModelRetry(RETRIEVE_FIRST)
+            raise InputError("the evidence function returned no passage with text: nothing can support the answer")
+        return passages
+
+
+def _tool_returns(ctx: RunContext[Any]) -> list[Any]:
+    """The evidence items this run's tools returned, a list return giving one item per element."""
+    items = []
+    for message in ctx.messages:
+        if message.kind != "request" or message.run_id != ctx.run_id:
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart) and part.outcome == "success":
+                items += part.content if isinstance(part.content, (list, tuple)) else [part.content]
+    return items
+
+
+def _prompt_text(prompt: str | Sequence[UserContent] | None) -> str:
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    return "\n".join(item if isinstance(item, str) else item.content
+                     for item in prompt if isinstance(item, (str, TextContent)))
