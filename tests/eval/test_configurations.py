@@ -56,11 +56,22 @@ def test_only_sentences_scored_under_both_count(exact):
     assert result.left_out == {"a": lost, "b": 0} and result.sentences == len(exact.table) - lost
 
 
+def test_with_a_two_pass_side_only_what_two_passes_give_is_compared(exact):
+    """A two-pass extraction has no leave-one-out columns: the comparison keeps the two-pass
+    methods and the no-context features (the 1.5B scorer's row of the scorer table)."""
+    no_loo = exact.rows.drop(columns=["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drops"])
+    two_pass = FeatureSet("ragtruth", {**exact.config, "mode": "two_pass"}, "tp", no_loo)
+    for a, b in ((exact, two_pass), (two_pass, exact)):
+        result = compare(a, b, n_resamples=200)
+        assert list(result.span.index) == ["perplexity", "length", "answer gap", "sentence gap"]
+        assert (result.span["diff"] == 0).all() and result.sentences == len(exact.table)
+        assert list(result.agreement.index) == ["gap", "jsd_noctx", "surprisal"]
+        assert "Feature agreement over all shared sentences:" in result.report()
+
+
 def test_mismatched_sets_are_refused(exact):
     with pytest.raises(ValueError, match="one benchmark"):
         compare(exact, FeatureSet("tofueval", exact.config, "other", exact.rows))
-    with pytest.raises(ValueError, match="two-pass"):
-        compare(exact, FeatureSet("ragtruth", {**exact.config, "mode": "two_pass"}, "tp", exact.rows))
     disjoint = exact.rows.assign(case_id="z" + exact.rows["case_id"])
     with pytest.raises(ValueError, match="share no scored sentence"):
         compare(exact, FeatureSet("ragtruth", exact.config, "z", disjoint))

@@ -5,7 +5,9 @@ paired bootstrap interval of their difference, and how well the features agree.
 Only sentences scored under both configurations count. Both tables get the same seeded
 source-level 60/40 development/test split (the one :func:`metrics.evaluate` draws); trained
 methods are fitted on each configuration's own development rows, and every AUC and
-difference is taken on the shared test rows, resampled by source in pairs.
+difference is taken on the shared test rows, resampled by source in pairs. Where either
+side is a two-pass extraction, only what two passes give is compared: the methods of
+:func:`methods.two_pass_scores` and the no-context features.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import pandas as pd
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .extract import FeatureSet
-from .methods import method_scores
+from .methods import method_scores, two_pass_scores
 from .split import assign_partition
 from .tables import frame_numbers, json_safe, markdown_table
 
 KEYS = ["case_id", "sentence_index"]
 LOO_FEATURES = ["drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean"]  # lower = more suspicious
+TWO_PASS_AGREEMENT = ["gap", "jsd_noctx", "surprisal"]
 AGREEMENT = ["gap", "jsd_noctx", *LOO_FEATURES, "surprisal"]
+DROPS = "drops (per chunk)"
 
 
 @dataclass
@@ -44,7 +48,8 @@ class Comparison:
             f"(left out, scored on one side only: A {self.left_out['a']}, B {self.left_out['b']}).", "",
             "Span-level AUC on the test partition; A - B with a 95% source-level paired bootstrap interval:", "",
             markdown_table(self.span), "",
-            "Feature agreement over all shared sentences (drops: every chunk's drop, paired):", "",
+            "Feature agreement over all shared sentences"
+            + (" (drops: every chunk's drop, paired):" if DROPS in self.agreement.index else ":"), "",
             markdown_table(self.agreement), "",
         ])
 
@@ -58,9 +63,6 @@ class Comparison:
 def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """The two analysis tables restricted to the sentences both scored, in the same row order,
     and how many scored sentences each side lost."""
-    for name, s in (("A", a), ("B", b)):
-        if s.config["mode"] != "full":
-            raise ValueError(f"{name} ({s.key}) is a two-pass extraction: it has no leave-one-out features to compare")
     if a.benchmark != b.benchmark:
         raise ValueError(f"compare one benchmark: A is {a.benchmark}, B is {b.benchmark}")
     shared = a.table[KEYS].merge(b.table[KEYS], on=KEYS)
@@ -70,23 +72,27 @@ def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, d
     return tables[0], tables[1], {"a": len(a.table) - len(shared), "b": len(b.table) - len(shared)}
 
 
-def compared_scores(table: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def compared_scores(table: pd.DataFrame, seed: int, full: bool) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """The test rows of ``table`` (which carries a ``partition``) and every method's score on
-    them: the report's methods and each leave-one-out feature alone (negated)."""
+    them: with ``full``, the report's methods and each leave-one-out feature alone (negated);
+    otherwise the two-pass methods."""
     dev, test = partitioned(table, seed)
+    if not full:
+        return test, two_pass_scores(test)
     scores = method_scores(dev, test, seed)
     scores.update({feature: -test[feature].to_numpy() for feature in LOO_FEATURES})
     return test, scores
 
 
-def agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+def agreement(a: pd.DataFrame, b: pd.DataFrame, full: bool = True) -> pd.DataFrame:
     """Pearson and Spearman correlation and absolute differences of each feature between two
-    aligned tables; ``drops`` pairs every chunk's drop where both have the same chunks."""
-    pairs = {feature: (a[feature].to_numpy(float), b[feature].to_numpy(float)) for feature in AGREEMENT}
-    same_chunks = a["drops"].map(len) == b["drops"].map(len)
-    if same_chunks.any():
+    aligned tables (with ``full``, the leave-one-out ones too, and ``drops``, which pairs every
+    chunk's drop where both have the same chunks)."""
+    features = AGREEMENT if full else TWO_PASS_AGREEMENT
+    pairs = {feature: (a[feature].to_numpy(float), b[feature].to_numpy(float)) for feature in features}
+    if full and (same_chunks := a["drops"].map(len) == b["drops"].map(len)).any():
         flat = lambda t: np.concatenate(t.loc[same_chunks, "drops"].map(np.asarray).tolist()).astype(float)  # noqa: E731
-        pairs["drops (per chunk)"] = (flat(a), flat(b))
+        pairs[DROPS] = (flat(a), flat(b))
     rows = {}
     for name, (x, y) in pairs.items():
         x_, y_ = pd.Series(x), pd.Series(y)
@@ -97,8 +103,10 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 def compare(a: FeatureSet, b: FeatureSet, seed: int = 0, n_resamples: int = 2000) -> Comparison:
     table_a, table_b, left_out = aligned(a, b)
+    full = a.config["mode"] == b.config["mode"] == "full"
     partition = assign_partition(table_a, seed=seed)  # the same split for both
-    (test, scores_a), (_, scores_b) = (compared_scores(t.assign(partition=partition), seed) for t in (table_a, table_b))
+    (test, scores_a), (_, scores_b) = (compared_scores(t.assign(partition=partition), seed, full)
+                                       for t in (table_a, table_b))
     if set(test["label"]) != {0, 1}:
         raise ValueError("the shared test partition lacks grounded or unsupported sentences: compare more answers")
     boot = source_bootstrap(
@@ -112,4 +120,4 @@ def compare(a: FeatureSet, b: FeatureSet, seed: int = 0, n_resamples: int = 2000
         orient="index",
     )
     return Comparison(a.key, b.key, len(table_a), int(table_a["case_id"].nunique()), left_out, span,
-                      agreement(table_a, table_b))
+                      agreement(table_a, table_b, full))
