@@ -161,7 +161,8 @@ def compare(key_a, key_b, cache, benchmark, output, resamples, seed, partial):
         smollm2-135m-instruct__full-k5-cd42f428 smollm2-135m-instruct__full-masked-k5-a35ad123
 
     Prints span AUC of each method under each, the paired source-level bootstrap interval of
-    A - B, and the agreement (Pearson, Spearman) of each feature.
+    A - B, and the agreement (Pearson, Spearman) of each feature. Where either is a two-pass
+    extraction, only the two-pass methods and the no-context features are compared.
     """
     from ..eval.configurations import compare as run_compare
 
