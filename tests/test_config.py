@@ -14,10 +14,20 @@ SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]
 
 
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"mode": "three_pass"}, {"leave_one_out": "approximate"},
-                                 {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}])
+                                 {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}, {"device": "bogus"}])
 def test_bad_settings_are_refused_with_a_message(bad):
     with pytest.raises(InputError, match=next(iter(bad))):
         DetectorConfig(**bad)
+
+
+def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(InputError, match="sees no CUDA device"):
+        DetectorConfig(device="cuda:0")
+    assert DetectorConfig(device="cpu").device == "cpu"
 
 
 @pytest.mark.parametrize("path, left_out", [

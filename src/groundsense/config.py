@@ -62,6 +62,8 @@ class DetectorConfig:
                 raise InputError(f"{name} must be a share in (0, 1], not {value!r}")
         if self.target_recall is not None and self.target_precision is not None:
             raise InputError("ask for a target recall or a target precision, not both")
+        if self.device is not None:
+            check_device(self.device)
 
     @property
     def targets(self) -> tuple[float | None, float | None]:
@@ -71,6 +73,19 @@ class DetectorConfig:
     def settings(self) -> dict:
         """The fields by name, as :class:`Detector`'s keyword arguments (a calibration stays an object)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def check_device(device: str) -> None:
+    """Refuse a device torch cannot parse, or a CUDA device this torch cannot reach, before
+    any weights load (torch itself would fail later, with a message about its internals)."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise InputError(f"device must be a torch device such as cpu, cuda or cuda:1, not {device!r}") from exc
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device {device!r}: this torch sees no CUDA device (a CPU build, or no GPU); use cpu")
 
 
 DEFAULTS = DetectorConfig()

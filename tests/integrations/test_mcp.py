@@ -57,12 +57,16 @@ def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub
 
 
 @pytest.mark.slow
-def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline):
-    """The call scores in a worker thread: while it waits for the detection lock (held here),
-    a listing asked for after it is answered, so the server's event loop is not blocked."""
+def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline, monkeypatch):
+    """The call scores in a worker thread: while it waits there for the detection lock (held
+    here), a listing asked for after it is answered, so the server's event loop is not blocked.
+    Were it blocked, the timer frees the lock after 60 s and the order comes out wrong."""
+    import threading
+
     from groundsense.integrations import common
 
-    answered = []
+    answered, started, report = [], threading.Event(), integration._report
+    monkeypatch.setattr(integration, "_report", lambda *args: (started.set(), report(*args))[1])
 
     async def check_and_list():
         async with session(integration.create_server()) as client:
@@ -71,13 +75,14 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
 
             async with anyio.create_task_group() as group:
                 common._LOCK.acquire()
-                try:
-                    group.start_soon(check)
-                    await anyio.sleep(0.2)  # the call reaches the worker thread and waits there
-                    await client.list_tools(cache_mode="bypass")
-                    answered.append(("list", None))
-                finally:
-                    common._LOCK.release()
+                fail_safe = threading.Timer(60, common._LOCK.release)
+                fail_safe.start()
+                group.start_soon(check)
+                assert await anyio.to_thread.run_sync(started.wait, 60)  # the call is in the worker thread
+                await client.list_tools(cache_mode="bypass")
+                answered.append(("list", None))
+                fail_safe.cancel()
+                common._LOCK.release()
 
     anyio.run(check_and_list)
     assert [what for what, _ in answered] == ["list", "call"]
@@ -110,7 +115,9 @@ def test_groundsense_mcp_serves_a_stdio_client():
 
 
 def test_without_the_extra_the_command_says_how_to_install_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "mcp", None)  # what a missing package looks like to an import
+    for name in ["mcp", *(name for name in sys.modules if name.startswith("mcp."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # what a missing package looks like to an import
+    monkeypatch.delitem(sys.modules, "groundsense.integrations.mcp", raising=False)  # imported by an earlier test
     assert "mcp " in CliRunner().invoke(cli, ["--help"]).output
     result = CliRunner().invoke(cli, ["mcp"])
     assert result.exit_code == 2 and "pip install 'groundsense[mcp]'" in result.output

@@ -12,8 +12,9 @@ from integration_example import INVENTED, SUPPORTED
 
 
 def scripted_model(*responses):
-    """A ``FunctionModel`` answering each request with the next response (a text, or a tool
-    call part), and the list of the last message it was sent each time (its parts)."""
+    """A ``FunctionModel`` answering each request with the next response (a text, a tool call
+    part, or a list of tool call parts), and the list of the last message it was sent each time
+    (its parts)."""
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.models.function import FunctionModel
 
@@ -22,15 +23,16 @@ def scripted_model(*responses):
     def respond(messages, info):
         sent.append(messages[-1].parts)
         response = responses[len(sent) - 1]
-        return ModelResponse(parts=[TextPart(response) if isinstance(response, str) else response])
+        parts = response if isinstance(response, list) else [TextPart(response) if isinstance(response, str) else response]
+        return ModelResponse(parts=parts)
 
     return FunctionModel(respond), sent
 
 
-def call_retrieve():
+def call_retrieve(call_id="call-1"):
     from pydantic_ai.messages import ToolCallPart
 
-    return ToolCallPart("retrieve", {"query": "Golden Gate Bridge opening and span"}, tool_call_id="call-1")
+    return ToolCallPart("retrieve", {"query": "Golden Gate Bridge opening and span"}, tool_call_id=call_id)
 
 
 def rag_agent(model, example, validator, **options):
@@ -47,11 +49,17 @@ def rag_agent(model, example, validator, **options):
 
 
 @pytest.mark.slow
-def test_the_agent_retries_until_its_answer_is_grounded(integration, detector, example, offline):
-    model, sent = scripted_model(call_retrieve(), example["answer"], SUPPORTED)
+def test_the_agent_retries_until_its_answer_is_grounded(integration, detector, example, offline, monkeypatch):
+    """The model retrieves the same passages twice: each counts once, or every passage's
+    leave-one-out drop would vanish behind its copy (the real detection runs; what it is
+    given is recorded)."""
+    given, detect = [], detector.detect
+    monkeypatch.setattr(detector, "detect", lambda **arguments: (given.append(arguments["passages"]), detect(**arguments))[1])
+    model, sent = scripted_model([call_retrieve("call-1"), call_retrieve("call-2")], example["answer"], SUPPORTED)
     agent = rag_agent(model, example, integration.GroundsenseOutputValidator(detector=detector))
 
     result = agent.run_sync(example["question"])
+    assert given == [example["passages"]] * 2  # the answer, then its revision, against the passages once each
     assert result.output == SUPPORTED
     assert len(sent) == 3  # the tool call, the answer with the invented sentence, the revised one
     retry_prompt = sent[2][0].content
@@ -101,3 +109,13 @@ def test_an_evidence_function_with_no_passages_stops_the_run(integration, exampl
     with pytest.raises(InputError, match="the evidence function returned no passage with text"):
         agent.run_sync(example["question"], deps=deps)
     assert len(sent) == 1  # not sent back to the model, which cannot change the application's evidence
+
+
+def test_an_empty_answer_is_sent_back_to_the_model(integration, example):
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    model, sent = scripted_model(" ", "\n")
+    agent = rag_agent(model, example, integration.GroundsenseOutputValidator())
+    with pytest.raises(UnexpectedModelBehavior, match="output"):
+        agent.run_sync(example["question"])
+    assert len(sent) == 2 and integration.EMPTY in sent[1][0].content

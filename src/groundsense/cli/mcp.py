@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import click
 
 from ..errors import InputError
@@ -29,8 +27,10 @@ def mcp(transport, host, port, **detector_options):
     http = {name: value for name, value in (("host", host), ("port", port)) if value is not None}
     if http and transport == "stdio":
         raise InputError("--host and --port only apply with --transport streamable-http")
-    if importlib.util.find_spec("mcp") is None:
-        raise InputError("`groundsense mcp` needs the MCP SDK: pip install 'groundsense[mcp]'")
-    from ..integrations.mcp import run
+    try:
+        from ..integrations.mcp import run
+    except ImportError as exc:  # no mcp, or one before 2.3 (which named its server FastMCP)
+        raise InputError(f"`groundsense mcp` needs the MCP SDK, mcp 2.3 or later ({exc}): "
+                         "pip install 'groundsense[mcp]'") from exc
 
     run(detector_options, transport, **http)

@@ -15,7 +15,9 @@ retries are spent (1 by default; ``Agent(retries={"output": n})``) the run raise
 (``ToolReturnPart``) among the run's messages (``ctx.messages`` from ``ctx.run_id``; earlier
 runs' retrievals in the message history answered other prompts and are left out). A return may
 be a string, a list of strings or documents, or one document, as
-:func:`~groundsense.integrations.common.evidence_texts` reads them. ``evidence=`` replaces this
+:func:`~groundsense.integrations.common.evidence_texts` reads them; a passage returned more than
+once counts once (agents retrieve again after a retry, and a repeated passage would hide its own
+leave-one-out drop). ``evidence=`` replaces this
 with a function of the ``RunContext`` that returns the passages (e.g.
 ``lambda ctx: ctx.deps.passages``); use it too when the agent has tools whose returns are not
 passages, or to include earlier runs' retrievals.
@@ -30,8 +32,8 @@ passages, or to include earlier runs' retrievals.
   stops the run: the model cannot change what the application gives it, so retrying would spend
   model calls and end in a retries error that hides the cause.
 
-A non-text output raises ``InputError`` too (the validator checks text outputs only). Partial
-outputs, which a streamed run validates as the text grows, are returned unchanged: the final
+An empty text output raises ``ModelRetry``; a non-text output raises ``InputError`` (the
+validator checks text outputs only). Partial outputs, which a streamed run validates as the text grows, are returned unchanged: the final
 output is the one checked. Scoring runs in a worker thread, so the event loop keeps running.
 """
 
@@ -52,6 +54,7 @@ __all__ = ["GroundsenseOutputValidator"]
 
 RETRIEVE_FIRST = ("No passages were retrieved in this run, so nothing supports the answer: call the retrieval "
                   "tool first and answer only from the passages it returns.")
+EMPTY = "The answer is empty: answer the question from the retrieved passages."
 REVISE = ("The answer is not supported by the retrieved passages. Rewrite it so that every sentence is supported "
           "by them: correct or remove the sentences below.")
 
@@ -75,14 +78,16 @@ class GroundsenseOutputValidator:
             return output
         if not isinstance(output, str):
             raise InputError(f"GroundsenseOutputValidator checks text outputs, not {type(output).__name__}")
+        if is_blank(output):  # the model can fix this one
+            raise ModelRetry(EMPTY)
         report = await acheck(output, self._passages(ctx), _prompt_text(ctx.prompt), self.detector)
         if not report.passing:
             raise ModelRetry(f"{REVISE}\n{report.feedback}")
         return output
 
     def _passages(self, ctx: RunContext[Any]) -> list[str]:
-        if self.evidence is None:
-            passages = evidence_texts(_tool_returns(ctx))
+        if self.evidence is None:  # a passage retrieved again (after a retry, say) counts once
+            passages = list(dict.fromkeys(evidence_texts(_tool_returns(ctx))))
         else:
             sources = self.evidence(ctx)
             passages = [] if sources is None else evidence_texts(sources)
