@@ -70,6 +70,9 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
 
     async def check_and_list():
         async with session(integration.create_server()) as client:
+            refused = await client.call_tool(TOOL, {"answer": " ", "context": "Evidence."})
+            assert refused.is_error  # and the same server goes on to score the next call
+
             async def check():
                 answered.append(("call", await client.call_tool(TOOL, example)))
 
