@@ -82,7 +82,7 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
             report = await anyio.to_thread.run_sync(_report, checked.arguments, options)
         except GroundsenseError as exc:
             raise ToolError(str(exc)) from exc
-        except Exception as exc:  # e.g. a --device torch cannot use: an error result that names it, never a verdict
+        except Exception as exc:  # e.g. a model that fails to load or run: an error result that names it, never a verdict
             logger.exception("groundsense: %s failed", TOOL)
             raise ToolError(f"internal error: {type(exc).__name__}: {exc} (the server's stderr has the traceback)") from exc
         return CallToolResult(content=[TextContent(type="text", text=verdict_text(report))],
