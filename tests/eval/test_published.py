@@ -83,7 +83,7 @@ def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
     assert_same_numbers(tmp_path / "compare.json", committed_json)
 
 
-RENDERED = ["docs/results/answer-level.md", "docs/results/selection-A.md", "docs/results/selection-B.md",
+RENDERED = ["docs/results/adaptation.md", "docs/results/answer-level.md", "docs/results/selection-A.md", "docs/results/selection-B.md",
             "docs/results/operating.md",
             "docs/results/scorer-cost.md"]
 

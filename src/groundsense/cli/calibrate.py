@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..adaptation import DEFAULT_METHOD, METHODS
+from ..calibration import Calibration
 from ..config import DetectorConfig
+from ..errors import InputError
 from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
@@ -19,9 +22,15 @@ from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_op
               help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
+@click.option("--adapt", "base", default=None, metavar="BASE.json|shipped",
+              help="Adapt a labelled calibration to SOURCE's domain without labels (docs/operating-point.md): "
+                   "`shipped` for the default scorer's shipped one, or a file.")
+@click.option("--method", type=click.Choice(METHODS), default=DEFAULT_METHOD, show_default=True,
+              help="With --adapt: what is re-estimated on the domain (docs/detector-selection.md chose the default).")
 @click.option("--no-progress", is_flag=True)
 @detector_options(omit=("mode", *FLAGGING))  # fitting scores in full mode, uncalibrated
-def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
+def calibrate(source, output, features, target_recall, target_precision, flag_rate, base, method, no_progress,
+              **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
@@ -32,16 +41,75 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     precision-recall curves that `detect --target-recall/--target-precision` read; without,
     the sentence threshold flags --flag-rate of sentences. Never calibrate on the answers
     you will score.
+
+    With --adapt, what the labelled BASE calibration learned stays and what depends on the
+    domain is re-estimated from SOURCE's answers, whose labels (if any) are not read: use a
+    few hundred answers of your own, unlabelled. It reports how many answers it saw and how
+    stable the estimate is (a bootstrap over the answers).
     """
     from ..batch import run_batch
     from ..calibration_data import fit_from_batch
 
+    config = DetectorConfig(**detector_options, mode="full", calibration=False)
+    if base and (target_recall or target_precision):
+        raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the target "
+                         "at detect time only with a labelled calibration, or drop --adapt and label the rows")
+    labelled_base = base and adaptation_base(base)  # read first: a bad base fails before the scorer loads
     features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(DetectorConfig(**detector_options, mode="full", calibration=False))
+    detector = common.make_detector(config)
+    if labelled_base:
+        check_base(labelled_base, base, detector.scorer.name, config.k)
     with resumable(f"the features scored so far are in {features}"):
         run_batch(detector, source, features, progress=not no_progress)
+    if labelled_base:
+        adapted(labelled_base, source, features, method, output)
+        return
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
                                  leave_one_out=detector.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)
+
+
+def adaptation_base(base: str) -> Calibration:
+    """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's) or a file."""
+    from ..calibration import shipped_calibration
+    from ..weights import DEFAULT_SCORER
+
+    return shipped_calibration(DEFAULT_SCORER, None) if base == "shipped" else Calibration.load(base)
+
+
+def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None:
+    """Refuse a base fitted for another scorer, or for answers scored in other chunk counts."""
+    if calibration.scorer != scorer:
+        raise InputError(f"--adapt {base} was fitted for scorer {calibration.scorer!r}, not {scorer!r}: adapt with "
+                         f"the scorer it was fitted for (-m {calibration.scorer}), or pass a calibration of {scorer}")
+    if not calibration.serves(k):
+        raise InputError(f"--adapt {base} serves answers scored in {calibration.chunk_counts} chunks: score with one "
+                         "of those (-k)")
+
+
+def adapted(base: Calibration, source: Path, features: Path, method: str, output: Path) -> None:
+    """Adapt ``base`` to the batch output ``features``, write it to ``output`` and report how
+    many answers it saw and how stable it is."""
+    from ..adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
+    from ..calibration_data import read_batch
+
+    batch = read_batch(source, features)
+    if not len(batch.answers):
+        raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")
+    domain = DomainSentences(batch.features, batch.answers, batch.chunk_counts)
+    calibration = adapt(base, domain, method, source=source.name)
+    spread = stability(base, domain, method)
+    calibration.made_with["adaptation"]["stability"] = spread
+    calibration.save(output)
+    click.echo(calibration_written(output, calibration), err=True)
+    low, high = spread["flagged_share_interval"]
+    click.echo(f"  adapted by {method} from {domain.n_answers} answers: flags {spread['flagged_share']:.1%} of their "
+               f"sentences (95% interval over {spread['resamples']} resamples of the answers: {low:.1%}-{high:.1%})",
+               err=True)
+    if batch.labels is not None:
+        click.echo("  (the rows' labels were not read: drop --adapt to fit the thresholds on them)", err=True)
+    if domain.n_answers < FEW_ANSWERS:
+        click.echo(f"warning: only {domain.n_answers} answers: the estimate is loose; adapt on a few hundred",
+                   err=True)

@@ -1,4 +1,5 @@
-"""`groundsense eval calibrate` and `operating`: a calibration fitted on a feature cache, and its flag on held-out answers."""
+"""`groundsense eval calibrate`, `operating` and `adaptation`: a calibration fitted on a feature cache, its flag on
+held-out answers, and the label-free adaptation protocol."""
 
 from __future__ import annotations
 
@@ -51,16 +52,45 @@ def operating(caches, calibration, output, resamples, seed, partial):
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
-    chosen = {}  # benchmark -> (cache, feature set): the first cache holding it
+    command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
+    emit_report(operating_report(held_out_sets(caches, fitted.scorer, partial), fitted, command, resamples, seed),
+                output)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              required=True, help="Feature cache(s) of held-out answers; the first holding a benchmark serves it.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Labelled calibration to adapt [default: the one shipped for the default scorer].")
+@markdown_report_options
+@partial_option
+def adaptation(caches, calibration, output, resamples, seed, partial):
+    """The label-free adaptation protocol (docs/detector-selection.md): per benchmark, the
+    adaptation rules, today's --flag-rate fit and a labelled oracle fitted on its dev partition,
+    measured on its test partition for sentences and answers, with source-level intervals; the
+    rule chosen on dev, and whether adaptation is adopted."""
+    from ..calibration import Calibration, shipped_calibration
+    from ..eval.adapted_operating import adaptation_report
+    from ..weights import DEFAULT_SCORER
+
+    base = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
+    command = report_command("adaptation", *_report_arguments(caches, calibration, partial, output))
+    emit_report(adaptation_report(held_out_sets(caches, base.scorer, partial), base, command, resamples, seed),
+                output)
+
+
+def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict:
+    """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it."""
+    chosen = {}  # benchmark -> (cache, feature set)
     for cache in caches:
-        for s in load_sets(cache, fitted.scorer, partial):
+        for s in load_sets(cache, scorer, partial):
             if s.full_exact:
                 chosen.setdefault(s.benchmark, (cache, s))
-    test_sets = {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
-    if not test_sets:
-        raise Failure(f"no full-mode, exact {fitted.scorer} feature set under {', '.join(map(str, caches))}")
-    command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
-                             *(["--calibration", calibration] if calibration else []), *(["--partial"] if partial else []),
-                             *(["-o", output] if output else []))
-    text = operating_report(test_sets, fitted, command, resamples, seed)
-    emit_report(text, output)
+    if not chosen:
+        raise Failure(f"no full-mode, exact {scorer} feature set under {', '.join(map(str, caches))}")
+    return {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
+
+
+def _report_arguments(caches, calibration, partial, output) -> list:
+    return [*(a for c in caches for a in ("--cache", c)), *(["--calibration", calibration] if calibration else []),
+            *(["--partial"] if partial else []), *(["-o", output] if output else [])]

@@ -1,0 +1,164 @@
+"""A labelled calibration adapted to a team's own domain from its unlabelled answers.
+
+What the labels taught stays: the features, the score's direction, which detector serves which
+chunk count, and (per rule) the threshold's place. What depends on the domain is re-estimated
+from the domain's scored sentences (`groundsense calibrate --adapt BASE.json rows.jsonl`):
+
+- ``restandardise`` (R): each standardised feature's mean and deviation come from the domain;
+  the ``sensitivity`` thresholds keep their place in its z-sum space and the ``gap`` ones their
+  place in z(gap) units;
+- ``quantile`` (Q): the base statistics stay; each threshold moves to the domain score that
+  flags the share of sentences the fitted threshold flagged on the labelled set;
+- ``mixture`` (M): a two-component Gaussian mixture over the domain's scores estimates its
+  unsupported share, and the threshold flags that share times the labelled set's ratio of
+  flagged to unsupported sentences (the over-flagging the best-F1 rule chose there).
+
+The rules were chosen between by the protocol in docs/detector-selection.md ("Adapting the
+operating point"); :data:`DEFAULT_METHOD` is the one it chose. An adapted calibration keeps no
+precision-recall curve: the labelled set's curve does not hold on the domain, so a target
+recall or precision needs labels from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .calibration import DETECTORS, LEVELS, Calibration, complete_rows, standardisation
+from .errors import InputError
+
+METHODS = ("restandardise", "quantile", "mixture")
+DEFAULT_METHOD = "restandardise"
+FEW_ANSWERS = 100  # below this an adaptation warns that its estimate is loose
+
+
+@dataclass(frozen=True)
+class DomainSentences:
+    """A domain's scored sentences: ``features`` (name -> array over sentences), each
+    sentence's ``answers`` id and the ``chunk_counts`` its answer was scored in."""
+
+    features: dict[str, np.ndarray]
+    answers: np.ndarray
+    chunk_counts: np.ndarray
+
+    def __post_init__(self):
+        if not len(self.answers):
+            raise InputError("adaptation needs scored sentences from the domain: none were given")
+
+    def subset(self, rows: np.ndarray) -> DomainSentences:
+        return DomainSentences({f: np.asarray(v, float)[rows] for f, v in self.features.items()},
+                               np.asarray(self.answers)[rows], np.asarray(self.chunk_counts)[rows])
+
+    @property
+    def n_answers(self) -> int:
+        return len(np.unique(self.answers))
+
+
+def _served(base: Calibration, domain: DomainSentences, detector: str) -> np.ndarray:
+    """The sentences ``detector`` judges: ``sensitivity`` those of answers in a chunk count the
+    base serves with all features finite, ``gap`` the others with a finite gap."""
+    complete = complete_rows(domain.features)
+    served = np.array([base.serves(int(n)) for n in domain.chunk_counts], dtype=bool) & complete
+    if detector == "sensitivity":
+        return served
+    return ~served & np.isfinite(np.asarray(domain.features["gap"], float))
+
+
+def _flag_share(base: Calibration, detector: str) -> float:
+    """The share of sentences the base's fitted threshold flagged on its labelled set."""
+    quality = base.made_with.get("on_calibration_set", {}).get("sentence", {}).get(detector, {})
+    if "unsupported_rate" not in quality:
+        raise InputError("this adaptation keeps what a labelled calibration learned: adapt a calibration fitted "
+                         "with labels (the shipped one, or `groundsense calibrate` on labelled rows)")
+    return float(quality["flag_rate"])
+
+
+def unsupported_share(scores: np.ndarray, seed: int = 0) -> float:
+    """The weight of the higher-mean component of a two-component Gaussian mixture over ``scores``."""
+    from sklearn.mixture import GaussianMixture
+
+    mixture = GaussianMixture(2, random_state=seed).fit(np.asarray(scores, float).reshape(-1, 1))
+    return float(mixture.weights_[int(np.argmax(mixture.means_.ravel()))])
+
+
+def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METHOD, source: str = "?") -> Calibration:
+    """``base`` adapted to ``domain`` (read from ``source``) by ``method`` (one of :data:`METHODS`)."""
+    if method not in METHODS:
+        raise InputError(f"adaptation method must be one of {', '.join(METHODS)}, not {method!r}")
+    stats, thresholds, answer_thresholds, estimates = dict(base.stats), {}, {}, {}
+    if method == "restandardise":
+        rows = _served(base, domain, "sensitivity")
+        stats = standardisation({f: np.asarray(v, float)[rows] for f, v in domain.features.items()}) \
+            if rows.sum() >= 2 else stats
+    for detector in DETECTORS:
+        rows = _served(base, domain, detector)
+        fitted = base.thresholds.get(detector)
+        if fitted is None:
+            continue
+        answer = base.answer_thresholds.get(detector, fitted)
+        if rows.sum() < 2:  # nothing of the domain reaches this detector: it stays as it was
+            thresholds[detector], answer_thresholds[detector] = fitted, answer
+            continue
+        scores = Calibration(base.scorer, base.k, stats, {}).score(
+            detector, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
+        if method == "restandardise":
+            new, new_answer = fitted, answer
+            if detector == "gap":  # score -gap: keep each threshold's place in z(gap) units
+                (mean, sd), gaps = base.stats["gap"], np.asarray(domain.features["gap"], float)[rows]
+                new, new_answer = (-(gaps.mean() + (gaps.std() or 1.0) * (-t - mean) / sd) for t in (fitted, answer))
+        else:
+            share = _flag_share(base, detector)
+            if method == "mixture":
+                quality = base.made_with["on_calibration_set"]["sentence"][detector]
+                estimates[detector] = unsupported_share(scores)
+                share = min(1.0, estimates[detector] * share / max(quality["unsupported_rate"], 1e-9))
+            new = float(np.quantile(scores, 1 - share))
+            new_answer = answer + new - fitted
+        thresholds[detector], answer_thresholds[detector] = float(new), float(min(new_answer, new))
+    rule = {"restandardise": "the base threshold, in z units of the domain's statistics",
+            "quantile": "flags the share of the domain's sentences the base flagged on its labelled set",
+            "mixture": "flags the estimated unsupported share x the base's flagged-to-unsupported ratio"}[method]
+    made_with = {
+        "source": source, "answers": domain.n_answers, "n_sentences": int(len(domain.answers)), "labelled": False,
+        "chunk_counts": base.chunk_counts, "leave_one_out": base.leave_one_out,
+        "threshold_rule": {level: {d: f"adapted ({method}): {rule}" for d in thresholds} for level in LEVELS},
+        "adaptation": {"method": method, "base": base.made_with.get("source", "?"),
+                       **({"estimated_unsupported_share": {d: round(v, 4) for d, v in estimates.items()}}
+                          if estimates else {})},
+    }
+    return Calibration(base.scorer, base.k, stats, thresholds, made_with, answer_thresholds, curves={})
+
+
+def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
+    """The share of the domain's judged sentences that ``calibration`` flags."""
+    flagged = judged = 0
+    for detector in DETECTORS:
+        rows = _served(calibration, domain, detector)
+        if not rows.any() or detector not in calibration.thresholds:
+            continue
+        scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
+        flagged += int((scores >= calibration.thresholds[detector]).sum())
+        judged += int(rows.sum())
+    return flagged / max(judged, 1)
+
+
+def stability(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METHOD,
+              n_resamples: int = 200, seed: int = 0) -> dict:
+    """How much the adaptation moves when the domain's answers are resampled with replacement:
+    the 95% percentile interval of the ``sensitivity`` sentence threshold and of the share of
+    the domain's sentences it flags (each resample's adaptation applied to all of them)."""
+    rng = np.random.default_rng(seed)
+    ids, index = np.unique(domain.answers, return_inverse=True)
+    by_answer = [np.flatnonzero(index == i) for i in range(len(ids))]
+    thresholds, shares = [], []
+    for _ in range(n_resamples):
+        rows = np.concatenate([by_answer[i] for i in rng.integers(0, len(ids), len(ids))])
+        adapted = adapt(base, domain.subset(rows), method)
+        thresholds.append(adapted.thresholds["sensitivity"])
+        shares.append(flagged_share(adapted, domain))
+    adapted = adapt(base, domain, method)
+    return {"resamples": n_resamples,
+            "threshold": [round(float(q), 4) for q in np.quantile(thresholds, [0.025, 0.975])],
+            "flagged_share": round(flagged_share(adapted, domain), 4),
+            "flagged_share_interval": [round(float(q), 4) for q in np.quantile(shares, [0.025, 0.975])]}

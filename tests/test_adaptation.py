@@ -1,0 +1,143 @@
+"""Adapting a labelled calibration to a domain without labels: what each rule re-estimates,
+what it keeps, its stability, and `groundsense calibrate --adapt` end to end."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from groundsense.adaptation import METHODS, DomainSentences, adapt, flagged_share, stability, unsupported_share
+from groundsense.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
+from groundsense.cli import cli
+from groundsense.errors import InputError
+
+
+def sentences(n_answers=300, shift=0.0, seed=0, unsupported=0.15):
+    """Synthetic sentence features: unsupported sentences have a lower gap and smaller drops;
+    ``shift`` moves every feature of the domain by a constant (a domain's offset)."""
+    rng = np.random.default_rng(seed)
+    answers = np.repeat(np.arange(n_answers), 4)
+    labels = (rng.random(len(answers)) < unsupported).astype(int)
+    base = rng.normal(size=(len(answers), len(STANDARDISED))) + np.where(labels[:, None], -1.0, 0.0)
+    features = {name: base[:, i] + 1.0 + shift for i, name in enumerate(STANDARDISED)}
+    return features, labels, answers
+
+
+@pytest.fixture(scope="module")
+def labelled_base():
+    features, labels, answers = sentences()
+    return fit_calibration(features, "scorer", 5, labels=labels, answers=answers, made_with={"chunk_counts": [5]})
+
+
+def domain(shift=0.0, seed=1, unsupported=0.15, n_answers=300):
+    features, _, answers = sentences(n_answers, shift, seed, unsupported)
+    return DomainSentences(features, answers, np.full(len(answers), 5))
+
+
+def test_restandardising_undoes_a_domain_offset(labelled_base):
+    same, shifted = domain(), domain(shift=-1.5)
+    # unadapted, the offset moves every score: the base flags far more of the shifted domain
+    assert flagged_share(labelled_base, shifted) > flagged_share(labelled_base, same) + 0.3
+    adapted = adapt(labelled_base, shifted, "restandardise")
+    assert adapted.thresholds == labelled_base.thresholds  # kept in z-sum space
+    for name in STANDARDISED:
+        assert adapted.stats[name][0] == pytest.approx(shifted.features[name].mean())
+    assert flagged_share(adapted, shifted) == pytest.approx(flagged_share(adapt(labelled_base, same, "restandardise"),
+                                                                          same), abs=1e-12)
+
+
+def test_quantile_matching_flags_the_labelled_sets_share(labelled_base):
+    shifted = domain(shift=2.0)
+    adapted = adapt(labelled_base, shifted, "quantile")
+    assert adapted.stats == labelled_base.stats
+    share = labelled_base.made_with["on_calibration_set"]["sentence"]["sensitivity"]["flag_rate"]
+    assert flagged_share(adapted, shifted) == pytest.approx(share, abs=0.01)
+
+
+def test_the_mixture_estimates_a_larger_share_where_more_is_unsupported(labelled_base):
+    few, many = domain(unsupported=0.05, seed=2), domain(unsupported=0.6, seed=3)
+    shares = [adapt(labelled_base, d, "mixture").made_with["adaptation"]["estimated_unsupported_share"]["sensitivity"]
+              for d in (few, many)]
+    assert shares[0] < shares[1]
+    rng = np.random.default_rng(0)
+    assert unsupported_share(np.r_[rng.normal(0, 1, 800), rng.normal(6, 1, 200)]) == pytest.approx(0.2, abs=0.03)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_adapted_file_says_what_it_is_and_round_trips(labelled_base, method, tmp_path):
+    adapted = adapt(labelled_base, domain(), method, source="mine.jsonl")
+    made = adapted.made_with
+    assert made["answers"] == 300 and made["n_sentences"] == 1200 and made["labelled"] is False
+    assert made["adaptation"]["method"] == method and made["chunk_counts"] == [5]
+    assert adapted.answer_thresholds["sensitivity"] <= adapted.thresholds["sensitivity"]
+    adapted.save(tmp_path / "a.json")
+    assert Calibration.load(tmp_path / "a.json") == adapted
+    with pytest.raises(InputError, match="adapted to a domain"):  # the labelled curve does not hold there
+        adapted.threshold("sensitivity", target_recall=0.8)
+
+
+def test_quantile_and_mixture_need_a_labelled_base():
+    features, _, answers = sentences()
+    unlabelled = fit_calibration(features, "scorer", 5, answers=answers, made_with={"chunk_counts": [5]})
+    for method in ("quantile", "mixture"):
+        with pytest.raises(InputError, match="fitted with labels"):
+            adapt(unlabelled, domain(), method)
+    with pytest.raises(InputError, match="must be one of"):
+        adapt(unlabelled, domain(), "median")
+
+
+def test_a_domain_in_chunk_counts_the_base_does_not_serve_moves_only_the_gap(labelled_base):
+    other = domain(shift=-1.0)
+    other = DomainSentences(other.features, other.answers, np.full(len(other.answers), 3))
+    adapted = adapt(labelled_base, other, "restandardise")
+    assert adapted.stats == labelled_base.stats  # no sentence reaches the sensitivity detector
+    assert adapted.thresholds["gap"] != labelled_base.thresholds["gap"]
+
+
+def test_stability_brackets_the_estimate(labelled_base):
+    spread = stability(labelled_base, domain(n_answers=120), "quantile", n_resamples=50)
+    low, high = spread["flagged_share_interval"]
+    assert low <= spread["flagged_share"] <= high and low < high
+    assert spread["threshold"][0] < spread["threshold"][1]
+
+
+def test_the_shipped_calibration_can_be_adapted():
+    shipped = shipped_calibration("smollm2-135m-instruct", None)
+    adapted = adapt(shipped, domain(), "restandardise")
+    assert adapted.chunk_counts == shipped.chunk_counts and adapted.leave_one_out == shipped.leave_one_out
+
+
+@pytest.mark.slow  # scores with the real scorer
+def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
+    rows = [
+        {"question": "How long is the main span?", "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
+         "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.", "labels": []},
+        {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],
+         "answer": "The Seine flows through Paris. Paris has ten million bridges.", "labels": []},
+    ]
+    source = tmp_path / "mine.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    output = tmp_path / "adapted.json"
+    run = CliRunner().invoke
+    shipped = shipped_calibration("smollm2-135m-instruct", None)
+    base = tmp_path / "base.json"
+    shipped.save(base)
+    out = run(cli, ["calibrate", str(source), "--adapt", str(base), "-o", str(output), "-k", "2", "--no-progress"])
+    if cli_scorer.name != shipped.scorer:  # the tiny scorer: the base is the real one's
+        assert out.exit_code == 2 and "fitted for scorer" in out.output and not output.exists()
+        return
+    assert out.exit_code == 0, out.output
+    adapted = Calibration.load(output)
+    assert adapted.made_with["answers"] == 2 and adapted.made_with["adaptation"]["method"] == "restandardise"
+    assert "from 2 answers: flags" in out.stderr and "warning: only 2 answers" in out.stderr
+    assert "labels were not read" in out.stderr
+    assert adapted.made_with["adaptation"]["stability"]["resamples"] == 200
+    detected = run(cli, ["detect", "--calibration", str(output), "--json", "-k", "2"], input=json.dumps(rows[0]))
+    assert detected.exit_code == 0, detected.output
+    assert json.loads(detected.output)["threshold"] == pytest.approx(adapted.thresholds["sensitivity"])
+    output.unlink()
+    refused = run(cli, ["calibrate", str(source), "--adapt", str(base), "-o", str(output), "-k", "7"])
+    assert refused.exit_code == 2 and "chunks" in refused.output and not output.exists()
+    targeted = run(cli, ["calibrate", str(source), "--adapt", "shipped", "-o", str(output), "--target-recall", "0.8"])
+    assert targeted.exit_code == 2 and "reads no labels" in targeted.output
