@@ -46,15 +46,18 @@ def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target
 def operating(caches, calibration, output, resamples, seed, partial):
     """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
-    `detect --target-recall/--target-precision` offers, with source-level intervals."""
+    `detect --target-recall/--target-precision` offers, with source-level intervals; and on each
+    benchmark's test partition, the same calibration adapted without labels on its dev partition."""
     from ..calibration import Calibration, shipped_calibration
+    from ..eval.adapted_operating import adapted_section
     from ..eval.operating import operating_report
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
     command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
-    emit_report(operating_report(held_out_sets(caches, fitted.scorer, partial), fitted, command, resamples, seed),
-                output)
+    sets = held_out_sets(caches, fitted.scorer, partial)
+    text = operating_report(sets, fitted, command, resamples, seed)
+    emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..adaptation import METHODS, DomainSentences, adapt
+from ..adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
 from ..calibration import Calibration, fit_calibration
 from ..features import FEATURES
 from .bootstrap import group_draws
@@ -65,6 +65,35 @@ def outcomes(calibration: Calibration, sentences: pd.DataFrame) -> dict[str, tup
     return {"sentence": (scored["label"].to_numpy(), (scored["score"] >= scored["threshold"]).to_numpy(),
                          scored["source_id"].to_numpy()),
             "answer": (answers["label"].to_numpy(), answers["flagged"].to_numpy(), answers["source_id"].to_numpy())}
+
+
+def flag_table(fitted: Mapping[str, Calibration], test: pd.DataFrame, n_resamples: int,
+               seed: int) -> tuple[pd.DataFrame, dict]:
+    """Each calibration's flags on ``test`` per level, as ``value [lo, hi]`` cells (one row per
+    calibration and level), and the :func:`outcomes` behind them."""
+    rows, judged_by = [], {}
+    for row, calibration in fitted.items():
+        judged_by[row] = outcomes(calibration, test)
+        for level, (y, flagged, groups) in judged_by[row].items():
+            cells = flag_intervals(y, flagged, groups, n_resamples, seed)
+            rows.append({"rule": row, "level": level, **{m: interval_text(*v) for m, v in cells.items()}})
+    return pd.DataFrame(rows).set_index("rule"), judged_by
+
+
+def adapted_section(sets: Mapping[str, pd.DataFrame], base: Calibration, n_resamples: int = 2000,
+                    seed: int = 0) -> str:
+    """What `eval operating` adds on adaptation: per benchmark's test partition, the shipped
+    flag against the default adaptation fitted on its dev partition (docs/results/adaptation.md
+    has the protocol and the other rules)."""
+    lines = ["## Adapted to each benchmark (test partitions)", "",
+             f"`groundsense calibrate --adapt` with its default rule ({DEFAULT_METHOD}), fitted on the benchmark's dev "
+             "partition without labels, against the shipped calibration, on the test partition "
+             "([adaptation.md](adaptation.md): the protocol, the other rules and the oracle).", ""]
+    for name, sentences in sets.items():
+        p = partitioned(sentences)
+        fitted = {"unadapted (shipped)": base, f"adapted ({DEFAULT_METHOD})": adapt(base, domain(p[DEV]))}
+        lines += [f"### {name}", "", markdown_table(flag_table(fitted, p[TEST], n_resamples, seed)[0]), ""]
+    return "\n".join(lines)
 
 
 def point_f1(calibration: Calibration, sentences: pd.DataFrame) -> float:
@@ -142,13 +171,8 @@ def adaptation_report(sets: Mapping[str, pd.DataFrame], base: Calibration, comma
                   f"(dev: {p[DEV]['case_id'].nunique()} answers)", "",
                   f"95% source-level bootstrap intervals ({n_resamples:,} resamples). At answer level the flag "
                   "rate is the block rate of the fail-closed verdict.", ""]
-        rows, judged_by = [], {}
-        for row, calibration in fitted[name].items():
-            judged_by[row] = outcomes(calibration, test)
-            for level, (y, flagged, groups) in judged_by[row].items():
-                cells = flag_intervals(y, flagged, groups, n_resamples, seed)
-                rows.append({"rule": row, "level": level, **{m: interval_text(*v) for m, v in cells.items()}})
-        lines += [markdown_table(pd.DataFrame(rows).set_index("rule")), ""]
+        table, judged_by = flag_table(fitted[name], test, n_resamples, seed)
+        lines += [markdown_table(table), ""]
         y, adapted, groups = judged_by[chosen_row]["sentence"]
         difference = paired_f1_difference(y, adapted, judged_by["unadapted (shipped)"]["sentence"][1], groups,
                                           n_resamples, seed)
