@@ -141,3 +141,21 @@ def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
     assert refused.exit_code == 2 and "chunks" in refused.output and not output.exists()
     targeted = run(cli, ["calibrate", str(source), "--adapt", "shipped", "-o", str(output), "--target-recall", "0.8"])
     assert targeted.exit_code == 2 and "reads no labels" in targeted.output
+
+
+@pytest.mark.slow  # the real detector
+def test_adapting_on_detections_made_in_python(detector):
+    from groundsense.config import DetectorConfig
+    from groundsense.detector import Detector
+
+    rows = [{"question": "How long is the main span?", "answer": "Its main span is 4,200 feet long. It was painted gold.",
+             "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet.", "It is in San Francisco."]},
+            {"answer": "The Seine flows through Paris. Paris has ten million bridges.",
+             "passages": ["Paris is the capital of France.", "The Seine flows through Paris.", "It rains often."]}]
+    results = detector.detect_many(rows, progress=False)
+    mine = DomainSentences.from_results(results)
+    assert list(mine.answers) == [0, 0, 1, 1] and set(mine.chunk_counts) == {3}
+    assert mine.features["gap"][0] == pytest.approx(results[0].sentences[0].features["gap"])
+    adapted = adapt(shipped_calibration("smollm2-135m-instruct", None), mine)
+    again = Detector.from_config(DetectorConfig(calibration=adapted), detector.scorer).detect(**rows[1])
+    assert again.threshold == pytest.approx(adapted.thresholds["sensitivity"])

@@ -2,7 +2,8 @@
 
 What the labels taught stays: the features, the score's direction, which detector serves which
 chunk count, and (per rule) the threshold's place. What depends on the domain is re-estimated
-from the domain's scored sentences (`groundsense calibrate --adapt BASE.json rows.jsonl`):
+from the domain's scored sentences (`groundsense calibrate --adapt BASE.json rows.jsonl`; in
+Python, ``adapt(base, DomainSentences.from_results(detector.detect_many(rows)))``):
 
 - ``restandardise`` (R): each standardised feature's mean and deviation come from the domain;
   the ``sensitivity`` thresholds keep their place in its z-sum space and the ``gap`` ones their
@@ -21,12 +22,18 @@ recall or precision needs labels from it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .calibration import DETECTORS, LEVELS, Calibration, complete_rows, standardisation
 from .errors import InputError
+from .features import FEATURES
+
+if TYPE_CHECKING:
+    from .result import DetectionResult
 
 METHODS = ("restandardise", "quantile", "mixture")
 DEFAULT_METHOD = "restandardise"
@@ -45,6 +52,24 @@ class DomainSentences:
     def __post_init__(self):
         if not len(self.answers):
             raise InputError("adaptation needs scored sentences from the domain: none were given")
+
+    @classmethod
+    def from_results(cls, results: Iterable[DetectionResult]) -> DomainSentences:
+        """The scored sentences of detections made in full mode (``Detector.detect_many``), so
+        that a Python caller adapts on what it already scored."""
+        values: dict[str, list[float]] = {name: [] for name in FEATURES}
+        answers, chunk_counts = [], []
+        for number, result in enumerate(results):
+            for sentence in result.sentences:
+                if sentence.status != "scored":
+                    continue
+                for name in FEATURES:
+                    value = sentence.features.get(name)
+                    values[name].append(np.nan if value is None else value)
+                answers.append(number)
+                chunk_counts.append(len(result.chunks))
+        return cls({f: np.array(v, dtype=float) for f, v in values.items()}, np.array(answers),
+                   np.array(chunk_counts, dtype=int))
 
     def subset(self, rows: np.ndarray) -> DomainSentences:
         return DomainSentences({f: np.asarray(v, float)[rows] for f, v in self.features.items()},
