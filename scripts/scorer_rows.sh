@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rows of "which scorer, at what cost" that have no accuracy yet (README, docs/results/scorer-cost.md):
+# The rows of "which scorer, at what cost" that have no accuracy yet (docs/scorers.md, docs/results/scorer-cost.md):
 # the paper-style RAGTruth sample scored by the 1.5B scorer, two-pass first. (A two-pass row with
 # no set of its own takes the gap of its scorer's full set, the same two passes: the 0.5B one
 # comes from the committed 0.5B full run.) Each run

@@ -84,7 +84,7 @@ def test_a_timed_two_pass_configuration_takes_the_gap_of_its_scorers_full_set():
 
 
 def test_the_committed_two_pass_run_gives_the_full_runs_gap():
-    """What lets a two-pass row take its gap from a full set (README: "agree to 1.5e-5 nats")."""
+    """What lets a two-pass row take its gap from a full set (docs/scorers.md: "agree to 1.5e-5 nats")."""
     sets = {s.config["mode"]: s for s in load_cache(CACHE, "smollm2-135m-instruct")
             if s.benchmark == "ragtruth" and s.config.get("leave_one_out") != "masked"}
     index = ["case_id", "sentence_index"]

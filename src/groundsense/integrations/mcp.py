@@ -71,7 +71,7 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     DetectorConfig(**options)  # bad settings fail here, not on the first call
     server = MCPServer("groundsense", instructions=INSTRUCTIONS)
 
-    # The return annotation publishes an output schema: an object, the to_dict() contract (README).
+    # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).
     @server.tool(name=TOOL, title="Check an answer's grounding", description=DESCRIPTION,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,

@@ -1,0 +1,48 @@
+"""The user's entry documents link only to what exists: every relative link of README.md and
+CONTRIBUTING.md names a file of the repository, and a ``#fragment`` a heading of that page."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = ["README.md", "CONTRIBUTING.md"]
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text())
+    return {slug(line.lstrip("#")) for line in text.splitlines() if line.startswith("#")}
+
+
+def relative_links(page: Path) -> list[str]:
+    """The links of ``page`` outside code blocks that name no scheme (``https:``, ``mailto:``)."""
+    return [t for t in LINK.findall(FENCE.sub("", page.read_text())) if not re.match(r"[a-z]+:", t)]
+
+
+def test_slug_follows_github():
+    assert slug("What the scores mean and how good they are") == "what-the-scores-mean-and-how-good-they-are"
+    assert slug("Output contract (`--json`, `to_dict()`)") == "output-contract---json-to_dict"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_relative_links_resolve(document):
+    page = ROOT / document
+    links = relative_links(page)
+    assert links, f"{document} has no relative links: the pattern is wrong"
+    broken = []
+    for link in links:
+        path, _, fragment = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists():
+            broken.append(f"{link}: no such file")
+        elif fragment and target.suffix == ".md" and fragment not in anchors(target):
+            broken.append(f"{link}: no heading with that anchor")
+    assert not broken, f"{document}: " + "; ".join(broken)
