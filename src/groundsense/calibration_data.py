@@ -33,13 +33,18 @@ class ScoredRows:
     made_with: dict
 
 
-def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
-    """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`."""
+def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
+    """``source``'s rows by line, and whether they carry labels (all of them, or none)."""
     rows = {number: row for number, row in read_rows(source) if isinstance(row, dict)}
     has_labels = {number: "labels" in row for number, row in rows.items()}
     if any(has_labels.values()) and not all(has_labels.values()):
         raise InputError("some calibration rows have 'labels' and some do not: label all rows or none")
-    labelled = bool(has_labels) and all(has_labels.values())
+    return rows, bool(has_labels) and all(has_labels.values())
+
+
+def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
+    """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`."""
+    rows, labelled = labelled_rows(source)
     values: dict[str, list[float]] = {name: [] for name in FEATURES + SIGNED}
     labels: list[int] = []
     answer_of: list[int] = []  # each sentence's input line

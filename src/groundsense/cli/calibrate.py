@@ -1,4 +1,5 @@
-"""`groundsense calibrate`: fit standardisation statistics and flag thresholds."""
+"""`groundsense calibrate`: fit standardisation statistics and flag thresholds; and the scoring of
+labelled rows that `groundsense fit` shares with it."""
 
 from __future__ import annotations
 
@@ -12,16 +13,39 @@ from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
 
 
+def scoring_options(func):
+    """SOURCE, --features, --no-progress and the detector options: how `calibrate` and `fit`
+    score their rows (:func:`score_rows`)."""
+    options = [
+        click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+        click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Batch output to reuse or resume [default: SOURCE with .features.jsonl]."),
+        click.option("--no-progress", is_flag=True),
+        detector_options(omit=("mode", *FLAGGING)),  # fitting scores in full mode, uncalibrated
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict):
+    """Score ``source``'s rows in full mode, uncalibrated, into ``features`` (resuming a killed
+    run): the detector and the batch output's path."""
+    from ..batch import run_batch
+
+    features = features or source.with_suffix(".features.jsonl")
+    detector = common.make_detector(DetectorConfig(**options, mode="full", calibration=False))
+    with resumable(f"the features scored so far are in {features}"):
+        run_batch(detector, source, features, progress=not no_progress)
+    return detector, features
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@scoring_options
 @fit_target_options(labels_optional=True)
-@click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
-@click.option("--no-progress", is_flag=True)
-@detector_options(omit=("mode", *FLAGGING))  # fitting scores in full mode, uncalibrated
-def calibrate(source, output, features, target_recall, target_precision, flag_rate, no_progress, **detector_options):
+def calibrate(source, features, no_progress, output, target_recall, target_precision, flag_rate, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
@@ -33,13 +57,9 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     the sentence threshold flags --flag-rate of sentences. Never calibrate on the answers
     you will score.
     """
-    from ..batch import run_batch
     from ..calibration_data import fit_from_batch
 
-    features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(DetectorConfig(**detector_options, mode="full", calibration=False))
-    with resumable(f"the features scored so far are in {features}"):
-        run_batch(detector, source, features, progress=not no_progress)
+    detector, features = score_rows(source, features, no_progress, detector_options)
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
                                  leave_one_out=detector.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
