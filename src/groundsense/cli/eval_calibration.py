@@ -1,4 +1,5 @@
-"""`groundsense eval calibrate` and `operating`: a calibration fitted on a feature cache, and its flag on held-out answers."""
+"""`groundsense eval calibrate`, `operating` and `learning-curve`: a calibration fitted on a feature cache, its flag on
+held-out answers, and what a few-label fit gains over it."""
 
 from __future__ import annotations
 
@@ -51,16 +52,45 @@ def operating(caches, calibration, output, resamples, seed, partial):
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
-    chosen = {}  # benchmark -> (cache, feature set): the first cache holding it
-    for cache in caches:
-        for s in load_sets(cache, fitted.scorer, partial):
-            if s.full_exact:
-                chosen.setdefault(s.benchmark, (cache, s))
+    chosen = _first_sets(caches, fitted.scorer, partial)
     test_sets = {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
-    if not test_sets:
-        raise Failure(f"no full-mode, exact {fitted.scorer} feature set under {', '.join(map(str, caches))}")
     command = report_command("operating", *(a for c in caches for a in ("--cache", c)),
                              *(["--calibration", calibration] if calibration else []), *(["--partial"] if partial else []),
                              *(["-o", output] if output else []))
     text = operating_report(test_sets, fitted, command, resamples, seed)
     emit_report(text, output)
+
+
+def _first_sets(caches, scorer: str, partial: bool) -> dict:
+    """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set) from the first cache holding one."""
+    chosen = {}
+    for cache in caches:
+        for s in load_sets(cache, scorer, partial):
+            if s.full_exact:
+                chosen.setdefault(s.benchmark, (cache, s))
+    if not chosen:
+        raise Failure(f"no full-mode, exact {scorer} feature set under {', '.join(map(str, caches))}")
+    return chosen
+
+
+@click.command("learning-curve", context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              required=True, help="Feature cache(s); the first holding a benchmark serves it.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@partial_option
+def learning_curve(caches, output, seed, partial):
+    """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
+    benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
+    times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
+    from ..calibration import shipped_calibration
+    from ..eval.few_labels import learning_curve_report
+    from ..weights import DEFAULT_SCORER
+
+    chosen = _first_sets(caches, DEFAULT_SCORER, partial)
+    sets = {f"{b} ({cache.name}/{s.key})": s for b, (cache, s) in chosen.items()}
+    command = report_command("learning-curve", *(a for c in caches for a in ("--cache", c)),
+                             *(["--seed", seed] if seed else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
+    emit_report(learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed), output)
