@@ -58,7 +58,8 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
 
     shipped = json.loads(run("detect", "--example", "passages-qa", "--json").stdout)
     fitted = json.loads(run("detect", "--example", "passages-qa", "--json", "--calibration", str(output)).stdout)
-    assert fitted["detector"] == "sensitivity" and fitted["threshold"] == pytest.approx(detector["thresholds"]["sensitivity"])
+    assert fitted["detector"] == "sensitivity"
+    assert fitted["threshold"] == pytest.approx(detector["thresholds"]["sensitivity"])
     for before, after in zip(shipped["sentences"], fitted["sentences"]):
         values = after["features"]
         inputs = {**values, "log_n_tokens": np.log(values["n_tokens"])}

@@ -37,7 +37,8 @@ def test_the_fitted_score_is_the_log_odds_of_its_weights_and_survives_the_file(t
 
     assert roc_auc_score(labels, score) > 0.8 > roc_auc_score(labels, fitted.score("gap", features))
     # its thresholds are fitted on its own score, by calibrate's rules
-    assert fitted.thresholds["sensitivity"] in score and fitted.made_with["threshold_rule"]["sentence"]["sensitivity"] == "best F1"
+    assert fitted.thresholds["sensitivity"] in score
+    assert fitted.made_with["threshold_rule"]["sentence"]["sensitivity"] == "best F1"
     fitted.save(tmp_path / "d.json")
     assert Calibration.load(tmp_path / "d.json") == fitted
     assert fitted.inputs == ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal",

@@ -223,7 +223,8 @@ def fit_calibration(
     rows = complete_rows(features, STANDARDISED + tuple(weights["coefficients"] if weights else ()))
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
-    calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}), weights=dict(weights or {}))
+    calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}),
+                              weights=dict(weights or {}))
     rule, quality = {}, {}
     for detector in DETECTORS:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})

@@ -76,8 +76,8 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
 
 
 def fit_from_batch(
-    source: Path, features_path: Path, scorer: str, k: int, leave_one_out: str = "exact", target_recall: float | None = None,
-    target_precision: float | None = None, flag_rate: float = 0.1,
+    source: Path, features_path: Path, scorer: str, k: int, leave_one_out: str = "exact",
+    target_recall: float | None = None, target_precision: float | None = None, flag_rate: float = 0.1,
 ) -> Calibration:
     scored = read_scored(source, features_path, leave_one_out)
     return fit_calibration(

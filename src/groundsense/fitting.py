@@ -31,7 +31,8 @@ def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
     sds[sds == 0] = 1.0
     # (Newton-Cholesky: the optimum lbfgs approaches, reached in a few exact steps, without
     # lbfgs's many small BLAS calls that crawl on a busy machine)
-    model = LogisticRegression(C=REGULARISATION, solver="newton-cholesky", max_iter=200).fit((columns - means) / sds, labels)
+    model = LogisticRegression(C=REGULARISATION, solver="newton-cholesky", max_iter=200)
+    model.fit((columns - means) / sds, labels)
     return {
         "intercept": float(model.intercept_[0]),
         "coefficients": {name: float(c) for name, c in zip(LOGISTIC_FEATURES, model.coef_[0])},

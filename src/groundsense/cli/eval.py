@@ -16,6 +16,6 @@ def eval_group() -> None:
     """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
 
 
-for command in (extract, verify, report, selection, answers, scorer_cost, calibrate_from_cache, operating, learning_curve,
-                attribution_pairs, rate_attribution, compare, case):
+for command in (extract, verify, report, selection, answers, scorer_cost, calibrate_from_cache, operating,
+                learning_curve, attribution_pairs, rate_attribution, compare, case):
     eval_group.add_command(command)

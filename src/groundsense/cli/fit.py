@@ -70,6 +70,6 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
     )
     fitted.save(output)
     click.echo(calibration_written(output, fitted), err=True)
-    click.echo(f"  sensitivity: the fitted log-odds of 'unsupported'; weights: "
+    click.echo("  sensitivity: the fitted log-odds of 'unsupported'; weights: "
                + ", ".join(f"{name} {w:+.2f}" for name, w in sorted(fitted.weights["coefficients"].items(),
                                                                        key=lambda item: -np.abs(item[1]))), err=True)

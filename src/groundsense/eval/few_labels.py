@@ -104,8 +104,10 @@ class Comparison:
         return self.auc["fitted − default"][1] > 0
 
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame({"span AUC": {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in self.auc.items()},
-                             "F1": {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in self.f1.items()}})
+        def cells(metric: dict) -> dict[str, str]:
+            return {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in metric.items()}
+
+        return pd.DataFrame({"span AUC": cells(self.auc), "F1": cells(self.f1)})
 
     def record(self) -> dict:
         """What the written file keeps (``made_with.cross_validation``)."""
@@ -124,7 +126,8 @@ def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison
     y, n_groups = held.labels.astype(bool), draws.shape[1]
 
     def counts(flags: np.ndarray) -> list[np.ndarray]:  # per group: true and false positives, false negatives
-        return [np.bincount(index[mask], minlength=n_groups).astype(float) for mask in (y & flags, ~y & flags, y & ~flags)]
+        masks = (y & flags, ~y & flags, y & ~flags)
+        return [np.bincount(index[mask], minlength=n_groups).astype(float) for mask in masks]
 
     def f1(tp, fp, fn):
         return flag_metrics(tp, fp, fn, np.ones_like(tp))["f1"]
