@@ -159,3 +159,20 @@ def test_adapting_on_detections_made_in_python(detector):
     adapted = adapt(shipped_calibration("smollm2-135m-instruct", None), mine)
     again = Detector.from_config(DetectorConfig(calibration=adapted), detector.scorer).detect(**rows[1])
     assert again.threshold == pytest.approx(adapted.thresholds["sensitivity"])
+
+
+def test_a_fitted_file_adapts_with_its_weights():
+    from groundsense.fitting import fit_detector
+
+    features, labels, answers = sentences()
+    features = {**features, "jsd_loo_mean": features["jsd_loo_max"] / 2, "drop_mean": features["drop_max"] / 2,
+                "surprisal": features["gap"] + 3, "n_tokens": np.full(len(answers), 12.0),
+                "drop_min": features["drop_max"] - 1, "neg_drop_mass": np.abs(features["drop_max"])}
+    fitted = fit_detector(features, labels, answers, "scorer", 5, made_with={"chunk_counts": [5]})
+    shifted = DomainSentences({f: v - 1.5 if f != "n_tokens" else v for f, v in features.items()}, answers,
+                              np.full(len(answers), 5))
+    adapted = adapt(fitted, shifted, "restandardise")
+    assert adapted.weights["coefficients"] == fitted.weights["coefficients"]
+    assert adapted.weights["stats"]["gap"][0] == pytest.approx(fitted.weights["stats"]["gap"][0] - 1.5)
+    same = DomainSentences(features, answers, np.full(len(answers), 5))
+    assert flagged_share(adapted, shifted) == pytest.approx(flagged_share(fitted, same), abs=1e-9)

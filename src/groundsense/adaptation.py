@@ -5,7 +5,8 @@ chunk count, and (per rule) the threshold's place. What depends on the domain is
 from the domain's scored sentences (`groundsense calibrate --adapt BASE.json rows.jsonl`; in
 Python, ``adapt(base, DomainSentences.from_results(detector.detect_many(rows)))``):
 
-- ``restandardise`` (R): each standardised feature's mean and deviation come from the domain;
+- ``restandardise`` (R): each standardised feature's mean and deviation come from the domain
+  (those of a fitted file's logistic weights too);
   the ``sensitivity`` thresholds keep their place in its z-sum space and the ``gap`` ones their
   place in z(gap) units;
 - ``quantile`` (Q): the base statistics stay; each threshold moves to the domain score that
@@ -28,9 +29,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .calibration import DETECTORS, LEVELS, Calibration, complete_rows, standardisation
+from .calibration import DETECTORS, LEVELS, STANDARDISED, Calibration, complete_rows, logistic_input, standardisation
 from .errors import InputError
-from .features import FEATURES
+from .features import FEATURES, SIGNED
 
 if TYPE_CHECKING:
     from .result import DetectionResult
@@ -57,13 +58,13 @@ class DomainSentences:
     def from_results(cls, results: Iterable[DetectionResult]) -> DomainSentences:
         """The scored sentences of detections made in full mode (``Detector.detect_many``), so
         that a Python caller adapts on what it already scored."""
-        values: dict[str, list[float]] = {name: [] for name in FEATURES}
+        values: dict[str, list[float]] = {name: [] for name in FEATURES + SIGNED}
         answers, chunk_counts = [], []
         for number, result in enumerate(results):
             for sentence in result.sentences:
                 if sentence.status != "scored":
                     continue
-                for name in FEATURES:
+                for name in values:
                     value = sentence.features.get(name)
                     values[name].append(np.nan if value is None else value)
                 answers.append(number)
@@ -82,8 +83,8 @@ class DomainSentences:
 
 def _served(base: Calibration, domain: DomainSentences, detector: str) -> np.ndarray:
     """The sentences ``detector`` judges: ``sensitivity`` those of answers in a chunk count the
-    base serves with all features finite, ``gap`` the others with a finite gap."""
-    complete = complete_rows(domain.features)
+    base serves with all its features finite, ``gap`` the others with a finite gap."""
+    complete = complete_rows(domain.features, STANDARDISED + tuple(base.weights.get("coefficients", ())))
     served = np.array([base.serves(int(n)) for n in domain.chunk_counts], dtype=bool) & complete
     if detector == "sensitivity":
         return served
@@ -111,11 +112,15 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
     """``base`` adapted to ``domain`` (read from ``source``) by ``method`` (one of :data:`METHODS`)."""
     if method not in METHODS:
         raise InputError(f"adaptation method must be one of {', '.join(METHODS)}, not {method!r}")
-    stats, thresholds, answer_thresholds, estimates = dict(base.stats), {}, {}, {}
+    stats, weights, thresholds, answer_thresholds, estimates = dict(base.stats), dict(base.weights), {}, {}, {}
     if method == "restandardise":
         rows = _served(base, domain, "sensitivity")
-        stats = standardisation({f: np.asarray(v, float)[rows] for f, v in domain.features.items()}) \
-            if rows.sum() >= 2 else stats
+        if rows.sum() >= 2:
+            served = {f: np.asarray(v, float)[rows] for f, v in domain.features.items()}
+            stats = standardisation(served)
+            if weights:  # a fitted file: its logistic features are standardised on the domain too
+                weights["stats"] = {name: [float(np.mean(values)), float(np.std(values) or 1.0)] for name in
+                                    weights["coefficients"] for values in [logistic_input(served, name)]}
     for detector in DETECTORS:
         rows = _served(base, domain, detector)
         fitted = base.thresholds.get(detector)
@@ -125,7 +130,7 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
         if rows.sum() < 2:  # nothing of the domain reaches this detector: it stays as it was
             thresholds[detector], answer_thresholds[detector] = fitted, answer
             continue
-        scores = Calibration(base.scorer, base.k, stats, {}).score(
+        scores = Calibration(base.scorer, base.k, stats, {}, weights=weights).score(
             detector, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
         if method == "restandardise":
             new, new_answer = fitted, answer
@@ -152,7 +157,7 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
                        **({"estimated_unsupported_share": {d: round(v, 4) for d, v in estimates.items()}}
                           if estimates else {})},
     }
-    return Calibration(base.scorer, base.k, stats, thresholds, made_with, answer_thresholds, curves={})
+    return Calibration(base.scorer, base.k, stats, thresholds, made_with, answer_thresholds, curves={}, weights=weights)
 
 
 def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:

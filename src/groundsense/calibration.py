@@ -4,7 +4,10 @@ Two detectors, both "higher = more suspicious":
 
 - ``gap``: ``-gap``. Training-free, needs only two passes; direction fixed in advance.
 - ``sensitivity``: ``-(z(gap) + z(jsd_noctx) + z(drop_max) + z(jsd_loo_max))`` with the
-  means and standard deviations of a calibration set, never of the answer being scored.
+  means and standard deviations of a calibration set, never of the answer being scored; or,
+  in a file that ``groundsense fit`` wrote (it has ``weights``), the log-odds of "unsupported"
+  of a logistic regression over the :data:`LOGISTIC_FEATURES`, fitted on a team's labels
+  (:mod:`groundsense.fitting`).
 
 A calibration file holds those statistics and, per detector, two flag thresholds: one for
 sentences and one for whole answers (on the answer's most suspicious sentence: the
@@ -29,9 +32,14 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .features import GROUNDING
 from .thresholds import compact_curve, labelled_threshold, target_threshold
 
 STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
+# What a fitted (logistic) sensitivity score reads: every per-sentence feature the detector
+# computes, n_tokens on a log scale, and of the signed features the two that are not a
+# linear combination of the others (``gap_rest`` is ``gap - drop_max``).
+LOGISTIC_FEATURES = (*GROUNDING, "surprisal", "log_n_tokens", "drop_min", "neg_drop_mass")
 DETECTORS = ("sensitivity", "gap")
 LEVELS = ("sentence", "answer")
 
@@ -46,9 +54,28 @@ def sensitivity_score(stats: dict[str, tuple[float, float]], features: dict[str,
     return -total
 
 
-def complete_rows(features: dict[str, np.ndarray]) -> np.ndarray:
-    """Which sentences have all the :data:`STANDARDISED` features finite."""
-    return np.all([np.isfinite(np.asarray(features[f], float)) for f in STANDARDISED], axis=0)
+def logistic_input(features: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """One of the :data:`LOGISTIC_FEATURES` from a sentence feature dict (``log_n_tokens``
+    from ``n_tokens``)."""
+    if name == "log_n_tokens":
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(features["n_tokens"], float))
+    return np.asarray(features[name], float)
+
+
+def logistic_score(weights: dict, features: dict[str, np.ndarray]) -> np.ndarray:
+    """The log-odds of "unsupported" under ``weights`` (``intercept``, ``coefficients`` and
+    ``stats``: feature -> coefficient of its z-score, and (mean, standard deviation))."""
+    total = np.full(len(np.asarray(features["gap"])), float(weights["intercept"]))
+    for name, coefficient in weights["coefficients"].items():
+        mean, sd = weights["stats"][name]
+        total = total + coefficient * (logistic_input(features, name) - mean) / sd
+    return total
+
+
+def complete_rows(features: dict[str, np.ndarray], names: tuple[str, ...] = STANDARDISED) -> np.ndarray:
+    """Which sentences have all the ``names`` features finite (:data:`LOGISTIC_FEATURES` may be named)."""
+    return np.all([np.isfinite(logistic_input(features, f)) for f in names], axis=0)
 
 
 def standardisation(features: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
@@ -73,6 +100,8 @@ class Calibration:
     answer_thresholds: dict[str, float] = field(default_factory=dict)
     # detector -> :func:`compact_curve` of its sentence scores on the labelled set
     curves: dict[str, list[list[float]]] = field(default_factory=dict)
+    # `groundsense fit`: the sensitivity score's logistic weights (:func:`logistic_score`); empty: the z-sum
+    weights: dict = field(default_factory=dict)
 
     @property
     def leave_one_out(self) -> str:
@@ -119,9 +148,17 @@ class Calibration:
         except InputError as exc:
             raise InputError(f"the {detector} detector: {exc}") from None
 
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The sentence features its ``sensitivity`` score reads (``n_tokens`` for ``log_n_tokens``)."""
+        names = self.weights["coefficients"] if self.weights else self.stats
+        return tuple(dict.fromkeys("n_tokens" if n == "log_n_tokens" else n for n in names))
+
     def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
         if detector == "gap":
             return gap_score(features)
+        if self.weights:
+            return logistic_score(self.weights, features)
         return sensitivity_score(self.stats, features)
 
     def save(self, path: str | Path) -> None:
@@ -139,9 +176,16 @@ class Calibration:
         try:
             data = json.loads(Path(path).read_text())
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
-            return cls(**data)
+            calibration = cls(**data)
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
+        weights = calibration.weights
+        if weights and not (isinstance(weights.get("intercept"), (int, float)) and weights.get("coefficients")
+                            and set(weights["coefficients"]) <= set(LOGISTIC_FEATURES)
+                            and set(weights["coefficients"]) <= set(weights.get("stats", {}))):
+            raise InputError(f"cannot read calibration file {path}: its 'weights' need an 'intercept', and "
+                             f"'coefficients' and 'stats' of features among {', '.join(LOGISTIC_FEATURES)}")
+        return calibration
 
 
 def shipped_calibration(scorer: str, chunks: int | None) -> Calibration | None:
@@ -165,18 +209,22 @@ def fit_calibration(
     flag_rate: float = 0.1,
     made_with: dict | None = None,
     answers: np.ndarray | None = None,
+    weights: dict | None = None,
 ) -> Calibration:
-    """Fit statistics and thresholds on sentence features (arrays over sentences).
+    """Fit statistics and thresholds on sentence features (arrays over sentences); with
+    ``weights`` (:func:`groundsense.fitting.fit_weights`), the ``sensitivity`` thresholds are
+    fitted on their logistic score, over the sentences with all its features.
 
     With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are
     fitted too, on each answer's most suspicious sentence against whether any of its sentences
     is unsupported (over the sentences with all features), at most the sentence threshold (see
     :meth:`Calibration.threshold`): at the same target, or by default the sentence threshold
     unless the best lower one by Youden's J (:func:`youden_threshold`) is significantly better."""
-    rows = complete_rows(features)
+    rows = complete_rows(features, STANDARDISED + tuple(weights["coefficients"] if weights else ()))
     if rows.sum() < 2:
         raise InputError("calibration needs at least two scored sentences with all four features")
-    calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}))
+    calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}),
+                              weights=dict(weights or {}))
     rule, quality = {}, {}
     for detector in DETECTORS:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})

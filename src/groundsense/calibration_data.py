@@ -1,4 +1,5 @@
-"""Turn a batch run over calibration answers into a :class:`Calibration`."""
+"""Turn a batch run over calibration answers into sentence features and labels, and those into a
+:class:`Calibration`."""
 
 from __future__ import annotations
 
@@ -11,66 +12,79 @@ import numpy as np
 from .batch import read_rows
 from .calibration import Calibration, fit_calibration
 from .errors import InputError
-from .features import FEATURES
+from .features import FEATURES, SIGNED
 
 
 def _overlaps(start: int, end: int, spans: list[dict]) -> bool:
     return any(start < int(s["end"]) and int(s["start"]) < end for s in spans)
 
 
-@dataclass(frozen=True)
-class BatchSentences:
-    """The scored sentences of a batch run over calibration answers: each feature as an array
-    over sentences, each sentence's answer (input line) and chunk count, and its label (None
-    when the rows carry none)."""
+@dataclass
+class ScoredRows:
+    """The scored sentences of a batch run over calibration answers: features (arrays over
+    sentences; NaN where missing), labels (None when the rows carry none), each sentence's
+    answer (input line), chunk count and cross-validation group (the row's ``source``, else its
+    answer), and the provenance a calibration file records."""
 
     features: dict[str, np.ndarray]
-    answers: np.ndarray
-    chunk_counts: np.ndarray
     labels: np.ndarray | None
-    n_answers: int  # answers scored, those without a scored sentence included
+    answers: np.ndarray
+    groups: np.ndarray
+    made_with: dict
+    chunk_counts: np.ndarray
 
 
-def read_batch(source: Path, features_path: Path) -> BatchSentences:
-    """The sentences of ``features_path``, the batch output over ``source`` (answers that
-    failed to score are left out; labels come from the source rows' ``labels`` spans)."""
+def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
+    """``source``'s rows by line, and whether they carry labels (all of them, or none)."""
     rows = {number: row for number, row in read_rows(source) if isinstance(row, dict)}
     has_labels = {number: "labels" in row for number, row in rows.items()}
     if any(has_labels.values()) and not all(has_labels.values()):
         raise InputError("some calibration rows have 'labels' and some do not: label all rows or none")
-    labelled = bool(has_labels) and all(has_labels.values())
-    values: dict[str, list[float]] = {name: [] for name in FEATURES}
+    return rows, bool(has_labels) and all(has_labels.values())
+
+
+def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
+    """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`."""
+    rows, labelled = labelled_rows(source)
+    values: dict[str, list[float]] = {name: [] for name in FEATURES + SIGNED}
     labels: list[int] = []
     answer_of: list[int] = []  # each sentence's input line
-    chunks_of: list[int] = []
-    answers = 0
+    groups: list[str] = []
+    chunks_of: list[int] = []  # each sentence's answer's chunk count
+    answers, chunk_counts = 0, set()
     for line in features_path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if "error" in record:
             continue
         answers += 1
+        chunk_counts.add(len(record["chunks"]))
+        row = rows[record["line"]]
         for sentence in record["sentences"]:
             if sentence["status"] != "scored":
                 continue
-            for name in FEATURES:
-                value = sentence["features"][name]
+            for name in values:
+                value = sentence["features"].get(name)  # (older batch output lacks the signed features)
                 values[name].append(np.nan if value is None else value)
             answer_of.append(record["line"])
             chunks_of.append(len(record["chunks"]))
+            groups.append(f"source {row['source']}" if "source" in row else f"line {record['line']}")
             if labelled:
-                labels.append(int(_overlaps(sentence["start"], sentence["end"], rows[record["line"]]["labels"])))
-    return BatchSentences({name: np.array(v, dtype=float) for name, v in values.items()}, np.array(answer_of),
-                          np.array(chunks_of, dtype=int), np.array(labels) if labelled else None, answers)
+                labels.append(int(_overlaps(sentence["start"], sentence["end"], row["labels"])))
+    return ScoredRows(
+        {name: np.array(v, dtype=float) for name, v in values.items()}, np.array(labels) if labelled else None,
+        np.array(answer_of), np.array(groups, dtype=object),
+        {"source": source.name, "answers": answers, "labelled": labelled, "chunk_counts": sorted(chunk_counts),
+         "leave_one_out": leave_one_out},
+        np.array(chunks_of, dtype=int),
+    )
 
 
 def fit_from_batch(
-    source: Path, features_path: Path, scorer: str, k: int, leave_one_out: str = "exact", target_recall: float | None = None,
-    target_precision: float | None = None, flag_rate: float = 0.1,
+    source: Path, features_path: Path, scorer: str, k: int, leave_one_out: str = "exact",
+    target_recall: float | None = None, target_precision: float | None = None, flag_rate: float = 0.1,
 ) -> Calibration:
-    batch = read_batch(source, features_path)
+    scored = read_scored(source, features_path, leave_one_out)
     return fit_calibration(
-        batch.features, scorer, k, labels=batch.labels, target_recall=target_recall,
-        target_precision=target_precision, flag_rate=flag_rate, answers=batch.answers,
-        made_with={"source": source.name, "answers": batch.n_answers, "labelled": batch.labels is not None,
-                   "chunk_counts": sorted({int(n) for n in batch.chunk_counts}), "leave_one_out": leave_one_out},
+        scored.features, scorer, k, labels=scored.labels, target_recall=target_recall,
+        target_precision=target_precision, flag_rate=flag_rate, answers=scored.answers, made_with=scored.made_with,
     )

@@ -23,7 +23,9 @@ from .text import Span, is_blank
 
 MAX_K = 50  # chunks a context string may be split into; each costs one more scorer pass
 MODES = ("full", "two_pass")
-FIELDS = ("id", "question", "context", "passages", "answer", "sentences", "options", "labels")
+# ``labels`` (unsupported spans) and ``source`` (the document or question an answer comes from,
+# which `groundsense fit` keeps within one cross-validation fold) are read by calibrate and fit
+FIELDS = ("id", "question", "context", "passages", "answer", "sentences", "options", "labels", "source")
 STREAM_FIELDS = ("id", "question", "context", "passages", "options")
 OPTIONS = ("k", "mode")
 
@@ -170,6 +172,9 @@ def check_delta(line: object) -> str:
 def check_row(row: object) -> CheckedRow:
     """Validate one request row (a JSON object with the keys of :data:`FIELDS`)."""
     row_id, question = _check_head(row, FIELDS)
+    source = row.get("source")
+    if source is not None and not (_is_int(source) or isinstance(source, str)):
+        raise InputError(f"'source' must be a string or an integer, not {_kind(source)}")
     if "answer" not in row:
         raise InputError("the input has no 'answer' field: give the answer text to check")
     check_inputs(row["answer"], row.get("context"), row.get("passages"))

@@ -104,6 +104,7 @@ CASES: list[Case] = [
     _case("question a number", _with(question=5), Error("'question' must be a string")),
     _case("id an object", _with(id={"a": 1}), Error("'id' must be a string or an integer")),
     _case("id a boolean", _with(id=True), Error("'id' must be a string or an integer")),
+    _case("source a list", _with(source=["doc"]), Error("'source' must be a string or an integer")),
     # -- lone surrogates ----------------------------------------------------------------
     _case("lone surrogate in the answer", _with(answer="Its main span\ud800 is long."), Error("lone UTF-16 surrogate")),
     _case("lone low surrogate in the answer", _with(answer="\udc00"), Error("lone UTF-16 surrogate")),

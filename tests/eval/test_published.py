@@ -83,14 +83,15 @@ def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
     assert_same_numbers(tmp_path / "compare.json", committed_json)
 
 
-RENDERED = ["docs/results/adaptation.md", "docs/results/answer-level.md", "docs/results/selection-A.md", "docs/results/selection-B.md",
-            "docs/results/operating.md",
+RENDERED = ["docs/results/adaptation.md", "docs/results/answer-level.md", "docs/results/selection-A.md",
+            "docs/results/selection-B.md", "docs/results/operating.md", "docs/results/learning-curve.md",
             "docs/results/scorer-cost.md"]
 
 
 @pytest.mark.parametrize("report", RENDERED)
 def test_rendered_report_equals_its_render(report, tmp_path, monkeypatch):
-    """Reports that carry their own command on line 3 (`eval answers`, `selection`, `operating`, `scorer-cost`)."""
+    """Reports that carry their own command on line 3 (`eval answers`, `selection`, `operating`, `learning-curve`,
+    `scorer-cost`)."""
     text = (ROOT / report).read_text()
     command = shlex.split(text.splitlines()[2].strip().strip("`"))
     assert command[:2] == ["groundsense", "eval"] and command[-2] == "-o", f"{report}: line 3 should be its command"

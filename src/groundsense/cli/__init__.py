@@ -1,6 +1,6 @@
-"""``groundsense``: detect, stream, batch, calibrate, serve, serve agents (MCP) and evaluate from the shell.
+"""``groundsense``: detect, stream, batch, calibrate, fit, serve, serve agents (MCP) and evaluate from the shell.
 
-One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`,
+One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`, :mod:`.fit`,
 :mod:`.serve`, :mod:`.mcp`; :mod:`.catalogue` lists the examples and scorers) and per group (:mod:`.eval`);
 what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
 """
@@ -16,6 +16,7 @@ from .calibrate import calibrate
 from .catalogue import examples, scorers
 from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
 from .detect import detect
+from .fit import fit
 from .eval import eval_group
 from .mcp import mcp
 from .serve import serve
@@ -42,7 +43,7 @@ def cli(verbose: bool, threads: int | None) -> None:
         hf_logging.disable_progress_bar()
 
 
-for command in (detect, stream, batch, calibrate, serve, mcp, examples, scorers, eval_group):
+for command in (detect, stream, batch, calibrate, fit, serve, mcp, examples, scorers, eval_group):
     cli.add_command(command)
 
 

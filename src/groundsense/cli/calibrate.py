@@ -1,4 +1,5 @@
-"""`groundsense calibrate`: fit standardisation statistics and flag thresholds."""
+"""`groundsense calibrate`: fit standardisation statistics and flag thresholds; and the scoring of
+labelled rows that `groundsense fit` shares with it."""
 
 from __future__ import annotations
 
@@ -15,11 +16,38 @@ from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
 
 
+def scoring_options(func):
+    """SOURCE, --features, --no-progress and the detector options: how `calibrate` and `fit`
+    score their rows (:func:`score_rows`)."""
+    options = [
+        click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+        click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Batch output to reuse or resume [default: SOURCE with .features.jsonl]."),
+        click.option("--no-progress", is_flag=True),
+        detector_options(omit=("mode", *FLAGGING)),  # fitting scores in full mode, uncalibrated
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict, check=None):
+    """Score ``source``'s rows in full mode, uncalibrated, into ``features`` (resuming a killed
+    run): the detector and the batch output's path. ``check(detector)`` runs before any scoring."""
+    from ..batch import run_batch
+
+    features = features or source.with_suffix(".features.jsonl")
+    detector = common.make_detector(DetectorConfig(**options, mode="full", calibration=False))
+    if check:
+        check(detector)
+    with resumable(f"the features scored so far are in {features}"):
+        run_batch(detector, source, features, progress=not no_progress)
+    return detector, features
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@scoring_options
 @fit_target_options(labels_optional=True)
-@click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Batch output to reuse or resume [default: SOURCE with .features.jsonl].")
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--adapt", "base", default=None, metavar="BASE.json|shipped",
@@ -27,9 +55,7 @@ from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_op
                    "`shipped` for the default scorer's shipped one, or a file.")
 @click.option("--method", type=click.Choice(METHODS), default=DEFAULT_METHOD, show_default=True,
               help="With --adapt: what is re-estimated on the domain (docs/detector-selection.md chose the default).")
-@click.option("--no-progress", is_flag=True)
-@detector_options(omit=("mode", *FLAGGING))  # fitting scores in full mode, uncalibrated
-def calibrate(source, output, features, target_recall, target_precision, flag_rate, base, method, no_progress,
+def calibrate(source, features, no_progress, output, target_recall, target_precision, flag_rate, base, method,
               **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
@@ -47,23 +73,18 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     few hundred answers of your own, unlabelled. It reports how many answers it saw and how
     stable the estimate is (a bootstrap over the answers).
     """
-    from ..batch import run_batch
     from ..calibration_data import fit_from_batch
 
-    config = DetectorConfig(**detector_options, mode="full", calibration=False)
-    if base and (target_recall or target_precision):
-        raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the target "
-                         "at detect time only with a labelled calibration, or drop --adapt and label the rows")
-    labelled_base = base and adaptation_base(base)  # read first: a bad base fails before the scorer loads
-    features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(config)
-    if labelled_base:
-        check_base(labelled_base, base, detector.scorer.name, config.k)
-    with resumable(f"the features scored so far are in {features}"):
-        run_batch(detector, source, features, progress=not no_progress)
-    if labelled_base:
+    if base:
+        if target_recall or target_precision:
+            raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "
+                             "target at detect time only with a labelled calibration, or drop --adapt and label the rows")
+        labelled_base = adaptation_base(base)  # read first: a bad base fails before the scorer loads
+        detector, features = score_rows(source, features, no_progress, detector_options,
+                                        check=lambda d: check_base(labelled_base, base, d.scorer.name, d.k))
         adapted(labelled_base, source, features, method, output)
         return
+    detector, features = score_rows(source, features, no_progress, detector_options)
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
                                  leave_one_out=detector.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
@@ -93,12 +114,12 @@ def adapted(base: Calibration, source: Path, features: Path, method: str, output
     """Adapt ``base`` to the batch output ``features``, write it to ``output`` and report how
     many answers it saw and how stable it is."""
     from ..adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
-    from ..calibration_data import read_batch
+    from ..calibration_data import read_scored
 
-    batch = read_batch(source, features)
-    if not len(batch.answers):
+    scored = read_scored(source, features)
+    if not len(scored.answers):
         raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")
-    domain = DomainSentences(batch.features, batch.answers, batch.chunk_counts)
+    domain = DomainSentences(scored.features, scored.answers, scored.chunk_counts)
     calibration = adapt(base, domain, method, source=source.name)
     spread = stability(base, domain, method)
     calibration.made_with["adaptation"]["stability"] = spread
@@ -108,7 +129,7 @@ def adapted(base: Calibration, source: Path, features: Path, method: str, output
     click.echo(f"  adapted by {method} from {domain.n_answers} answers: flags {spread['flagged_share']:.1%} of their "
                f"sentences (95% interval over {spread['resamples']} resamples of the answers: {low:.1%}-{high:.1%})",
                err=True)
-    if batch.labels is not None:
+    if scored.labels is not None:
         click.echo("  (the rows' labels were not read: drop --adapt to fit the thresholds on them)", err=True)
     if domain.n_answers < FEW_ANSWERS:
         click.echo(f"warning: only {domain.n_answers} answers: the estimate is loose; adapt on a few hundred",

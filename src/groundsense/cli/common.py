@@ -22,7 +22,8 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 EXIT_CODES = """\b
 Exit codes, the same for every command:
   0    done (in a batch, a bad row is an error record, not a failure)
-  1    a sentence was flagged under --fail-on-flag (or an internal error: a traceback)
+  1    a sentence was flagged under --fail-on-flag; `fit` found no gain and wrote nothing (or an internal
+       error: a traceback)
   2    bad usage or input, or a scorer or verifier that cannot load: the message says what to do
   130  interrupted (Ctrl-C), 143 stopped (SIGTERM): finished work is kept; rerun to resume
 """

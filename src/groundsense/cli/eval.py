@@ -6,7 +6,7 @@ import click
 
 from .common import CONTEXT_SETTINGS, EXIT_CODES
 from .eval_attribution import attribution_pairs, rate_attribution
-from .eval_calibration import adaptation, calibrate_from_cache, operating
+from .eval_calibration import adaptation, calibrate_from_cache, learning_curve, operating
 from .eval_reports import answers, compare, report, scorer_cost, selection
 from .eval_scoring import case, extract, verify
 
@@ -17,5 +17,5 @@ def eval_group() -> None:
 
 
 for command in (extract, verify, report, selection, answers, scorer_cost, calibrate_from_cache, operating, adaptation,
-                attribution_pairs, rate_attribution, compare, case):
+                learning_curve, attribution_pairs, rate_attribution, compare, case):
     eval_group.add_command(command)

@@ -1,5 +1,5 @@
-"""`groundsense eval calibrate`, `operating` and `adaptation`: a calibration fitted on a feature cache, its flag on
-held-out answers, and the label-free adaptation protocol."""
+"""`groundsense eval calibrate`, `operating`, `adaptation` and `learning-curve`: a calibration fitted on a feature
+cache, its flag on held-out answers, the label-free adaptation protocol, and what a few-label fit gains over it."""
 
 from __future__ import annotations
 
@@ -84,14 +84,42 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
 
 def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict:
     """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it."""
-    chosen = {}  # benchmark -> (cache, feature set)
+    return {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
+
+
+def _first_sets(caches, scorer: str, partial: bool) -> dict:
+    """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set) from the first cache holding one."""
+    chosen = {}
     for cache in caches:
         for s in load_sets(cache, scorer, partial):
             if s.full_exact:
                 chosen.setdefault(s.benchmark, (cache, s))
     if not chosen:
         raise Failure(f"no full-mode, exact {scorer} feature set under {', '.join(map(str, caches))}")
-    return {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in chosen.items()}
+    return chosen
+
+
+@click.command("learning-curve", context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              required=True, help="Feature cache(s); the first holding a benchmark serves it.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here [default: standard output].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@partial_option
+def learning_curve(caches, output, seed, partial):
+    """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
+    benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
+    times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
+    from ..calibration import shipped_calibration
+    from ..eval.few_labels import learning_curve_report
+    from ..weights import DEFAULT_SCORER
+
+    chosen = _first_sets(caches, DEFAULT_SCORER, partial)
+    sets = {f"{b} ({cache.name}/{s.key})": s for b, (cache, s) in chosen.items()}
+    command = report_command("learning-curve", *(a for c in caches for a in ("--cache", c)),
+                             *(["--seed", seed] if seed else []), *(["--partial"] if partial else []),
+                             *(["-o", output] if output else []))
+    emit_report(learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed), output)
 
 
 def _report_arguments(caches, calibration, partial, output) -> list:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
 from ..calibration import Calibration, fit_calibration
-from ..features import FEATURES
+from ..features import FEATURES, SIGNED
 from .bootstrap import group_draws
 from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged
 from .split import DEV, TEST, assign_partition
@@ -34,7 +34,8 @@ def partitioned(sentences: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def domain(sentences: pd.DataFrame) -> DomainSentences:
     """What an adaptation reads: the scored sentences' features, answers and chunk counts (no labels)."""
     scored = sentences[sentences["status"] == "scored"]
-    return DomainSentences({f: scored[f].to_numpy(dtype=float) for f in FEATURES}, scored["case_id"].to_numpy(),
+    return DomainSentences({f: scored[f].to_numpy(dtype=float) for f in FEATURES + SIGNED if f in scored},
+                           scored["case_id"].to_numpy(),
                            scored["n_chunks"].to_numpy())
 
 

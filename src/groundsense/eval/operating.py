@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..calibration import Calibration
 from ..errors import InputError
+from ..features import SIGNED, signed_features
 from .bootstrap import group_draws
 from .tables import interval_text, markdown_table
 
@@ -72,7 +73,11 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     ``score`` (NaN where unscored) and the sentence and answer ``threshold``s. As the detector
     does with a shipped calibration, answers scored in a chunk count the calibration was fitted
     on get the ``sensitivity`` detector, the others the ``gap`` and its thresholds."""
-    features = {f: sentences[f].to_numpy(dtype=float) for f in ("gap", *calibration.stats)}
+    table = sentences
+    if set(SIGNED) & set(calibration.inputs):  # a fitted file's score reads signed features, kept as drops
+        drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
+        table = sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
+    features = {f: table[f].to_numpy(dtype=float) for f in ("gap", *calibration.inputs)}
     served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
     targets = (point.target_recall, point.target_precision)
     columns = {"score": np.where(served, calibration.score("sensitivity", features), calibration.score("gap", features))}

@@ -7,7 +7,8 @@ from .cases import Case
 
 def case_row(case: Case, labels: bool = False) -> dict:
     """``{id, question, context | passages, answer, sentences}``; with ``labels``, also the
-    unsupported sentences as ``labels`` spans, the form `groundsense calibrate` reads."""
+    unsupported sentences as ``labels`` spans and the case's ``source``: the form
+    `groundsense calibrate` and `groundsense fit` read."""
     row: dict = {"id": case.id, "question": case.question}
     if case.passages is not None:
         row["passages"] = case.passages
@@ -17,4 +18,5 @@ def case_row(case: Case, labels: bool = False) -> dict:
     row["sentences"] = [[s.start, s.end] for s in case.sentences]
     if labels:
         row["labels"] = [{"start": s.start, "end": s.end} for s in case.sentences if s.unsupported]
+        row["source"] = case.source_id
     return row

@@ -63,7 +63,9 @@ class DetectRequest(BaseModel):
     sentences: list[tuple[int, int]] | None = Field(
         None, description="Optional sentence spans in the answer: integer pairs, in order, not overlapping.")
     options: Options | None = None
-    labels: list | None = Field(None, description="Read by `groundsense calibrate`; ignored here.")
+    labels: list | None = Field(None, description="Read by `groundsense calibrate` and `fit`; ignored here.")
+    source: str | int | None = Field(None, description="Read by `groundsense fit` (its cross-validation groups); "
+                                                       "ignored here.")
 
 
 class ApiError(Exception):

@@ -1,0 +1,57 @@
+"""A detector fitted on a team's own labels (`groundsense fit`): the L2-regularised logistic
+regression of the detector-selection protocol's candidate A (C = 0.1, standardised features)
+over the per-sentence features the detector computes at detect time
+(:data:`groundsense.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
+weights a reader can inspect (``Calibration.weights``). How well it does against the
+training-free score is measured outside the core (:mod:`groundsense.eval.few_labels`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .calibration import LOGISTIC_FEATURES, Calibration, complete_rows, fit_calibration, logistic_input
+from .errors import InputError
+
+REGULARISATION = 0.1  # C of the logistic regression, as in the detector-selection protocol
+
+
+def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
+    """The logistic weights (:func:`groundsense.calibration.logistic_score`) fitted on
+    sentences (arrays over sentences, every one with all :data:`LOGISTIC_FEATURES` finite):
+    each feature standardised by its mean and population standard deviation (1 where it is
+    constant), then an L2 logistic regression at C = :data:`REGULARISATION`."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = np.asarray(labels, dtype=int)
+    if labels.min() == labels.max():
+        raise InputError("a fit needs both supported and unsupported sentences")
+    columns = np.column_stack([logistic_input(features, name) for name in LOGISTIC_FEATURES])
+    means, sds = columns.mean(axis=0), columns.std(axis=0)
+    sds[sds == 0] = 1.0
+    # (Newton-Cholesky: the optimum lbfgs approaches, reached in a few exact steps, without
+    # lbfgs's many small BLAS calls that crawl on a busy machine)
+    model = LogisticRegression(C=REGULARISATION, solver="newton-cholesky", max_iter=200)
+    model.fit((columns - means) / sds, labels)
+    return {
+        "intercept": float(model.intercept_[0]),
+        "coefficients": {name: float(c) for name, c in zip(LOGISTIC_FEATURES, model.coef_[0])},
+        "stats": {name: [float(m), float(s)] for name, m, s in zip(LOGISTIC_FEATURES, means, sds)},
+    }
+
+
+def fitted_rows(features: dict[str, np.ndarray]) -> np.ndarray:
+    """Which sentences a fit can use: those with every :data:`LOGISTIC_FEATURES` finite."""
+    return complete_rows(features, LOGISTIC_FEATURES)
+
+
+def fit_detector(
+    features: dict[str, np.ndarray], labels: np.ndarray, answers: np.ndarray, scorer: str, k: int,
+    target_recall: float | None = None, target_precision: float | None = None, made_with: dict | None = None,
+) -> Calibration:
+    """A calibration whose ``sensitivity`` score is the logistic fit on every labelled
+    sentence, with thresholds by :func:`groundsense.calibration.fit_calibration`'s rules."""
+    rows = fitted_rows(features)
+    weights = fit_weights({f: np.asarray(v, float)[rows] for f, v in features.items()}, np.asarray(labels)[rows])
+    return fit_calibration(features, scorer, k, labels=labels, target_recall=target_recall,
+                           target_precision=target_precision, made_with=made_with, answers=answers, weights=weights)

@@ -1,0 +1,75 @@
+"""The few-label fit against the training-free score on held-out sources (groundsense.eval.few_labels),
+on synthetic features where the truth is known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from groundsense.calibration import Calibration
+from groundsense.errors import InputError
+from groundsense.eval.few_labels import (
+    DRAWS, SIZES, compare, cross_validate, curve, curve_table, draw_answers, goal_text,
+)
+
+FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")
+
+
+def _sentences(n_sources=40, per_source=3, sentences=4, signal=2.0, seed=0):
+    """Sentences of answers of sources; ``surprisal`` (which the default ignores) separates the
+    labels with ``signal``, the default's features carry a weak signal."""
+    rng = np.random.default_rng(seed)
+    n = n_sources * per_source * sentences
+    labels = (rng.random(n) < 0.25).astype(int)
+    features = {name: rng.normal(size=n) - 0.3 * labels for name in FEATURES}
+    features.update(surprisal=signal * labels + rng.normal(size=n), n_tokens=rng.integers(3, 30, size=n).astype(float))
+    answers = np.arange(n) // sentences
+    return features, labels, answers, answers // per_source
+
+
+DEFAULT = Calibration("s", 5, {f: (0.0, 1.0) for f in ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")}, {})
+
+
+def test_cross_validation_finds_the_gain_the_default_cannot_reach():
+    features, labels, _, sources = _sentences()
+    held = cross_validate(features, labels, sources, DEFAULT.score("sensitivity", features))
+    assert len(held.labels) == len(labels)  # every sentence judged once, out of fold
+    comparison = compare(held, n_resamples=500)
+    assert comparison.groups == 40 and comparison.better
+    diff, lo, hi = comparison.auc["fitted − default"]
+    assert lo > 0 and lo <= diff <= hi
+    assert comparison.auc["fitted"][0] > 0.8 and comparison.f1["fitted − default"][0] > 0
+    assert list(comparison.table().index) == ["fitted", "default", "fitted − default"]
+
+
+def test_without_a_signal_beyond_the_default_the_fit_is_not_better():
+    features, labels, _, sources = _sentences(signal=0.0, seed=1)
+    rng = np.random.default_rng(1)  # the default's four features carry all the signal, equally: it is optimal
+    features = {**features, **{f: rng.normal(size=len(labels)) for f in FEATURES},
+                **{f: rng.normal(size=len(labels)) - 0.8 * labels for f in DEFAULT.stats}}
+    comparison = compare(cross_validate(features, labels, sources, DEFAULT.score("sensitivity", features)), 500)
+    assert not comparison.better
+
+
+def test_cross_validation_needs_five_sources():
+    features, labels, _, sources = _sentences()
+    with pytest.raises(InputError, match="at least 5 sources"):
+        cross_validate(features, labels, sources % 4, DEFAULT.score("sensitivity", features))
+
+
+def test_a_draw_takes_whole_sources_but_the_last():
+    by_source = {s: [f"{s}-{i}" for i in range(3)] for s in "abcdefg"}
+    drawn, touched = draw_answers(by_source, 7, np.random.default_rng(0))
+    assert len(drawn) == 7 and len(touched) == 3
+    assert sum(set(answers) <= drawn for s, answers in by_source.items() if s in touched) == 2
+
+
+def test_the_learning_curve_judges_on_sources_not_drawn():
+    features, labels, answers, sources = _sentences(n_sources=200, per_source=2, sentences=3)
+    dev = pd.DataFrame({**features, "label": labels, "case_id": answers, "source_id": sources})
+    draws = curve(dev, DEFAULT)
+    assert list(draws["n"].unique()) == [n for n in SIZES if n < 400] and (draws.groupby("n").size() == DRAWS).all()
+    assert (draws["answers evaluated"] == 400 - draws["n"] - draws["n"] % 2).all()  # sources, not answers, held out
+    assert (draws["fitted AUC"] > draws["default AUC"]).mean() > 0.9
+    table = curve_table(draws)
+    assert list(table.index) == ["50 answers", "100 answers", "200 answers"]
+    assert "The goal holds" in goal_text({"a": draws, "b": draws}) and "is missed" in goal_text({"a": draws})

@@ -1,0 +1,78 @@
+"""`groundsense fit` end to end with the real default scorer, on 15 labelled RAGTruth train
+answers (five sources of three QA answers each, short passages): it cross-validates, refuses
+to write a fit that is not better, writes one under --force, and `detect --calibration` then
+scores with its weights."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from groundsense.cli import cli
+from groundsense.eval.ragtruth import load_ragtruth
+from groundsense.eval.rows import case_row
+
+pytestmark = [pytest.mark.slow, pytest.mark.data]
+
+# Three answers of each of five sources, each source with supported and unsupported answers.
+IDS = ["ragtruth:11856", "ragtruth:11857", "ragtruth:11858", "ragtruth:11952", "ragtruth:11953", "ragtruth:11954",
+       "ragtruth:12666", "ragtruth:12667", "ragtruth:12668", "ragtruth:12726", "ragtruth:12727", "ragtruth:12728",
+       "ragtruth:12924", "ragtruth:12925", "ragtruth:12926"]
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """The labelled rows, scored once (the features file next to them serves every run)."""
+    cases = {c.id: c for c in load_ragtruth(ids=IDS)[0]}
+    source = tmp_path_factory.mktemp("fit") / "labelled.jsonl"
+    source.write_text("".join(json.dumps(case_row(cases[i], labels=True)) + "\n" for i in IDS))
+    return source
+
+
+def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled):
+    output = labelled.with_name("detector.json")
+    refused = run("fit", str(labelled), "-o", str(output), "--no-progress")
+    assert "5-fold cross-validation over 5 sources" in refused.stdout  # the rows' source field groups them
+    assert "| fitted − default |" in refused.stdout
+    # 15 answers are far too few for the AUC difference's interval to clear 0
+    assert refused.exit_code == 1, refused.output
+    assert "does not rank significantly better" in refused.stderr and "--force" in refused.stderr
+    assert not output.exists()
+
+    forced = run("fit", str(labelled), "-o", str(output), "--no-progress", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "writing it anyway (--force)" in forced.stderr and f"wrote {output}" in forced.stderr
+    detector = json.loads(output.read_text())
+    made = detector["made_with"]
+    assert made["answers"] == 15 and made["labelled"] is True
+    cv = made["cross_validation"]
+    assert cv["groups"] == 5 and cv["grouped_by"] == "source" and cv["better"] is False and cv["folds"] == 5
+    assert set(cv["auc"]) == {"fitted", "default", "fitted − default"}
+    weights = detector["weights"]
+    assert len(weights["coefficients"]) == 10 and set(weights["stats"]) == set(weights["coefficients"])
+
+    shipped = json.loads(run("detect", "--example", "passages-qa", "--json").stdout)
+    fitted = json.loads(run("detect", "--example", "passages-qa", "--json", "--calibration", str(output)).stdout)
+    assert fitted["detector"] == "sensitivity"
+    assert fitted["threshold"] == pytest.approx(detector["thresholds"]["sensitivity"])
+    for before, after in zip(shipped["sentences"], fitted["sentences"]):
+        values = after["features"]
+        inputs = {**values, "log_n_tokens": np.log(values["n_tokens"])}
+        log_odds = weights["intercept"] + sum(c * (inputs[f] - weights["stats"][f][0]) / weights["stats"][f][1]
+                                              for f, c in weights["coefficients"].items())
+        assert after["score"] == pytest.approx(log_odds, abs=1e-6)  # the weights' combination of its features
+        assert after["score"] != pytest.approx(before["score"], abs=1e-3)  # not the shipped four-feature sum
+        assert after["flagged"] is (after["score"] >= fitted["threshold"])
+
+
+def test_fit_needs_labels_and_says_so_before_scoring(labelled):
+    unlabelled = labelled.with_name("unlabelled.jsonl")
+    rows = [json.loads(line) for line in labelled.read_text().splitlines()]
+    unlabelled.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "labels"}) + "\n" for r in rows[:3]))
+    out = run("fit", str(unlabelled), "-o", str(labelled.with_name("x.json")), "--no-progress")
+    assert out.exit_code == 2 and "has no 'labels'" in out.output
