@@ -18,8 +18,8 @@ REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_serv
 # two shared cores time nothing reliably. "explore" draws new examples each run, more of them,
 # and replays the failures it found from .hypothesis/ (git-ignored):
 # HYPOTHESIS_PROFILE=explore pytest tests/test_properties.py -n 0
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=50, print_blob=True)
-settings.register_profile("explore", deadline=None, max_examples=500)
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100, print_blob=True)
+settings.register_profile("explore", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
