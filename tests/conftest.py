@@ -2,6 +2,7 @@ import os
 
 import pytest
 import torch
+from hypothesis import settings
 
 from groundsense.detector import Detector
 from groundsense.eval.cases import data_root
@@ -11,6 +12,15 @@ from groundsense.scorer import Scorer
 # What loads the real default scorer: the session's scorer and detector here; in
 # tests/service, the servers and the readiness wait of an app whose lifespan loads it.
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
+
+# Hypothesis (tests/test_properties.py). "ci", the default, draws the same examples on every run
+# and keeps no database, so a run's outcome and time depend only on the code; no deadline, since
+# two shared cores time nothing reliably. "explore" draws new examples each run, more of them,
+# and replays the failures it found from .hypothesis/ (git-ignored):
+# HYPOTHESIS_PROFILE=explore pytest tests/test_properties.py -n 0
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100, print_blob=True)
+settings.register_profile("explore", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_modifyitems(items):

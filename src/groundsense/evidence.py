@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .scorer import Scorer
-from .text import Chunk, Span, chunk_context, join_passages
+from .text import Chunk, Span, chunk_context, join_passages, strip_span
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def build_evidence(
     budget = max_tokens
     while True:
         cut, removed = _cut(scorer, text, budget)
-        kept = _clip(chunks, cut) if passages is not None else chunk_context(text[:cut], k)
+        kept = _clip(text, chunks, cut) if passages is not None else chunk_context(text[:cut], k)
         evidence = Evidence(text, kept, removed)
         excess = sum(len(scorer.tokenize(evidence.chunk_text(c))) for c in kept) - max_tokens
         if excess <= 0 or budget <= 0:
@@ -51,7 +51,9 @@ def _cut(scorer: Scorer, text: str, budget: int) -> tuple[int, int]:
     return int(offsets[max(budget, 0)][0]), len(offsets) - max(budget, 0)
 
 
-def _clip(chunks: list[Chunk], cut: int) -> list[Chunk]:
+def _clip(text: str, chunks: list[Chunk], cut: int) -> list[Chunk]:
+    """The chunks that start before ``cut``, ended there; a clipped content is stripped again (the
+    cut often falls after a space or a line break)."""
     kept = []
     for chunk in chunks:
         if chunk.content.start >= cut:
@@ -60,7 +62,7 @@ def _clip(chunks: list[Chunk], cut: int) -> list[Chunk]:
             replace(
                 chunk,
                 removal=Span(chunk.removal.start, min(chunk.removal.end, cut)),
-                content=Span(chunk.content.start, min(chunk.content.end, cut)),
+                content=strip_span(text, chunk.content.start, min(chunk.content.end, cut)),
             )
         )
     return kept

@@ -59,7 +59,8 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def _strip(text: str, start: int, end: int) -> Span | None:
+def strip_span(text: str, start: int, end: int) -> Span | None:
+    """``text[start:end]`` without its invisible ends; None when nothing visible is left."""
     while start < end and invisible(text[start]):
         start += 1
     while end > start and invisible(text[end - 1]):
@@ -90,13 +91,13 @@ def _segment_line(text: str, line: str, offset: int) -> list[Span]:
         found = line.find(piece, cursor) if piece else -1
         if found < 0:
             # pysbd altered the text (it should not with clean=False): keep the rest whole.
-            rest = _strip(text, offset + cursor, offset + len(line))
+            rest = strip_span(text, offset + cursor, offset + len(line))
             return spans + ([rest] if rest else [])
-        span = _strip(text, offset + found, offset + found + len(piece))
+        span = strip_span(text, offset + found, offset + found + len(piece))
         if span:
             spans.append(span)
         cursor = found + len(piece)
-    tail = _strip(text, offset + cursor, offset + len(line))
+    tail = strip_span(text, offset + cursor, offset + len(line))
     return spans + ([tail] if tail else [])
 
 
@@ -142,7 +143,7 @@ def join_passages(passages: list[str]) -> tuple[str, list[Chunk]]:
             context += PASSAGE_SEPARATOR
         body_start = len(context)
         context += passage
-        content = _strip(context, body_start, len(context))
+        content = strip_span(context, body_start, len(context))
         assert content is not None
         chunks.append(Chunk(len(chunks), Span(removal_start, len(context)), content, position))
     return context, chunks

@@ -95,7 +95,7 @@ def check_spans(spans: object, answer: str) -> list[Span]:
         span = Span(int(pair[0]), int(pair[1]))
         if not 0 <= span.start < span.end <= len(answer):
             raise InputError(
-                f"sentences[{i}] = [{span.start}, {span.end}] must lie inside the answer, with "
+                f"sentences[{i}] = [{_short(span.start)}, {_short(span.end)}] must lie inside the answer, with "
                 f"0 <= start < end <= {len(answer)} (its length in characters)"
             )
         if checked and span.start < checked[-1].end:
@@ -210,5 +210,8 @@ def _kind(value: object) -> str:
 
 def _short(value: object, limit: int = 40) -> str:
     """A value for a message: its repr (which escapes control characters), cut short."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # an integer of more digits than Python prints, lists nested too deep
+        text = f"{_kind(value)} too large to show"
     return text if len(text) <= limit else text[: limit - 1] + "…"
