@@ -13,11 +13,11 @@ verdict (Yes -> 1, No -> 0; ``from_logprobs`` False); one that gives neither is 
 Every failure raises :class:`~groundsense.errors.VerifierError` naming the server and what
 to do; a failure is never a score. The SDK retries 408/409/429/5xx replies, timeouts and
 connection errors ``retries`` times with exponential backoff and jitter (0.5 s doubling, at
-most 8 s, or the server's ``Retry-After``). Replies are cached by a hash of the URL and the
-request, in memory and, with ``cache=DIR``, on disk; a cached reply costs no tokens. Token
-counts come from the replies' ``usage``: per sentence in the verdicts and as a running total
-in :attr:`OpenAIVerifier.usage`. The model's size is unknown, so ``n_parameters`` and
-``gflops`` are 0.
+most 8 s, or the server's ``Retry-After`` up to 2 minutes). Replies are cached by a hash of
+the URL and the request, in memory and, with ``cache=DIR``, on disk; a cached reply costs no
+tokens. Token counts come from the replies' ``usage``: per sentence in the verdicts and as
+running totals in :attr:`OpenAIVerifier.usage`. The model's size is unknown, so
+``n_parameters`` and ``gflops`` are 0.
 """
 
 from __future__ import annotations
