@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from groundsense.cascade import Cascade
@@ -114,6 +115,29 @@ def test_cascade_escalates_to_the_server_and_reports_the_tokens(detector, judge_
         assert 0 <= sentence.verifier_score <= 1 and sentence.verifier_score == expected
         assert sentence.flagged is bool(expected >= 0.5)
     assert judge.usage["cache_hits"] == 2  # the same requests as the cascade's: answered from the cache
+
+
+def test_eval_verify_caches_scores_with_their_tokens_and_a_failure_as_an_error_row(judge_server, keyed, tmp_path):
+    from groundsense.eval.cases import Case, LabelledSentence
+    from groundsense.eval.store import read_parts
+    from groundsense.eval.verify import verify
+
+    answer = "The Colosseum is in Rome. It was built by Napoleon."
+    labels = [LabelledSentence(0, 25, False), LabelledSentence(26, len(answer), True, "baseless")]
+    passages = ["The Colosseum is in Rome. It could hold about 50,000 spectators."]
+    cases = [Case(f"ragtruth:{i}", "ragtruth:src", "QA", "Where?", None, passages, answer, labels, "ragtruth", "test")
+             for i in (1, 2)]
+    judge = make_verifier(f"openai:{judge_server.model}", {"url": judge_server.url})
+    rows = read_parts(verify(judge, cases, tmp_path, progress=False).folder)
+    assert len(rows) == 4 and (rows["status"] == "scored").all() and rows["score"].between(0, 1).all()
+    assert rows["from_logprobs"].all() and (rows["gflops"] == 0).all()
+    first, second = rows[rows["case_id"] == "ragtruth:1"], rows[rows["case_id"] == "ragtruth:2"]
+    assert (first["prompt_tokens"] > 0).all() and (second["prompt_tokens"] == 0).all()  # the same prompts: cached
+    down = OpenAIVerifier("smollm2", url=f"http://127.0.0.1:{llamacpp_server.free_port()}/v1", retries=0)
+    failed = verify(down, cases[:1], tmp_path, progress=False)
+    assert (failed.written, failed.errors) == (1, 1)
+    error = pd.read_parquet(next(failed.folder.glob("part-*.parquet")))
+    assert error["status"].tolist() == ["error"] and "cannot reach" in error["error"].iloc[0]
 
 
 @pytest.mark.slow  # loads the real scorer in a subprocess

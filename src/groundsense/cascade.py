@@ -58,7 +58,7 @@ class Cascade:
         if getattr(verifier, "scores_are_probabilities", True) is False:
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
                              "cascade cannot threshold them: use a judge or a classifier "
-                             "(judge:, nli:, minicheck:, alignscore:)")
+                             "(judge:, openai:, nli:, minicheck:, alignscore:)")
         escalation_mask(np.zeros(0), escalate)  # checks the fraction
         self.escalate, self.threshold = escalate, threshold
 
