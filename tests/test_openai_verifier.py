@@ -160,7 +160,7 @@ def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_serve
 def test_a_closed_port_is_unreachable(detector):
     url = f"http://127.0.0.1:{llamacpp_server.free_port()}/v1"  # nothing listens there
     judge = OpenAIVerifier("smollm2", url=url, retries=1)
-    with pytest.raises(VerifierError, match=rf"cannot reach the verifier server {url} .*after 1 retries.*start the"):
+    with pytest.raises(VerifierError, match=rf"cannot reach the verifier server {url} .*after 1 retries.*start the server, or point"):
         judge.verify(SENTENCES)
     with pytest.raises(VerifierError, match="cannot reach"):  # a cascade passes it on: nothing is "supported"
         Cascade(detector, judge, escalate=1.0).detect(**load_example("passages-qa"))
@@ -293,7 +293,7 @@ def test_requests_are_bounded_by_the_concurrency_and_the_key_is_sent_only_when_s
 
 
 def test_the_url_comes_from_the_option_or_the_environment(monkeypatch):
-    with pytest.raises(InputError, match="needs the server's URL: pass -o url=.*GROUNDSENSE_VERIFIER_URL"):
+    with pytest.raises(InputError, match="needs its server's URL, e.g. .*: set GROUNDSENSE_VERIFIER_URL, or pass it"):
         make_verifier("openai:m", device=None)
     monkeypatch.setenv("GROUNDSENSE_VERIFIER_URL", "http://127.0.0.1:1/v1/")
     judge = make_verifier("openai:m", device=None)

@@ -77,8 +77,8 @@ class OpenAIVerifier(ModelVerifier):
                                       "pip install 'groundsense[openai]'") from exc
         url = url or os.environ.get(URL_ENV)
         if not url:
-            raise InputError(f"the openai:{model} verifier needs the server's URL: pass -o url=http://HOST:PORT/v1 "
-                             f"(--verifier-url) or set {URL_ENV}")
+            raise InputError(f"the openai:{model} verifier needs its server's URL, e.g. http://127.0.0.1:8000/v1: "
+                             f"set {URL_ENV}, or pass it (--verifier-url, -o url=URL, url=URL)")
         if concurrency < 1 or retries < 0 or not timeout > 0:
             raise InputError(f"openai verifier: concurrency must be at least 1, retries at least 0 and timeout "
                              f"above 0 (got {concurrency}, {retries}, {timeout})")
@@ -163,7 +163,7 @@ class OpenAIVerifier(ModelVerifier):
                                 "or check that the server is not overloaded") from exc
         except openai.APIConnectionError as exc:
             raise VerifierError(f"cannot reach {self.server} {tries} ({exc.__cause__ or exc}): start the server, "
-                                "or pass its URL (-o url=http://HOST:PORT/v1)") from exc
+                                "or point the verifier at it (its URL, ending in /v1)") from exc
         except openai.APIStatusError as exc:
             hint = " (is the model name right, and does the URL end in /v1?)" if exc.status_code == 404 else ""
             raise VerifierError(f"{self.server} answered HTTP {exc.status_code}{hint}: "
