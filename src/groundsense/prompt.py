@@ -52,6 +52,12 @@ def render_user_turn(tokenizer, message: str) -> tuple[str, str]:
 
 
 JUDGE_INSTRUCTION = "Is the following sentence supported by the context? Answer Yes or No."
+JUDGE_YES, JUDGE_NO = ("Yes", "yes", "YES"), ("No", "no", "NO")  # the spellings of the judge's answers read
+
+
+def judge_message(context: str, question: str, sentence: str) -> str:
+    """The judge's user message: the context, the question, the instruction and the sentence."""
+    return user_message(context, question) + f"\n\n{JUDGE_INSTRUCTION}\nSentence: {sentence}"
 RATING_QUESTION = (
     "Does the passage support the sentence? Answer Yes (it says everything the sentence says), Some (it says only "
     "part of it), No (it does not say it) or False (it says otherwise)."
@@ -70,8 +76,7 @@ class JudgeLayout:
 
     @classmethod
     def for_tokenizer(cls, tokenizer, question: str) -> "JudgeLayout":
-        message = user_message(_CONTEXT_SLOT, question) + f"\n\n{JUDGE_INSTRUCTION}\nSentence: {_SENTENCE_SLOT}"
-        return cls._around_slots(tokenizer, message)
+        return cls._around_slots(tokenizer, judge_message(_CONTEXT_SLOT, question, _SENTENCE_SLOT))
 
     @classmethod
     def for_rating(cls, tokenizer) -> "JudgeLayout":

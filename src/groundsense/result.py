@@ -118,7 +118,7 @@ class DetectionResult:
     answer: AnswerSummary
     truncated: Truncation
     chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
-    cascade: dict | None = None  # {verifier, escalate, threshold, n_escalated} from a Cascade
+    cascade: dict | None = None  # {verifier, escalate, threshold, n_escalated[, verifier_usage]} from a Cascade
     warnings: list[str] = field(default_factory=list)  # e.g. text the scorer was not trained for
     # Cost accounting, not part of to_dict(): tokens_processed depends on what the scorer's
     # evidence cache already held, and the same input must always give the same output.

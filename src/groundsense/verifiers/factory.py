@@ -17,10 +17,12 @@ KINDS = {  # kind -> (module of this package, class)
     "minicheck": ("seqclf", "MiniCheckVerifier"),
     "alignscore": ("seqclf", "AlignScoreVerifier"),
     "contextcite": ("contextcite", "ContextCiteVerifier"),
+    "openai": ("openai_judge", "OpenAIVerifier"),
 }
 SPEC_HELP = (
     "judge:<scorer>, contextcite:<scorer> (a built-in scorer, local directory or Hugging Face id), "
-    "nli:<id or path>, minicheck:<id or path>, alignscore:<id or path>"
+    "nli:<id or path>, minicheck:<id or path>, alignscore:<id or path>, "
+    "openai:<model> (a judge behind an OpenAI-compatible server: -o url=... or $GROUNDSENSE_VERIFIER_URL)"
 )
 
 

@@ -17,13 +17,11 @@ import numpy as np
 from ..config import DEFAULTS
 from ..errors import VerifierUnavailable
 from ..evidence import build_evidence
-from ..prompt import JudgeLayout
+from ..prompt import JUDGE_NO, JUDGE_YES, JudgeLayout
 from ..scorer import Scorer
 from ..validate import check_inputs
 from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
-
-YES, NO = ("Yes", "yes", "YES"), ("No", "no", "NO")
 
 
 def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
@@ -47,7 +45,7 @@ class JudgeVerifier(ModelVerifier):
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
         self.k, self.max_context_tokens = k, max_context_tokens
         self.params = {"k": k, "max_context_tokens": max_context_tokens}
-        self.yes, self.no = answer_token_ids(self.scorer, YES), answer_token_ids(self.scorer, NO)
+        self.yes, self.no = answer_token_ids(self.scorer, JUDGE_YES), answer_token_ids(self.scorer, JUDGE_NO)
         if not self.yes or not self.no:
             raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
                                       "it cannot be the judge")
