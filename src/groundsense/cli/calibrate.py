@@ -37,7 +37,7 @@ def calibrate(source, output, features, target_recall, target_precision, flag_ra
     from ..calibration_data import fit_from_batch
 
     features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(DetectorConfig(**detector_options, mode="full", calibration=False))
+    detector = common.make_detection(DetectorConfig(**detector_options, mode="full", calibration=False))
     with resumable(f"the features scored so far are in {features}"):
         run_batch(detector, source, features, progress=not no_progress)
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,

@@ -28,7 +28,7 @@ def extract(benchmark, sample, splits, subsets, limit, cache, token_rows, no_pro
 
     config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, sample, splits, subsets)
-    detector = common.make_detector(config)
+    detector = common.make_detection(config)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
