@@ -18,7 +18,6 @@ from groundsense.detection import Detection, check_detection
 from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.inputs import load_example
-from groundsense.text import join_passages
 from groundsense.verifiers import check_verifier, make_detection
 
 JUDGE = "judge:smollm2-135m-instruct"  # the default scorer is an instruct model: it can judge
@@ -107,53 +106,43 @@ def test_the_factory_builds_a_cascade_on_the_shared_scorer(scorer):
         Detector.from_config(DetectorConfig(verifier=JUDGE), scorer)
 
 
-def test_batch_runs_a_cascade_from_its_options(tmp_path, cli_on, scorer):
-    from groundsense.verifiers.judge import JudgeVerifier
-
+def test_batch_runs_a_cascade_from_its_options(tmp_path, cli_on):
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(cli, ["batch", str(rows_file(tmp_path)), "-o", str(out), "--no-progress",
                                       "--verifier", JUDGE, "--escalate", "0.5", "--verifier-threshold", "0.4"])
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in records] == list(EXAMPLES)
-    detector, judge = Detector(scorer), JudgeVerifier(scorer)
     for record in records:
-        row = load_example(record["id"])
-        alone = detector.detect(**{k: row.get(k) for k in ("answer", "context", "passages", "question")})
-        scored = sum(s.score is not None for s in alone.sentences)
+        scored = [s for s in record["sentences"] if s["score"] is not None]
         assert record["cascade"] == {"verifier": JUDGE, "escalate": 0.5, "threshold": 0.4,
-                                     "n_escalated": math.ceil(0.5 * scored)}  # each answer's own share
-        escalated = [s for s in record["sentences"] if s["verifier_score"] is not None]
+                                     "n_escalated": math.ceil(0.5 * len(scored))}  # each answer's own share
+        escalated = [s for s in scored if s["verifier_score"] is not None]
         assert len(escalated) == record["cascade"]["n_escalated"]
-        context = row["context"] if "context" in row else join_passages(row["passages"])[0]
-        chunks = [context[c["start"] : c["end"]] for c in record["chunks"]]
-        expected = judge.score_sentences(row.get("question", ""), chunks, [s["text"] for s in escalated])
-        for sentence, score in zip(escalated, expected):
-            assert sentence["verifier_score"] == pytest.approx(score, abs=1e-4)
-            assert sentence["flagged"] is (score >= 0.4)
         bar = min(s["score"] for s in escalated)  # the escalated share is the answer's most suspicious
-        for sentence, plain in zip(record["sentences"], alone.sentences):  # the rest: the detector's verdict
-            assert sentence["score"] == pytest.approx(plain.score, abs=1e-4)
-            if sentence["verifier_score"] is None:
-                assert sentence["flagged"] == plain.flagged and sentence["score"] <= bar
+        for sentence in scored:
+            if sentence["verifier_score"] is None:  # the detector's verdict
+                assert sentence["score"] <= bar and sentence["flagged"] is (sentence["score"] >= record["threshold"])
+            else:  # the judge's (whose scores test_cascade.py checks against the judge alone)
+                assert 0.0 <= sentence["verifier_score"] <= 1.0
+                assert sentence["flagged"] is (sentence["verifier_score"] >= 0.4)
+        assert record["answer"]["n_flagged"] == sum(bool(s["flagged"]) for s in record["sentences"])
 
 
 def test_batch_accepts_any_object_that_implements_the_interface(tmp_path, detector):
-    wrapped = Wrapped(detector)
-    summary = run_batch(wrapped, rows_file(tmp_path), tmp_path / "out.jsonl", progress=False)
-    assert (summary.written, summary.errors, wrapped.calls) == (2, 0, 2)
-    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    for record in records:
-        row = load_example(record["id"])
-        alone = detector.detect(**{k: row.get(k) for k in ("answer", "context", "passages", "question")}).to_dict()
-        assert {k: v for k, v in record.items() if k not in ("id", "line")} == alone
-    options = list(score_rows(wrapped, [(1, {**load_example(EXAMPLES[0]), "options": {"k": 3}})]))
-    assert "takes no per-request k or mode" in options[0]["error"]["message"]  # inherited: its own k only
+    wrapped, row = Wrapped(detector), load_example(EXAMPLES[0])
+    source = tmp_path / "rows.jsonl"
+    source.write_text(json.dumps(row) + "\n" + json.dumps({**row, "options": {"k": 3}}) + "\n")
+    summary = run_batch(wrapped, source, tmp_path / "out.jsonl", progress=False)
+    assert (summary.written, summary.errors, wrapped.calls) == (2, 1, 1)
+    record, refused = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {k: v for k, v in record.items() if k not in ("id", "line")} == detector.detect(**row).to_dict()
+    assert "takes no per-request k or mode" in refused["error"]["message"]  # inherited: its own k only
     with pytest.raises(InputError, match="cannot stream"):
         wrapped.stream(passages=["a"])
 
 
-def test_a_cascade_over_a_third_party_detection_streams_nothing_but_detects(detector, scorer):
+def test_a_cascade_over_a_third_party_detection_detects(detector):
     from groundsense.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
@@ -162,11 +151,11 @@ def test_a_cascade_over_a_third_party_detection_streams_nothing_but_detects(dete
     assert result.cascade["n_escalated"] == len(result.sentences) and cascade.describe()["kind"] == "cascade"
 
 
-def test_a_cascade_stream_ends_with_the_cascade_result(detector, scorer):
-    from groundsense.verifiers.judge import JudgeVerifier
+def test_a_cascade_stream_ends_with_the_cascade_result(detector):
+    from groundsense.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
-    cascade = Cascade(detector, JudgeVerifier(scorer), escalate=0.5)
+    cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)
     stream = cascade.stream(question=row["question"], passages=row["passages"])
     fed = [s for word in row["answer"].split(" ") for s in stream.feed(word + " ")]
     assert fed and all(s.verifier_score is None for s in fed)  # provisional: the detector's verdicts

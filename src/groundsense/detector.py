@@ -42,7 +42,8 @@ class Detector(Detection):
     ``sensitivity`` pass a calibration fitted with masked features.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
-    as ``detector.config``; :meth:`from_config` builds a detector from one.
+    as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
+    :class:`~groundsense.detection.Detection`, whose ``iter_detect`` and ``detect_many`` it inherits.
     """
 
     def __init__(
