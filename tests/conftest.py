@@ -95,19 +95,21 @@ def tiny_scorer() -> Scorer:
 
 @pytest.fixture(params=["tiny", pytest.param("real", marks=pytest.mark.slow)])
 def cli_scorer(request, monkeypatch):
-    """The commands get their detector on a scorer the session already holds, through the
-    ``common.make_detector`` seam, instead of loading one per command: the tiny scorer in
+    """The commands get their detection on a scorer the session already holds, through the
+    ``common.make_detection`` seam, instead of loading one per command: the tiny scorer in
     the fast tier, the real default one in the slow tier. For tests of what a command does
-    with scores, not of the scores. Each detector gets a fresh scorer around the shared
-    model, so no test sees another's kept evidence."""
+    with scores, not of the scores. Each detection gets a fresh scorer around the shared
+    model, so no test sees another's kept evidence (a judge verifier on the same scorer
+    shares it, as ``make_detection`` does)."""
     from groundsense.cli import common
+    from groundsense.verifiers import make_detection
 
     held = request.getfixturevalue("tiny_scorer" if request.param == "tiny" else "scorer")
 
-    def make_detector(config):
-        return Detector.from_config(config, Scorer.from_model(held.model, held.tokenizer, held.name))
+    def make(config):
+        return make_detection(config, Scorer.from_model(held.model, held.tokenizer, held.name))
 
-    monkeypatch.setattr(common, "make_detector", make_detector)
+    monkeypatch.setattr(common, "make_detection", make)
     return held
 
 

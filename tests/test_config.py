@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from groundsense.cli import cli
-from groundsense.config import DEFAULTS, DetectorConfig
+from groundsense.config import DEFAULTS, VERIFIER_FIELDS, DetectorConfig
 from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.service.settings import ServiceSettings
@@ -14,7 +14,10 @@ SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]
 
 
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"mode": "three_pass"}, {"leave_one_out": "approximate"},
-                                 {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}, {"device": "bogus"}])
+                                 {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}, {"device": "bogus"},
+                                 {"escalate": 1.5, "verifier": "judge:x"},
+                                 {"verifier_threshold": -0.1, "verifier": "judge:x"},
+                                 {"verifier": ""}, {"verifier_url": "http://x"}, {"escalate": 0.5}])
 def test_bad_settings_are_refused_with_a_message(bad):
     with pytest.raises(InputError, match=next(iter(bad))):
         DetectorConfig(**bad)
@@ -33,8 +36,8 @@ def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
 @pytest.mark.parametrize("path, left_out", [
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
     # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds)
-    (["calibrate"], {"mode", "calibration"}),
-    (["eval", "extract"], {"calibration", "target_recall", "target_precision"}),  # features are uncalibrated
+    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS}),
+    (["eval", "extract"], {"calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),  # uncalibrated
 ])
 def test_every_command_takes_every_setting(path, left_out):
     command = cli
@@ -46,14 +49,17 @@ def test_every_command_takes_every_setting(path, left_out):
 def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     values = {"scorer": "some/model", "k": "7", "mode": "two_pass", "leave_one_out": "masked",
               "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu",
-              "target_recall": "0.8"}
+              "target_recall": "0.8", "verifier": "openai:some-judge", "escalate": "0.3", "verifier_threshold": "0.6",
+              "verifier_url": "http://127.0.0.1:8080/v1"}
     assert set(values) | {"target_precision"} == set(SETTINGS)  # one target at a time: the other below
     for name, value in values.items():
         monkeypatch.setenv(f"GROUNDSENSE_{name.upper()}", value)
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
     assert settings.detector == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
                                                calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
-                                               device="cpu", target_recall=0.8)
+                                               device="cpu", target_recall=0.8, verifier="openai:some-judge",
+                                               escalate=0.3, verifier_threshold=0.6,
+                                               verifier_url="http://127.0.0.1:8080/v1")
     monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
     monkeypatch.setenv("GROUNDSENSE_TARGET_PRECISION", "0.5")
     assert ServiceSettings.from_env().detector.target_precision == 0.5

@@ -40,7 +40,7 @@ def test_worked_example_is_what_detect_prints(name, scorer, monkeypatch):
     from groundsense.detector import Detector
     from groundsense.scorer import Scorer
 
-    monkeypatch.setattr(common, "make_detector", lambda config: Detector.from_config(
+    monkeypatch.setattr(common, "make_detection", lambda config: Detector.from_config(
         config, Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name)))
     result = CliRunner().invoke(cli, ["detect", "--example", name], env={"COLUMNS": "110"})
     assert result.exit_code == 0, result.output

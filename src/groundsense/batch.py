@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .detector import Detector
+from .detection import Detection, check_detection
 from .errors import InputError
 from .inputs import decode, parse_json
 from .validate import check_object, echo_id
@@ -96,11 +96,13 @@ def by_evidence(rows: list[tuple[int, Row]]) -> list[tuple[int, Row]]:
     return [item for group in groups.values() for item in group]
 
 
-def score_rows(detector: Detector, rows: Iterable[tuple[int | None, Row]], progress: bool = False) -> Iterator[dict]:
+def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], progress: bool = False) -> Iterator[dict]:
     """One batch record per ``(line, row)``, in order: ``{id, line, **to_dict()}`` or
-    ``{id, line, error: {type, message}}``."""
+    ``{id, line, error: {type, message}}``; ``detection``: any :class:`Detection` (a detector,
+    a cascade), whose ``iter_detect`` judges each row on its own."""
     rows = list(rows)
-    outcomes = detector.iter_detect([row if isinstance(row, dict) else {} for _, row in rows], progress=progress)
+    outcomes = check_detection(detection).iter_detect([row if isinstance(row, dict) else {} for _, row in rows],
+                                                      progress=progress)
     for (number, row), outcome in zip(rows, outcomes):
         record: dict = {"id": echo_id(row), "line": number}
         error = row if isinstance(row, InputError) else outcome.error
@@ -111,7 +113,7 @@ def score_rows(detector: Detector, rows: Iterable[tuple[int | None, Row]], progr
         yield record
 
 
-def run_batch(detector: Detector, source: Path, out: Path, progress: bool = True) -> BatchSummary:
+def run_batch(detection: Detection, source: Path, out: Path, progress: bool = True) -> BatchSummary:
     summary = BatchSummary()
     done = done_lines(out)
     pending = []
@@ -121,7 +123,7 @@ def run_batch(detector: Detector, source: Path, out: Path, progress: bool = True
         else:
             pending.append((number, row))
     with out.open("a", encoding="utf-8") as sink:
-        for record in score_rows(detector, pending, progress):
+        for record in score_rows(detection, pending, progress):
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             summary.written += 1

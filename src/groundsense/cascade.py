@@ -5,9 +5,12 @@ escalated to a slower verifier (an LLM judge, a fact-checker), which decides tho
 :class:`DetectionResult` with, on each escalated sentence, ``verifier_score`` set and
 ``flagged`` replaced by ``verifier_score >= threshold``; the other sentences keep the
 detector's score and flag. The fraction applies to the sentences handed over at once: one
-answer for :meth:`Cascade.detect`, all rows for :meth:`Cascade.detect_many` (so a batch
-escalates about ``escalate`` of its sentences, while a single short answer escalates at
-least one). The same rule (:func:`escalation_mask`) drives the offline cascade analysis.
+answer for :meth:`Cascade.detect` and for each row of :meth:`Cascade.iter_detect` (what
+`batch`, `serve` and the Ray engine run, so a record never depends on the rows beside it),
+all rows for :meth:`Cascade.detect_many` (which escalates about ``escalate`` of their
+sentences, while a single short answer escalates at least one). The same rule
+(:func:`escalation_mask`) drives the offline cascade analysis. A cascade is a
+:class:`~groundsense.detection.Detection`, so every entry point runs one.
 
 A verifier that keeps running cost totals in a ``usage`` mapping (the ``openai:`` judge's
 requests and tokens) has what each answer cost reported in the result's ``cascade`` summary
@@ -16,15 +19,18 @@ as ``verifier_usage`` (one cascade at a time per verifier, for the difference to
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .detector import Detector, answer_summary, row_arguments
+from .config import DetectorConfig
+from .detection import AnswerStream, Detection, Outcome, check_detection
+from .detector import answer_summary, row_arguments
 from .errors import InputError
-from .result import DetectionResult
+from .result import DetectionResult, SentenceResult
 from .text import join_passages
 from .verification import Verifier
 
@@ -43,28 +49,42 @@ def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
     return mask
 
 
-class Cascade:
+class Cascade(Detection):
     """Detector first, ``verifier`` on the ``escalate`` most suspicious share of sentences.
 
+    ``detector``: any :class:`Detection` (its ``k`` and ``mode`` follow a request's options).
     The verifier's scores should be probabilities of being unsupported, for the default flag
     ``threshold`` 0.5 to make sense; one with ``scores_are_probabilities = False`` is refused.
     An object without ``name`` or ``scores_are_probabilities`` is reported by its type and
-    taken to give probabilities."""
+    taken to give probabilities; a verifier that calls a server names it as ``url``.
+    ``groundsense.verifiers.make_detection`` builds one from a :class:`DetectorConfig`."""
 
-    def __init__(self, detector: Detector, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
+    def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
-        self.detector, self.verifier = detector, verifier
+        self.detector, self.verifier = check_detection(detector), verifier
         if getattr(verifier, "scores_are_probabilities", True) is False:
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
                              "cascade cannot threshold them: use a judge or a classifier "
                              "(judge:, openai:, nli:, minicheck:, alignscore:)")
-        escalation_mask(np.zeros(0), escalate)  # checks the fraction
         self.escalate, self.threshold = escalate, threshold
+        # The detector's config with this verifier (by name), share and threshold, which it checks.
+        self.config: DetectorConfig = replace(detector.config, verifier=self.verifier_name, escalate=escalate,
+                                              verifier_threshold=threshold, verifier_url=getattr(verifier, "url", None))
 
     @property
     def verifier_name(self) -> str:
         return getattr(self.verifier, "name", type(self.verifier).__name__)
+
+    def describe(self, chunks: int | None = None) -> dict:
+        """The detector's description (``chunks``: see :meth:`Detector.describe`) as a cascade's."""
+        return {**self.detector.describe(chunks), "kind": "cascade", "verifier": self.verifier_name,
+                "escalate": self.escalate, "verifier_threshold": self.threshold}
+
+    def with_options(self, k: int | None = None, mode: str | None = None) -> Cascade:
+        """The cascade over the detector with a request's ``k`` or ``mode``."""
+        detector = self.detector.with_options(k=k, mode=mode)
+        return self if detector is self.detector else Cascade(detector, self.verifier, self.escalate, self.threshold)
 
     def detect(
         self,
@@ -73,30 +93,53 @@ class Cascade:
         passages: list[str] | None = None,
         question: str = "",
         sentences: list[tuple[int, int]] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> DetectionResult:
-        row = {"answer": answer, "context": context, "passages": passages, "question": question, "sentences": sentences}
-        return self.detect_many([row], progress=False)[0]
+        """The detector's result with the answer's most suspicious ``escalate`` share verified."""
+        result = self.detector.detect(answer, context, passages, question, sentences, stop=stop)
+        return self._escalated([(_Evidence(question, context, passages), result)])[0]
+
+    def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
+        """Each row as :meth:`detect` would judge it (its own answer's share escalated), keeping
+        going past bad rows: so a batch's records do not depend on which rows share a run."""
+        for outcome in self.detector.iter_detect(rows, progress):
+            if outcome.error is None:
+                try:
+                    outcome = replace(outcome, result=self._escalated([(_Evidence.of(outcome.row), outcome.result)])[0])
+                except Exception as exc:  # noqa: BLE001 - one row's verifier failure must not stop the others
+                    outcome = replace(outcome, result=None, error=exc)
+            yield outcome
 
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
         """Detect on every row, then escalate the most suspicious ``escalate`` share of all
         their scored sentences; the first bad row raises."""
-        inputs = [row_arguments(row) for row in rows]
-        results = self.detector.detect_many(inputs, progress)
-        located = [(r, s) for r, result in enumerate(results) for s in range(len(result.sentences))]
-        suspicion = np.array([_score(results[r].sentences[s].score) for r, s in located])
+        rows = list(rows)
+        results = self.detector.detect_many(rows, progress)
+        return self._escalated([(_Evidence.of(row), result) for row, result in zip(rows, results)])
+
+    def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
+               score_every: int = 16) -> CascadeStream:
+        """The detector's stream, whose close escalates over the whole answer (:class:`CascadeStream`)."""
+        inner = self.detector.stream(question, context, passages, score_every)
+        return CascadeStream(self, inner, _Evidence(question, context, passages))
+
+    def _escalated(self, items: list[tuple[_Evidence, DetectionResult]]) -> list[DetectionResult]:
+        """The results with the most suspicious ``escalate`` share of all their sentences verified."""
+        located = [(r, s) for r, (_, result) in enumerate(items) for s in range(len(result.sentences))]
+        suspicion = np.array([_score(items[r][1].sentences[s].score) for r, s in located])
         escalated: dict[int, list[int]] = {}
         for (r, s), chosen in zip(located, escalation_mask(suspicion, self.escalate)):
             if chosen:
                 escalated.setdefault(r, []).append(s)
-        return [self._verified(inputs[r], result, escalated.get(r, [])) for r, result in enumerate(results)]
+        return [self._verified(evidence, result, escalated.get(r, [])) for r, (evidence, result) in enumerate(items)]
 
-    def _verified(self, row: Mapping, result: DetectionResult, chosen: list[int]) -> DetectionResult:
-        context = row["context"] if row["context"] is not None else join_passages(row["passages"])[0]
+    def _verified(self, evidence: _Evidence, result: DetectionResult, chosen: list[int]) -> DetectionResult:
         sentences = list(result.sentences)
         spent_before = _usage(self.verifier)
         if chosen:
+            context = evidence.text()
             chunks = [context[c["start"] : c["end"]] for c in result.chunks]
-            scores = self.verifier.score_sentences(row["question"], chunks, [sentences[i].text for i in chosen])
+            scores = self.verifier.score_sentences(evidence.question, chunks, [sentences[i].text for i in chosen])
             if len(scores) != len(chosen):
                 raise InputError(f"the verifier returned {len(scores)} scores for {len(chosen)} sentences")
             for i, score in zip(chosen, scores):
@@ -108,6 +151,55 @@ class Cascade:
         if spent_before is not None:  # what escalating this answer cost (a remote judge's tokens)
             cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in _usage(self.verifier).items()}
         return replace(result, sentences=sentences, answer=answer_summary(sentences), cascade=cascade)
+
+
+class CascadeStream:
+    """A cascade's answer checked while it is generated. ``feed`` returns each finished sentence
+    with the *detector's* verdict (provisional: ``verifier_score`` null), since which sentences
+    are the answer's most suspicious share is known only when it ends; ``close()`` escalates
+    that share of the whole answer, so its result equals :meth:`Cascade.detect` on the answer
+    with the stream's sentence spans."""
+
+    def __init__(self, cascade: Cascade, inner: AnswerStream, evidence: _Evidence):
+        self.cascade, self.inner, self.evidence = cascade, inner, evidence
+
+    @property
+    def text(self) -> str:
+        return self.inner.text
+
+    @property
+    def chunks(self) -> int:
+        return self.inner.chunks
+
+    def feed(self, delta: str) -> list[SentenceResult]:
+        return self.inner.feed(delta)
+
+    def close(self) -> DetectionResult:
+        return self.cascade._escalated([(self.evidence, self.inner.close())])[0]
+
+    async def afeed(self, delta: str) -> list[SentenceResult]:
+        return await asyncio.to_thread(self.feed, delta)
+
+    async def aclose(self) -> DetectionResult:
+        return await asyncio.to_thread(self.close)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What a verifier needs of a request besides the detector's result: the question and the
+    evidence as given (the result's chunks are character spans of its text)."""
+
+    question: str
+    context: str | None
+    passages: list[str] | None
+
+    @classmethod
+    def of(cls, row: Mapping) -> _Evidence:
+        arguments = row_arguments(row)
+        return cls(arguments["question"], arguments["context"], arguments["passages"])
+
+    def text(self) -> str:
+        return self.context if self.context is not None else join_passages(self.passages)[0]
 
 
 def _usage(verifier: Verifier) -> dict[str, int] | None:

@@ -1,14 +1,16 @@
-"""The detector's settings, declared once.
+"""The detection's settings, declared once.
 
-:class:`DetectorConfig` holds everything that builds a :class:`~groundsense.detector.Detector`
-besides a loaded scorer, with its defaults and its checks. Every entry point builds its
-detector from one: the Python API, the command line (whose options are made from its
-fields), `serve` (flags and ``GROUNDSENSE_*`` variables), the Ray engine and `eval extract`.
+:class:`DetectorConfig` holds everything that builds a detection (a
+:class:`~groundsense.detector.Detector`, or a :class:`~groundsense.cascade.Cascade` when it
+names a verifier) besides a loaded scorer, with its defaults and its checks. Every entry point
+builds its detection from one (``groundsense.verifiers.make_detection``): the Python API, the
+command line (whose options are made from its fields), `serve` (flags and ``GROUNDSENSE_*``
+variables), the stream, the Ray engine, the integrations, MCP and `eval extract`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .calibration import Calibration
@@ -16,6 +18,7 @@ from .errors import InputError
 from .validate import MODES, check_k
 
 LEAVE_ONE_OUT = ("exact", "masked")
+VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url")  # a cascade's; the rest a detector's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +36,12 @@ class DetectorConfig:
     ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
     on the calibration's labelled set, for sentences and for the answer, instead of the
     fitted (best-F1) thresholds; needs a calibration fitted with labels.
+
+    ``verifier`` (a spec such as ``judge:qwen2.5-coder-1.5b-instruct``; ``None``: no cascade):
+    the detector's ``escalate`` most suspicious share of each answer's sentences goes to it, and
+    it flags those whose score reaches ``verifier_threshold``. ``verifier_url``: the server of a
+    verifier kind that calls one (``openai:``). The spec and whether its kind takes a URL are
+    checked where verifiers are known, by ``groundsense.verifiers.check_verifier``.
     """
 
     scorer: str | None = None
@@ -45,6 +54,10 @@ class DetectorConfig:
     device: str | None = None
     target_recall: float | None = None
     target_precision: float | None = None
+    verifier: str | None = None
+    escalate: float = 0.2
+    verifier_threshold: float = 0.5
+    verifier_url: str | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -64,15 +77,36 @@ class DetectorConfig:
             raise InputError("ask for a target recall or a target precision, not both")
         if self.device is not None:
             check_device(self.device)
+        self._check_verifier()
+
+    def _check_verifier(self) -> None:
+        for name in ("escalate", "verifier_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise InputError(f"{name} must be a share in [0, 1], not {value!r}")
+        for name in ("verifier", "verifier_url"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InputError(f"{name} must be a non-empty string, not {value!r}")
+        if self.verifier is None:
+            given = [f.name for f in fields(self) if f.name in VERIFIER_FIELDS and getattr(self, f.name) != f.default]
+            if given:
+                raise InputError(f"{', '.join(given)} only apply to a cascade: name its verifier too "
+                                 "(--verifier / GROUNDSENSE_VERIFIER, e.g. judge:qwen2.5-coder-1.5b-instruct)")
 
     @property
     def targets(self) -> tuple[float | None, float | None]:
         """(target_recall, target_precision), as :meth:`Calibration.threshold` takes them."""
         return self.target_recall, self.target_precision
 
+    def without_verifier(self) -> DetectorConfig:
+        """The detector's part: this config with the :data:`VERIFIER_FIELDS` at their defaults."""
+        return replace(self, **{f.name: f.default for f in fields(self) if f.name in VERIFIER_FIELDS})
+
     def settings(self) -> dict:
-        """The fields by name, as :class:`Detector`'s keyword arguments (a calibration stays an object)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The detector's fields by name (all but :data:`VERIFIER_FIELDS`), as :class:`Detector`'s
+        keyword arguments (a calibration stays an object)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in VERIFIER_FIELDS}
 
 
 def check_device(device: str) -> None:

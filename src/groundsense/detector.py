@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
 from .config import DEFAULTS, DetectorConfig
+from .detection import Detection
 from .errors import InputError
 from .evidence import Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
@@ -23,17 +24,7 @@ from .validate import check_inputs, check_row, check_spans
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One row of :meth:`Detector.iter_detect`: a result, or the error that row raised."""
-
-    index: int
-    row: Mapping
-    result: DetectionResult | None = None
-    error: Exception | None = None
-
-
-class Detector:
+class Detector(Detection):
     """Sentence-level grounding detector.
 
     ``scorer``: a :class:`Scorer`, a scorer name (built-in, directory or Hugging Face id)
@@ -51,7 +42,8 @@ class Detector:
     ``sensitivity`` pass a calibration fitted with masked features.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
-    as ``detector.config``; :meth:`from_config` builds a detector from one.
+    as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
+    :class:`~groundsense.detection.Detection`, whose ``iter_detect`` and ``detect_many`` it inherits.
     """
 
     def __init__(
@@ -154,8 +146,25 @@ class Detector:
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
         """The detector ``config`` describes; ``scorer``, an already loaded one to use instead
-        of loading ``config.scorer``."""
+        of loading ``config.scorer``. A config that names a verifier describes a cascade, which
+        ``groundsense.verifiers.make_detection`` builds."""
+        if config.verifier is not None:
+            raise InputError(f"this config names a verifier ({config.verifier}), so it describes a cascade: "
+                             "build it with groundsense.verifiers.make_detection(config)")
         return cls(**{**config.settings(), "scorer": scorer or config.scorer})
+
+    def describe(self, chunks: int | None = None) -> dict:
+        """The scorer, mode and leave-one-out kind, and what judges an answer scored in ``chunks``
+        chunks (default: K): the detector (``sensitivity`` or ``gap``), its calibration's source
+        (``given``, ``shipped`` or None: nothing is flagged) and the sentence and answer thresholds."""
+        calibration, detector, threshold, answer_threshold = self.flag_thresholds(self.k if chunks is None else chunks)
+        given = isinstance(self.config.calibration, Calibration)
+        return {
+            "kind": "detector", "scorer": self.scorer.name, "mode": self.mode, "leave_one_out": self.leave_one_out,
+            "k": self.k, "detector": detector,
+            "calibration": None if calibration is None else "given" if given else "shipped",
+            "threshold": threshold, "answer_threshold": answer_threshold,
+        }
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> "Detector":
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
@@ -197,28 +206,6 @@ class Detector:
         result.prompt_tokens = len(prompt.condition_ids())  # what one full-context pass feeds
         result.tokens = TokenRows(scores.logp, scores.jsd, owner, prompt.answer.offsets)
         return result
-
-    def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
-        """Detect on each row (checked by :func:`validate.check_row`; its ``options`` choose
-        ``k`` and ``mode``), keeping going past bad rows: each yields an :class:`Outcome`
-        with its result or its error."""
-        from .progress import track
-
-        for index, row in enumerate(track(rows, "Scoring answers", enabled=progress)):
-            try:
-                checked = check_row(row)
-                yield Outcome(index, row, result=self.with_options(**checked.options).detect(**checked.arguments))
-            except Exception as exc:  # noqa: BLE001 - one bad row must not stop the others
-                yield Outcome(index, row, error=exc)
-
-    def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
-        """Detect on every row with a progress bar; the first bad row raises."""
-        results = []
-        for outcome in self.iter_detect(rows, progress):
-            if outcome.error is not None:
-                raise outcome.error
-            results.append(outcome.result)
-        return results
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> DetectionStream:

@@ -105,6 +105,11 @@ class DetectionStream:
         result.warnings = self.detector.scorer.unfamiliar_text(self._prompt)
         return result
 
+    @property
+    def chunks(self) -> int:
+        """How many chunks the evidence is scored in."""
+        return len(self.evidence.chunks)
+
     async def afeed(self, delta: str) -> list[SentenceResult]:
         """:meth:`feed` in a worker thread, for an event loop."""
         return await asyncio.to_thread(self.feed, delta)

@@ -148,9 +148,10 @@ def test_http_refuses(refusing_app, case):
 
 @pytest.fixture(scope="module")
 def cli_on_shared_detector(detector, monkeypatch_module):
-    """The CLI builds its detector through ``common.make_detector``; here it gets the session's
+    """The CLI builds its detector through ``common.make_detection``; here it gets the session's
     real detector (with the requested K and mode) instead of loading the scorer per case."""
-    monkeypatch_module.setattr(cli_common, "make_detector", lambda config: detector.with_options(k=config.k, mode=config.mode))
+    monkeypatch_module.setattr(cli_common, "make_detection",
+                               lambda config: detector.with_options(k=config.k, mode=config.mode))
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
-    return run_batch(common.make_detector(config), Path(source), Path(output), progress=not no_progress)
+    return run_batch(common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
 def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict, config: DetectorConfig):
@@ -80,8 +80,10 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
     from ..calibration import Calibration
     from ..scale import Resources, open_sink, run_ray_batch
+    from ..verifiers import check_verifier
 
-    sink = open_sink(output)  # a bad output name fails before Ray starts
+    check_verifier(config)  # a bad verifier, like a bad output name, fails before Ray starts
+    sink = open_sink(output)
     if "://" not in source and not Path(source).is_file():
         raise InputError(f"{source}: no such file")
     if config.calibration is not None:  # actors on other nodes cannot read the driver's files

@@ -37,7 +37,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
     from ..batch import run_batch
 
     features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detector(DetectorConfig(**options, mode="full", calibration=False))
+    detector = common.make_detection(DetectorConfig(**options, mode="full", calibration=False))
     if check:
         check(detector)
     with resumable(f"the features scored so far are in {features}"):

@@ -1,4 +1,4 @@
-"""What the commands share: help settings, the exit-code rule and the detector's options."""
+"""What the commands share: help settings, the exit-code rule and the detection's options."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..config import DEFAULTS, LEAVE_ONE_OUT, DetectorConfig
+from ..config import DEFAULTS, LEAVE_ONE_OUT, VERIFIER_FIELDS, DetectorConfig
 from ..errors import GroundsenseError
 from ..validate import MAX_K, MODES
 from ..weights import DEFAULT_SCORER
 
 if TYPE_CHECKING:
     from ..calibration import Calibration
-    from ..detector import Detector
+    from ..detection import Detection
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -96,10 +96,22 @@ SETTINGS = (
     _Setting("target_precision", ("--target-precision",), "Flag at the lowest threshold whose flags were this share "
              "right on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),
+    _Setting("verifier", ("--verifier",), "Cascade: escalate the most suspicious sentences to a verifier, which "
+             "decides their flag, e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).", shown="none",
+             metavar="SPEC"),
+    _Setting("escalate", ("--escalate",), "With --verifier: the share of the answer's sentences escalated (at least "
+             "one).", click.FloatRange(0, 1)),
+    _Setting("verifier_threshold", ("--verifier-threshold",), "With --verifier: flag an escalated sentence when the "
+             "verifier's score reaches this. A small judge's raw score is poorly calibrated: prefer the threshold "
+             "`groundsense eval report` chooses on dev (its flagging table's `verifier threshold`).",
+             click.FloatRange(0, 1)),
+    _Setting("verifier_url", ("--verifier-url",), "With --verifier of a kind that calls a server (openai:): its URL.",
+             shown="none", metavar="URL"),
 )
 
 
-FLAGGING = ("calibration", "target_recall", "target_precision")  # the fields that only move where flags fall
+# The fields that only move where flags fall (the calibration, a target, a cascade's verifier).
+FLAGGING = ("calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 
 def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):
@@ -136,13 +148,14 @@ def fit_target_options(labels_optional: bool = False):
     return decorate
 
 
-def make_detector(config: DetectorConfig) -> Detector:
-    """Every command's detector. Commands call it as ``common.make_detector``, so that a test
-    can hand them a loaded one; the detector module (torch) is imported only when one is made,
-    which keeps ``groundsense -h`` fast."""
-    from ..detector import Detector
+def make_detection(config: DetectorConfig) -> Detection:
+    """Every command's detection (a detector, or a cascade when ``config`` names a verifier:
+    ``verifiers.make_detection``). Commands call it as ``common.make_detection``, so that a test
+    can hand them one on a loaded scorer; the detector module (torch) is imported only when one
+    is made, which keeps ``groundsense -h`` fast."""
+    from ..verifiers import make_detection as make
 
-    return Detector.from_config(config)
+    return make(config)
 
 
 def calibration_written(path: object, calibration: Calibration) -> str:

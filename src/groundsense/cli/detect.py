@@ -21,18 +21,9 @@ from .evidence import evidence_options, gather_input
 @click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`); other inputs given replace its fields.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
 @click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
-@click.option("--verifier", default=None, metavar="SPEC",
-              help="Cascade: escalate the most suspicious sentences to a verifier, which decides their flag, "
-                   "e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).")
-@click.option("--escalate", type=click.FloatRange(0, 1), default=0.2, show_default=True,
-              help="With --verifier: the share of the answer's sentences escalated (at least one).")
-@click.option("--verifier-threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="With --verifier: flag an escalated sentence when the verifier's score reaches this. A small "
-                   "judge's raw score is poorly calibrated: prefer the threshold `groundsense eval report` "
-                   "chooses on dev (its flagging table's `verifier threshold`).")
 @detector_options()
 def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
-           as_json, fail_on_flag, verifier, escalate, verifier_threshold, **detector_options):
+           as_json, fail_on_flag, **detector_options):
     """Check one answer against its evidence.
 
     Inputs come from options and files, from --example, or as one JSON object on stdin
@@ -47,15 +38,7 @@ def detect(example, question, question_file, context, context_file, passage_file
     row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
     checked = check_row(row)  # validated before the scorer loads
     config = DetectorConfig(**{**detector_options, **checked.options})
-    if verifier:  # built first: a bad spec fails before the scorer loads
-        from ..cascade import Cascade
-        from ..verifiers import make_verifier
-
-        judge = make_verifier(verifier, device=config.device)
-        detector = Cascade(common.make_detector(config), judge, escalate, verifier_threshold)
-    else:
-        detector = common.make_detector(config)
-    result = detector.detect(**checked.arguments)
+    result = common.make_detection(config).detect(**checked.arguments)  # a bad verifier spec fails before loading
     if as_json:
         data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

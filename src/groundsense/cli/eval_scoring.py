@@ -28,7 +28,7 @@ def extract(benchmark, sample, splits, subsets, limit, cache, token_rows, no_pro
 
     config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, sample, splits, subsets)
-    detector = common.make_detector(config)
+    detector = common.make_detection(config)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
@@ -49,7 +49,7 @@ def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
 @case_options
 @click.option("--verifier", "spec", required=True, metavar="KIND:MODEL",
               help="judge:<scorer>, contextcite:<scorer>, nli:<id or path>, minicheck:<id or path>, "
-                   "alignscore:<id or path>.")
+                   "alignscore:<id or path>, openai:<model> (-o url=...).")
 @click.option("-o", "--option", "options", multiple=True, callback=_option_pairs, metavar="NAME=VALUE",
               help="A verifier setting, e.g. -o k=5, -o premise=context, -o label=1 (see docs/verifiers.md).")
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")

@@ -75,19 +75,22 @@ def stream(question, question_file, context, context_file, passage_files, exampl
         del row["answer"]
         pieces = _stdin_text()
     head = check_stream_head(row)
-    detector = common.make_detector(DetectorConfig(**{**detector_options, **head.options}))
-    checking = detector.stream(**head.arguments)
+    detection = common.make_detection(DetectorConfig(**{**detector_options, **head.options}))
+    checking = detection.stream(**head.arguments)
     if not as_json:
-        _, kind, threshold, _ = detector.flag_thresholds(len(checking.evidence.chunks))
-        render_header(detector.scorer.name, detector.mode, detector.leave_one_out, kind, threshold, console)
+        about = detection.describe(checking.chunks)
+        render_header(about["scorer"], about["mode"], about["leave_one_out"], about["detector"], about["threshold"],
+                      console)
     printed = 0
     for piece in pieces:
         for sentence in checking.feed(piece):
-            _print_sentence(sentence, as_json, console)
+            _print_sentence(sentence, None, as_json, console)
             printed += 1
     result = checking.close()
-    for sentence in result.sentences[printed:]:
-        _print_sentence(sentence, as_json, console)
+    # The rest; in the terminal also the printed sentences a cascade's close escalated (their verdict changed).
+    again = [] if as_json else [s for s in result.sentences[:printed] if s.verifier_score is not None]
+    for sentence in again + result.sentences[printed:]:
+        _print_sentence(sentence, result.cascade, as_json, console)
     if as_json:
         click.echo(json.dumps({"event": "result", "result": result.to_dict()}, ensure_ascii=False))
     else:
@@ -96,10 +99,10 @@ def stream(question, question_file, context, context_file, passage_files, exampl
         sys.exit(1)
 
 
-def _print_sentence(sentence, as_json: bool, console: Console) -> None:
+def _print_sentence(sentence, cascade: dict | None, as_json: bool, console: Console) -> None:
     if as_json:
         click.echo(json.dumps({"event": "sentence", "sentence": sentence.to_dict()}, ensure_ascii=False))
     else:
         from ..render import render_sentence
 
-        render_sentence(sentence, None, console)
+        render_sentence(sentence, cascade, console)

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..config import DetectorConfig
-from ..detector import Detector, Outcome
+from ..detection import Outcome
+from ..detector import Detector
 from ..features import FEATURES
 from ..result import DetectionResult, TokenRows
 from .cases import Case

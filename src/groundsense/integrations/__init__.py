@@ -13,6 +13,6 @@ One module per framework, each installed by its own extra and imported only by i
 - ``groundsense.integrations.mcp``: an MCP server with the ``check_grounding`` tool, run by
   ``groundsense mcp`` (``groundsense[mcp]``).
 
-All of them make the same ``Detector.detect`` call and read the same verdict from it
+All of them make the same ``detect`` call (on any ``groundsense.detection.Detection``) and read the same verdict from it
 (:mod:`groundsense.integrations.common`). The core package never imports this one.
 """

@@ -1,4 +1,7 @@
-"""What every framework integration shares: one ``Detector.detect`` call and the verdict read from it.
+"""What every framework integration shares: one ``detect`` call and the verdict read from it.
+
+The call goes to any :class:`~groundsense.detection.Detection`: the default detector, one made
+from options (``DetectorConfig`` fields; naming a ``verifier`` makes a cascade), or one passed in.
 
 Every integration reports the score in [0, 1] of :func:`groundsense.result.support_score`::
 
@@ -26,9 +29,10 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from ..config import DEFAULTS, DetectorConfig
-from ..detector import Detector
+from ..detection import Detection, check_detection
 from ..errors import GroundsenseError, InputError
 from ..result import DetectionResult, SentenceResult, support_score
+from ..verifiers import check_verifier, make_detection
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
 # pools and event loops, and the scorer keeps state (its evidence cache) between calls.
@@ -36,32 +40,34 @@ _LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def default_detector() -> Detector:
+def default_detector() -> Detection:
     """The embedded default scorer with its shipped calibration, loaded once per process."""
-    return Detector()
+    return make_detection(DEFAULTS)
 
 
-def detector_for(options: Mapping[str, Any]) -> Detector:
-    """The calibrated detector made from ``Detector`` keyword arguments with plain values,
-    loaded once per process for each distinct configuration (options that spell out the
-    defaults get the default detector)."""
+def detector_for(options: Mapping[str, Any]) -> Detection:
+    """The calibrated detection made from :class:`DetectorConfig` fields with plain values (a
+    cascade when they name a ``verifier``), loaded once per process for each distinct
+    configuration (options that spell out the defaults get the default detector)."""
     config = DetectorConfig(**options)
+    check_verifier(config)  # before the lock and any loading
     with _LOCK:
         return resolve_detector(None if config == DEFAULTS else _detector_for(config))
 
 
 @lru_cache(maxsize=4)
-def _detector_for(config: DetectorConfig) -> Detector:
-    return Detector.from_config(config)
+def _detector_for(config: DetectorConfig) -> Detection:
+    return make_detection(config)
 
 
-def resolve_detector(detector: Detector | None) -> Detector:
-    """``detector`` itself, or the shared default; refuses one that cannot flag anything."""
-    detector = detector if detector is not None else default_detector()
-    calibration = detector.calibration
-    if calibration is None or calibration.thresholds.get(detector.detector) is None:
+def resolve_detector(detector: Detection | None) -> Detection:
+    """``detector`` (any :class:`Detection`) itself, or the shared default; refuses one that cannot
+    flag anything (its ``describe()`` gives no ``threshold``: no calibration)."""
+    detector = check_detection(detector if detector is not None else default_detector())
+    about = detector.describe()
+    if about.get("threshold") is None:
         raise GroundsenseError(
-            f"the detector has no flag threshold for scorer {detector.scorer.name} (no calibration): an "
+            f"the detector has no flag threshold for scorer {about.get('scorer')} (no calibration): an "
             "integration needs one to judge sentences; pass calibration=... (see `groundsense calibrate`)"
         )
     return detector
@@ -162,18 +168,19 @@ class GroundingReport:
         return "\n".join(lines)
 
 
-def detect(arguments: Mapping[str, Any], detector: Detector | None = None) -> DetectionResult:
-    """The one ``Detector.detect`` call, on its keyword ``arguments``, one at a time per process."""
+def detect(arguments: Mapping[str, Any], detector: Detection | None = None) -> DetectionResult:
+    """The one ``detect`` call, on its keyword ``arguments``, one at a time per process."""
     with _LOCK:  # also makes two threads' first call load the default detector once
         return resolve_detector(detector).detect(**arguments)
 
 
-def check(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
+def check(answer: str, sources: Any, question: str | None = "", detector: Detection | None = None) -> GroundingReport:
     """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict."""
     arguments = {"answer": answer, "passages": evidence_texts(sources), "question": question or ""}
     return GroundingReport(answer, detect(arguments, detector))
 
 
-async def acheck(answer: str, sources: Any, question: str | None = "", detector: Detector | None = None) -> GroundingReport:
+async def acheck(answer: str, sources: Any, question: str | None = "",
+                 detector: Detection | None = None) -> GroundingReport:
     """:func:`check` in a worker thread, so an event loop keeps running while the scorer works."""
     return await asyncio.to_thread(check, answer, sources, question, detector)

@@ -40,7 +40,7 @@ from typing import Any
 
 import dspy
 
-from ..detector import Detector
+from ..detection import Detection
 from ..errors import InputError
 from .common import GroundingReport, check
 
@@ -52,12 +52,12 @@ class GroundsenseMetric:
 
     ``answer``, ``context`` and ``question``: the field names to read (the question is optional).
     ``pass_fail``: return the pass/fail verdict to every caller rather than the score.
-    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
-    loaded once per process.
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process.
     """
 
     def __init__(self, answer: str = "answer", context: str = "context", question: str = "question",
-                 pass_fail: bool = False, detector: Detector | None = None) -> None:
+                 pass_fail: bool = False, detector: Detection | None = None) -> None:
         self.answer, self.context, self.question = answer, context, question
         self.pass_fail = pass_fail
         self.detector = detector

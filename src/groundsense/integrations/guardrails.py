@@ -24,7 +24,7 @@ from guardrails.classes.rc import RC
 from guardrails.settings import settings
 from guardrails.validator_base import ErrorSpan, FailResult, PassResult, ValidationResult, Validator, register_validator
 
-from ..detector import Detector
+from ..detection import Detection
 from .common import check
 
 __all__ = ["Grounded", "grounded_guard"]
@@ -34,15 +34,15 @@ __all__ = ["Grounded", "grounded_guard"]
 class Grounded(Validator):
     """Fails on answer sentences that the sources in ``metadata["sources"]`` do not support.
 
-    ``detector``: a :class:`~groundsense.Detector` (a calibrated one); by default the embedded
-    scorer, loaded once per process. ``on_fail``: any Guardrails action; ``"fix"`` keeps only
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process. ``on_fail``: any Guardrails action; ``"fix"`` keeps only
     the supported sentences, ``"exception"`` (the default) raises, ``"noop"`` only reports,
     ``"filter"``/``"refrain"`` drop the value.
     """
 
     required_metadata_keys = ["sources"]
 
-    def __init__(self, detector: Detector | None = None, on_fail: str | Callable | None = None, **kwargs: Any):
+    def __init__(self, detector: Detection | None = None, on_fail: str | Callable | None = None, **kwargs: Any):
         super().__init__(on_fail=on_fail, **kwargs)
         self._detector = detector
 
@@ -59,7 +59,8 @@ class Grounded(Validator):
         )
 
 
-def grounded_guard(detector: Detector | None = None, on_fail: str | Callable | None = "exception", name: str | None = None) -> Guard:
+def grounded_guard(detector: Detection | None = None, on_fail: str | Callable | None = "exception",
+                   name: str | None = None) -> Guard:
     """A string ``Guard`` that runs :class:`Grounded` and nothing else, with Guardrails' hub
     metrics off unless ``~/.guardrailsrc`` exists and enables them."""
     guard = Guard(name=name) if name else Guard()

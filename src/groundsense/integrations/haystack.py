@@ -16,7 +16,7 @@ and ``passing``: true only when every sentence of every reply is judged supporte
 without text) raises :class:`~groundsense.errors.InputError`, stopping the pipeline rather than
 passing anything.
 
-``detector_options`` are :class:`~groundsense.Detector`'s keyword arguments with plain values
+``detector_options`` are :class:`~groundsense.config.DetectorConfig` fields with plain values
 (``scorer``, ``k``, ``mode``, ``calibration`` as a file path, ``target_recall``, ...), saved with
 the pipeline. Their names and values are checked when the component is made; a scorer or
 calibration file that cannot be loaded fails in ``warm_up``. By default the embedded scorer;
@@ -41,7 +41,7 @@ from haystack import Document, component  # noqa: E402
 from haystack.dataclasses import ChatMessage  # noqa: E402
 
 from ..config import DetectorConfig  # noqa: E402
-from ..detector import Detector  # noqa: E402
+from ..detection import Detection  # noqa: E402
 from ..errors import InputError  # noqa: E402
 from .common import GroundingReport, acheck, check, detector_for  # noqa: E402
 
@@ -62,7 +62,7 @@ class GroundsenseChecker:
 
     def __init__(self, detector_options: dict[str, Any] | None = None) -> None:
         self.detector_options = _checked_options(detector_options)
-        self._detector: Detector | None = None
+        self._detector: Detection | None = None
 
     def warm_up(self) -> None:
         """Load the scorer (once; shared by components with the same options)."""

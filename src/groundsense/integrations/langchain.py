@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ..detector import Detector
+from ..detection import Detection
 from ..errors import InputError
 from .common import GroundingReport, acheck, check
 
@@ -34,11 +34,11 @@ __all__ = ["GroundsenseRunnable"]
 class GroundsenseRunnable(Runnable[Mapping[str, Any], GroundingReport]):
     """Checks which sentences of ``input["answer"]`` the ``input["documents"]`` support.
 
-    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
-    loaded once per process.
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process.
     """
 
-    def __init__(self, detector: Detector | None = None, name: str = "groundsense") -> None:
+    def __init__(self, detector: Detection | None = None, name: str = "groundsense") -> None:
         self.detector = detector
         self.name = name
 
@@ -48,7 +48,7 @@ class GroundsenseRunnable(Runnable[Mapping[str, Any], GroundingReport]):
     async def ainvoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> GroundingReport:
         return await self._acall_with_config(lambda value: acheck(*self._arguments(value)), input, config)
 
-    def _arguments(self, value: Mapping[str, Any]) -> tuple[str, Any, str, Detector | None]:
+    def _arguments(self, value: Mapping[str, Any]) -> tuple[str, Any, str, Detection | None]:
         if not isinstance(value, Mapping) or "answer" not in value or "documents" not in value:
             raise InputError('GroundsenseRunnable takes {"question": ..., "documents": [Document, ...], "answer": ...}')
         answer = value["answer"]

@@ -22,7 +22,7 @@ from typing import Any
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 
-from ..detector import Detector
+from ..detection import Detection
 from .common import acheck
 
 __all__ = ["GroundsenseEvaluator"]
@@ -31,12 +31,12 @@ __all__ = ["GroundsenseEvaluator"]
 class GroundsenseEvaluator(BaseEvaluator):
     """Evaluates whether each sentence of a response is supported by the retrieved contexts.
 
-    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
-    loaded once per process. ``raise_error``: raise ``ValueError`` when the response does not
-    pass, as LlamaIndex's ``FaithfulnessEvaluator`` does.
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process. ``raise_error``: raise ``ValueError``
+    when the response does not pass, as LlamaIndex's ``FaithfulnessEvaluator`` does.
     """
 
-    def __init__(self, detector: Detector | None = None, raise_error: bool = False) -> None:
+    def __init__(self, detector: Detection | None = None, raise_error: bool = False) -> None:
         self._detector = detector
         self._raise_error = raise_error
 

@@ -6,7 +6,7 @@ framework) calls the tool before it shows a draft::
     check_grounding(answer, passages=[...] | context="...", question="...")
 
 The arguments are a detect request's (``groundsense.validate.check_row`` checks them as it
-does for ``detect`` and the HTTP API), and the tool makes the one ``Detector.detect`` call.
+does for ``detect`` and the HTTP API), and the tool makes the one ``detect`` call.
 It returns:
 
 - structured content: the result's ``to_dict()``, the JSON of ``groundsense detect --json``
@@ -41,6 +41,7 @@ from pydantic import Field
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..validate import check_row
+from ..verifiers import check_verifier
 from .common import GroundingReport, detect, detector_for
 
 __all__ = ["create_server", "run"]
@@ -66,9 +67,10 @@ Question = Annotated[str | None, Field(description="The user's question the answ
 
 def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServer:
     """The MCP server with the one tool, scoring with the detector ``detector_options`` describe
-    (``Detector`` keyword arguments with plain values; none: the shared default detector)."""
+    (``DetectorConfig`` fields with plain values, a ``verifier`` among them for a cascade; none: the
+    shared default detector)."""
     options = dict(detector_options or {})
-    DetectorConfig(**options)  # bad settings fail here, not on the first call
+    check_verifier(DetectorConfig(**options))  # bad settings fail here, not on the first call
     server = MCPServer("groundsense", instructions=INSTRUCTIONS)
 
     # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).

@@ -45,7 +45,7 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.messages import TextContent, ToolReturnPart, UserContent
 
-from ..detector import Detector
+from ..detection import Detection
 from ..errors import InputError
 from ..text import is_blank
 from .common import acheck, evidence_texts
@@ -64,12 +64,12 @@ class GroundsenseOutputValidator:
 
     ``evidence``: a function of the ``RunContext`` returning the passages; by default the
     returns of this run's tools (see the module's docstring).
-    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
-    loaded once per process.
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process.
     """
 
     def __init__(self, *, evidence: Callable[[RunContext[Any]], Any] | None = None,
-                 detector: Detector | None = None) -> None:
+                 detector: Detection | None = None) -> None:
         self.evidence = evidence
         self.detector = detector
 

@@ -31,7 +31,7 @@ from ragas.dataset_schema import SingleTurnSample  # noqa: E402
 from ragas.metrics.base import MetricOutputType, MetricType, SingleTurnMetric  # noqa: E402
 from ragas.run_config import RunConfig  # noqa: E402
 
-from ..detector import Detector  # noqa: E402
+from ..detection import Detection  # noqa: E402
 from .common import acheck  # noqa: E402
 
 __all__ = ["GroundsenseFaithfulness"]
@@ -41,8 +41,8 @@ __all__ = ["GroundsenseFaithfulness"]
 class GroundsenseFaithfulness(SingleTurnMetric):
     """Faithfulness of ``response`` to ``retrieved_contexts``, judged sentence by sentence.
 
-    ``detector``: a calibrated :class:`~groundsense.Detector`; by default the embedded scorer,
-    loaded once per process.
+    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
+    by default the embedded scorer, loaded once per process.
     """
 
     name: str = "groundsense_faithfulness"
@@ -50,7 +50,7 @@ class GroundsenseFaithfulness(SingleTurnMetric):
         default_factory=lambda: {MetricType.SINGLE_TURN: {"user_input:optional", "response", "retrieved_contexts"}}
     )
     output_type: MetricOutputType = MetricOutputType.CONTINUOUS
-    detector: Detector | None = field(default=None, repr=False)
+    detector: Detection | None = field(default=None, repr=False)
 
     def init(self, run_config: RunConfig) -> None:
         pass

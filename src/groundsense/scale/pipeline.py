@@ -57,22 +57,23 @@ class Resources:
 
 
 class ScoreRows:
-    """A Ray Data actor: one :class:`Detector`, loaded once, scoring batches of rows."""
+    """A Ray Data actor: the detection its config describes (a detector or a cascade:
+    ``verifiers.make_detection``), loaded once, scoring batches of rows."""
 
     def __init__(self, source: str, threads: int, config: DetectorConfig):
         import torch
         from transformers.utils import logging as hf_logging
 
-        from ..detector import Detector
+        from ..verifiers import make_detection
 
         torch.set_num_threads(threads)
         hf_logging.disable_progress_bar()
         self.source = source
         # Ray keeps only the text of an error raised here, and a call's error whole, so a
         # scorer that cannot load fails the first call, and the CLI can say what to do.
-        self.detector, self.error = None, None
+        self.detection, self.error = None, None
         try:
-            self.detector = Detector.from_config(config)
+            self.detection = make_detection(config)
         except GroundsenseError as exc:
             self.error = exc
 
@@ -81,7 +82,7 @@ class ScoreRows:
             raise self.error
         lines = batch.column("line").to_pylist()
         rows = [(n, parse_line(n, raw, self.source)) for n, raw in zip(lines, batch.column("raw").to_pylist())]
-        return records_table(list(score_rows(self.detector, rows)))
+        return records_table(list(score_rows(self.detection, rows)))
 
 
 def _add_group(batch: pa.Table, source: str) -> pa.Table:

@@ -19,6 +19,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
@@ -29,9 +30,11 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from ..detection import Detection, check_detection
 from ..errors import Cancelled, GroundsenseError, InputError
 from ..inputs import decode, example_names, load_example, parse_json
 from ..validate import MAX_K, CheckedRow, check_row, echo_id
+from ..verifiers import check_verifier
 from ..weights import display_name
 from .alignscore import PATHS as ALIGNSCORE_PATHS
 from .alignscore import alignscore_response, alignscore_row
@@ -79,18 +82,23 @@ def internal_error(request_id: str) -> str:
 
 
 class Scoring:
-    """What the worker thread owns: the scorer and its detectors (one per K and mode)."""
+    """What the worker thread owns: the detection (a detector, or a cascade when the settings
+    name a verifier; one per K and mode through ``with_options``) and what it is."""
 
-    def __init__(self, settings: ServiceSettings):
-        from ..detector import Detector
-
-        self.detector = Detector.from_config(settings.detector)
-        self.scorer = self.detector.scorer
+    def __init__(self, detection: Detection):
+        self.detection = check_detection(detection)
+        self.about = detection.describe()
         self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
 
+    @classmethod
+    def from_settings(cls, settings: ServiceSettings) -> Scoring:
+        from ..verifiers import make_detection
+
+        return cls(make_detection(settings.detector))
+
     def run(self, row: CheckedRow, stop) -> dict:
-        detector = self.detector.with_options(**row.options)
-        result = detector.detect(**row.arguments, stop=stop).to_dict()
+        detection = self.detection.with_options(**row.options)
+        result = detection.detect(**row.arguments, stop=stop).to_dict()
         return result if row.id is None else {"id": row.id, **result}
 
     def timed(self, rows: list[CheckedRow], stop, request_id: str) -> list[dict]:
@@ -126,9 +134,14 @@ def _request_schema(many: bool) -> dict:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+def create_app(settings: ServiceSettings | None = None, detection: Callable[[], Detection] | None = None) -> FastAPI:
+    """The app for ``settings`` (default: from the environment). The worker thread builds its
+    detection from them (a bad verifier is refused here, before it starts), or calls ``detection``
+    for one made elsewhere: any object that implements :class:`~groundsense.detection.Detection`."""
     settings = settings or ServiceSettings.from_env()
-    worker = ScoringWorker(lambda: Scoring(settings), settings.queue_size)
+    check_verifier(settings.detector)
+    load = (lambda: Scoring(detection())) if detection else (lambda: Scoring.from_settings(settings))
+    worker = ScoringWorker(load, settings.queue_size)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -202,7 +215,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     @app.get("/readyz", summary="The scorer is loaded")
     async def readyz():
         if worker.ready.is_set():
-            return {"status": "ready", "scorer": worker.state.scorer.name, "queue": worker.pending}
+            return {"status": "ready", "scorer": worker.state.about["scorer"], "detection": worker.state.about,
+                    "queue": worker.pending}
         status = "failed" if worker.load_error else "loading"
         return JSONResponse({"status": status, "error": str(worker.load_error or "")}, status_code=503)
 

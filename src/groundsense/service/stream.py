@@ -105,7 +105,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
     steps = StreamSteps(worker, settings)
 
     def start(state):
-        return state.detector.with_options(**head.options).stream(**head.arguments)
+        return state.detection.with_options(**head.options).stream(**head.arguments)
 
     stream = await steps.run(start, admitted=False)
     return DuplexStreamingResponse(events(lines, stream, steps, head, current_record()), media_type="application/x-ndjson")

@@ -1,4 +1,7 @@
-"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``.
+"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``, and the
+detection a :class:`~groundsense.config.DetectorConfig` describes (:func:`make_detection`: a
+detector, or a cascade to the verifier it names), built here because only this layer knows the
+verifier kinds.
 
 A kind's module (and what it needs: torch, transformers) is imported only when a verifier
 of that kind is asked for."""
@@ -7,9 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from typing import TYPE_CHECKING
 
+from ..config import DetectorConfig
 from ..errors import InputError
+from ..weights import display_name
 from .base import ModelVerifier
+
+if TYPE_CHECKING:
+    from ..detection import Detection
+    from ..scorer import Scorer
 
 KINDS = {  # kind -> (module of this package, class)
     "judge": ("judge", "JudgeVerifier"),
@@ -19,10 +29,11 @@ KINDS = {  # kind -> (module of this package, class)
     "contextcite": ("contextcite", "ContextCiteVerifier"),
     "openai": ("openai_judge", "OpenAIVerifier"),
 }
+ON_SCORER = ("judge", "contextcite")  # kinds that run on a scorer, so may take the detector's loaded one
 SPEC_HELP = (
     "judge:<scorer>, contextcite:<scorer> (a built-in scorer, local directory or Hugging Face id), "
     "nli:<id or path>, minicheck:<id or path>, alignscore:<id or path>, "
-    "openai:<model> (a judge behind an OpenAI-compatible server: -o url=... or $GROUNDSENSE_VERIFIER_URL)"
+    "openai:<model> (a judge behind an OpenAI-compatible server: --verifier-url URL or $GROUNDSENSE_VERIFIER_URL)"
 )
 
 
@@ -45,10 +56,53 @@ def parse_options(kind: type[ModelVerifier], options: Mapping[str, str]) -> dict
     return parsed
 
 
-def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> ModelVerifier:
-    """The verifier a spec names, with ``options`` (strings, as from the command line)."""
+def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
+    """The verifier class and the model of a ``KIND:MODEL`` spec."""
     kind, _, model = spec.partition(":")
     if kind not in KINDS or not model:
         raise InputError(f"unknown verifier {spec!r}: use {SPEC_HELP}")
-    cls = verifier_class(kind)
-    return cls(model, device=device, **parse_options(cls, options or {}))
+    return verifier_class(kind), model
+
+
+def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None,
+                  model: object = None) -> ModelVerifier:
+    """The verifier a spec names, with ``options`` (strings, as from the command line);
+    ``model``, an already loaded one to use instead of the spec's (a :class:`Scorer` for the
+    kinds that run on one)."""
+    cls, name = parse_spec(spec)
+    return cls(model or name, device=device, **parse_options(cls, options or {}))
+
+
+def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict[str, str]] | None:
+    """The class, model and options (its ``verifier_url`` as ``url``) of the verifier ``config``
+    names, or None when it names none; an unknown kind, or a URL given to a kind that calls no
+    server, is refused before any model loads. Entry points that load in the background (`serve`,
+    MCP) or elsewhere (Ray actors) call it first."""
+    if config.verifier is None:
+        return None
+    cls, model = parse_spec(config.verifier)
+    options = {} if config.verifier_url is None else {"url": config.verifier_url}
+    if options and "url" not in cls.options:
+        raise InputError(f"verifier_url (--verifier-url) is for a verifier that calls a server; {cls.kind}: runs "
+                         "here, so leave the URL out")
+    parse_options(cls, options)
+    return cls, model, options
+
+
+def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Detection:
+    """The detection ``config`` describes: a :class:`~groundsense.detector.Detector`, or a
+    :class:`~groundsense.cascade.Cascade` to its ``verifier`` when it names one (checked by
+    :func:`check_verifier` before anything loads). ``scorer``: an already loaded one to use
+    instead of loading ``config.scorer``. A verifier that runs on the detector's own scorer
+    (``judge:``, ``contextcite:``) shares it, so that model is loaded once."""
+    from ..cascade import Cascade
+    from ..detector import Detector
+
+    checked = check_verifier(config)
+    detector = Detector.from_config(config.without_verifier(), scorer)
+    if checked is None:
+        return detector
+    cls, model, options = checked
+    shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
+    verifier = make_verifier(config.verifier, options, device=config.device, model=shared)
+    return Cascade(detector, verifier, config.escalate, config.verifier_threshold)

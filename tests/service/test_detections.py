@@ -1,0 +1,81 @@
+"""`serve` with a cascade configured by its ``GROUNDSENSE_*`` variables (the judge verifier on the
+real default scorer), and with a third party's detection handed to the app."""
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from groundsense.detection import Detection
+from groundsense.inputs import load_example
+from groundsense.service.app import create_app
+from groundsense.service.settings import ServiceSettings
+
+JUDGE = "judge:smollm2-135m-instruct"
+ROW = load_example("passages-qa")
+
+
+@pytest.fixture(scope="module")
+def cascade_client(wait_ready):
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {"VERIFIER": JUDGE, "ESCALATE": "0.5", "VERIFIER_THRESHOLD": "0.4"}.items():
+            env.setenv(f"GROUNDSENSE_{name}", value)
+        settings = ServiceSettings.from_env(timeout_s=300)
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client.get)
+        yield client
+
+
+def check_escalated(result: dict) -> None:
+    cascade = result["cascade"]
+    assert cascade["verifier"] == JUDGE and cascade["escalate"] == 0.5 and cascade["threshold"] == 0.4
+    escalated = [s for s in result["sentences"] if s["verifier_score"] is not None]
+    assert len(escalated) == cascade["n_escalated"] >= 1
+    for sentence in escalated:
+        assert 0.0 <= sentence["verifier_score"] <= 1.0 and sentence["flagged"] is (sentence["verifier_score"] >= 0.4)
+
+
+def test_serve_runs_the_cascade_its_variables_configure(cascade_client):
+    ready = cascade_client.get("/readyz").json()
+    assert ready["detection"]["kind"] == "cascade" and ready["detection"]["verifier"] == JUDGE
+    single = cascade_client.post("/v1/detect", json={**ROW, "id": "one"}).json()
+    check_escalated(single)
+    batch = cascade_client.post("/v1/detect/batch", json=[ROW, {**ROW, "options": {"mode": "two_pass"}}]).json()
+    assert batch[0]["sentences"] == single["sentences"]  # each row escalates its own share
+    check_escalated(batch[1])
+    assert batch[1]["mode"] == "two_pass"
+
+
+def test_the_served_stream_ends_with_the_cascade_result(cascade_client):
+    words = ROW["answer"].split(" ")
+    lines = [{"question": ROW["question"], "passages": ROW["passages"]}] + [
+        {"delta": word + (" " if i < len(words) - 1 else "")} for i, word in enumerate(words)]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    response = cascade_client.post("/v1/detect/stream", content=body, headers={"content-type": "application/x-ndjson"})
+    events = [json.loads(line) for line in response.text.splitlines()]
+    assert events[-1]["event"] == "result"
+    check_escalated(events[-1]["result"])
+    assert all(e["sentence"]["verifier_score"] is None for e in events[:-1] if e["event"] == "sentence")
+
+
+class Wrapped(Detection):
+    """A third party's detection: what the interface requires, around the session's detector."""
+
+    def __init__(self, inner):
+        self.inner, self.config = inner, inner.config
+
+    def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+        return self.inner.detect(answer, context, passages, question, sentences, stop=stop)
+
+    def describe(self, chunks=None):
+        return {**self.inner.describe(chunks), "kind": "wrapped"}
+
+
+def test_the_app_serves_any_object_that_implements_the_interface(detector, wait_ready):
+    with TestClient(create_app(ServiceSettings(), detection=lambda: Wrapped(detector))) as client:
+        wait_ready(client.get)
+        assert client.get("/readyz").json()["detection"]["kind"] == "wrapped"
+        result = client.post("/v1/detect", json=ROW).json()
+        assert result == detector.detect(**ROW).to_dict()
+        refused = client.post("/v1/detect", json={**ROW, "options": {"k": 3}})
+        assert refused.status_code == 422 and "per-request k or mode" in refused.json()["error"]

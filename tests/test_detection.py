@@ -1,0 +1,192 @@
+"""The detection interface: a cascade from the config through `batch`, `detect`, the stream and
+the integrations; any object that implements the interface accepted; a bad verifier refused
+before anything loads. The cascade's verifier is a real one: the LLM judge on the session's
+default scorer (which ``make_detection`` shares with the detector)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundsense.batch import run_batch, score_rows
+from groundsense.cascade import Cascade
+from groundsense.cli import cli
+from groundsense.config import DetectorConfig
+from groundsense.detection import Detection, check_detection
+from groundsense.detector import Detector
+from groundsense.errors import InputError
+from groundsense.inputs import load_example
+from groundsense.verifiers import check_verifier, make_detection
+
+JUDGE = "judge:smollm2-135m-instruct"  # the default scorer is an instruct model: it can judge
+EXAMPLES = ("passages-qa", "clinical-summary")
+
+
+class Wrapped(Detection):
+    """A third party's detection: it implements only what the interface requires and inherits
+    the rest (rows, options, the refusal to stream)."""
+
+    def __init__(self, inner: Detector):
+        self.inner, self.config, self.calls = inner, inner.config, 0
+
+    def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+        self.calls += 1
+        return self.inner.detect(answer, context, passages, question, sentences, stop=stop)
+
+    def describe(self, chunks=None):
+        return {**self.inner.describe(chunks), "kind": "wrapped"}
+
+
+@pytest.fixture
+def cli_on(monkeypatch, scorer):
+    """The commands' detections built by the real factory on the session's scorer."""
+    from groundsense.cli import common
+
+    monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
+
+
+def rows_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps({"id": name, **load_example(name)}) + "\n" for name in EXAMPLES))
+    return path
+
+
+# -- refused before anything loads ------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--verifier", "oracle:x"], "unknown verifier"),
+    (["--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"], "verifier_url"),
+    (["--escalate", "0.5"], "only apply to a cascade"),
+    (["--verifier", JUDGE, "--escalate", "1.5"], "escalate"),
+])
+def test_a_bad_verifier_config_exits_2_before_scoring(tmp_path, args, message):
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["batch", str(rows_file(tmp_path)), "-o", str(out), *args])
+    assert result.exit_code == 2 and message in result.output
+    assert not out.exists()
+
+
+def test_serve_refuses_a_bad_verifier_before_it_starts():
+    result = CliRunner().invoke(cli, ["serve", "--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"])
+    assert result.exit_code == 2 and "verifier_url" in result.output
+
+
+def test_check_verifier_reads_the_spec_without_loading():
+    assert check_verifier(DetectorConfig()) is None
+    cls, model, options = check_verifier(DetectorConfig(verifier=JUDGE))
+    assert (cls.kind, model, options) == ("judge", "smollm2-135m-instruct", {})
+    with pytest.raises(InputError, match="unknown verifier"):
+        check_verifier(DetectorConfig(verifier="judge:"))
+
+
+def test_an_object_without_the_interface_is_refused_with_what_it_lacks():
+    class Half:
+        def detect(self, answer, **kwargs):
+            return None
+
+    with pytest.raises(TypeError, match="lacks config, describe"):
+        check_detection(Half())
+    with pytest.raises(TypeError, match="not a groundsense Detection"):
+        score_rows(Half(), [(1, {"answer": "a", "context": "b"})]).__next__()
+
+
+# -- a cascade through every entry point: the real scorer -------------------------------------
+
+def test_the_factory_builds_a_cascade_on_the_shared_scorer(scorer):
+    cascade = make_detection(DetectorConfig(verifier=JUDGE, escalate=0.5), scorer)
+    assert isinstance(cascade, Cascade) and isinstance(cascade, Detection)
+    assert cascade.verifier.scorer is scorer and cascade.detector.scorer is scorer
+    assert cascade.config == DetectorConfig(scorer=scorer.name, verifier=JUDGE, escalate=0.5)
+    about = cascade.describe()
+    assert about["kind"] == "cascade" and about["verifier"] == JUDGE and about["calibration"] == "shipped"
+    assert isinstance(make_detection(DetectorConfig(), scorer), Detector)
+    with pytest.raises(InputError, match="make_detection"):
+        Detector.from_config(DetectorConfig(verifier=JUDGE), scorer)
+
+
+def test_batch_runs_a_cascade_from_its_options(tmp_path, cli_on):
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["batch", str(rows_file(tmp_path)), "-o", str(out), "--no-progress",
+                                      "--verifier", JUDGE, "--escalate", "0.5", "--verifier-threshold", "0.4"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == list(EXAMPLES)
+    for record in records:
+        scored = [s for s in record["sentences"] if s["score"] is not None]
+        assert record["cascade"] == {"verifier": JUDGE, "escalate": 0.5, "threshold": 0.4,
+                                     "n_escalated": math.ceil(0.5 * len(scored))}  # each answer's own share
+        escalated = [s for s in scored if s["verifier_score"] is not None]
+        assert len(escalated) == record["cascade"]["n_escalated"]
+        bar = min(s["score"] for s in escalated)  # the escalated share is the answer's most suspicious
+        for sentence in scored:
+            if sentence["verifier_score"] is None:  # the detector's verdict
+                assert sentence["score"] <= bar and sentence["flagged"] is (sentence["score"] >= record["threshold"])
+            else:  # the judge's (whose scores test_cascade.py checks against the judge alone)
+                assert 0.0 <= sentence["verifier_score"] <= 1.0
+                assert sentence["flagged"] is (sentence["verifier_score"] >= 0.4)
+        assert record["answer"]["n_flagged"] == sum(bool(s["flagged"]) for s in record["sentences"])
+
+
+def test_batch_accepts_any_object_that_implements_the_interface(tmp_path, detector):
+    wrapped, row = Wrapped(detector), load_example(EXAMPLES[0])
+    source = tmp_path / "rows.jsonl"
+    source.write_text(json.dumps(row) + "\n" + json.dumps({**row, "options": {"k": 3}}) + "\n")
+    summary = run_batch(wrapped, source, tmp_path / "out.jsonl", progress=False)
+    assert (summary.written, summary.errors, wrapped.calls) == (2, 1, 1)
+    record, refused = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {k: v for k, v in record.items() if k not in ("id", "line")} == detector.detect(**row).to_dict()
+    assert "takes no per-request k or mode" in refused["error"]["message"]  # inherited: its own k only
+    with pytest.raises(InputError, match="cannot stream"):
+        wrapped.stream(passages=["a"])
+
+
+def test_a_cascade_over_a_third_party_detection_detects(detector):
+    from groundsense.lexical import LexicalOverlapVerifier
+
+    row = load_example(EXAMPLES[0])
+    cascade = Cascade(Wrapped(detector), LexicalOverlapVerifier(), escalate=1.0)
+    result = cascade.detect(answer=row["answer"], passages=row["passages"], question=row["question"])
+    assert result.cascade["n_escalated"] == len(result.sentences) and cascade.describe()["kind"] == "cascade"
+
+
+def test_a_cascade_stream_ends_with_the_cascade_result(detector):
+    from groundsense.lexical import LexicalOverlapVerifier
+
+    row = load_example(EXAMPLES[0])
+    cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)
+    stream = cascade.stream(question=row["question"], passages=row["passages"])
+    fed = [s for word in row["answer"].split(" ") for s in stream.feed(word + " ")]
+    assert fed and all(s.verifier_score is None for s in fed)  # provisional: the detector's verdicts
+    result = stream.close()
+    spans = [(s.start, s.end) for s in result.sentences]
+    whole = cascade.detect(answer=stream.text, passages=row["passages"], question=row["question"], sentences=spans)
+    assert result.cascade == whole.cascade and result.cascade["n_escalated"] >= 1
+    for streamed, direct in zip(result.sentences, whole.sentences):
+        assert streamed.flagged == direct.flagged
+        assert (streamed.verifier_score is None) == (direct.verifier_score is None)
+        if direct.verifier_score is not None:
+            assert streamed.verifier_score == pytest.approx(direct.verifier_score, abs=1e-4)
+
+
+def test_the_stream_command_runs_a_cascade(cli_on):
+    result = CliRunner().invoke(cli, ["stream", "--example", EXAMPLES[0], "--delay", "0", "--json",
+                                      "--verifier", JUDGE, "--escalate", "1"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.output.splitlines()]
+    final = events[-1]["result"]
+    assert final["cascade"]["verifier"] == JUDGE and final["cascade"]["n_escalated"] == len(final["sentences"])
+    assert all(s["verifier_score"] is not None for s in final["sentences"])
+
+
+def test_an_integration_checks_through_a_cascade(detector, scorer):
+    from groundsense.integrations.common import check
+    from groundsense.verifiers.judge import JudgeVerifier
+
+    row = load_example(EXAMPLES[0])
+    report = check(row["answer"], row["passages"], row["question"], detector=Cascade(detector, JudgeVerifier(scorer)))
+    assert report.result.cascade["verifier"] == JUDGE
+    assert report.passing is all(s.flagged is False for s in report.result.sentences)
+    with pytest.raises(Exception, match="no flag threshold"):
+        check(row["answer"], row["passages"], detector=Wrapped(Detector(scorer, calibration=False)))
