@@ -157,8 +157,13 @@ def test_a_cascade_stream_ends_with_the_cascade_result(detector):
     row = load_example(EXAMPLES[0])
     cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)
     stream = cascade.stream(question=row["question"], passages=row["passages"])
-    fed = [s for word in row["answer"].split(" ") for s in stream.feed(word + " ")]
-    assert fed and all(s.verifier_score is None for s in fed)  # provisional: the detector's verdicts
+    answer = row["answer"] + " It spans the Golden Gate."  # so that the invented sentence ends mid-stream
+    fed = [s for word in answer.split(" ") for s in stream.feed(word + " ")]
+    plain = detector.detect(answer=stream.text, passages=row["passages"], question=row["question"],
+                            sentences=[(s.start, s.end) for s in fed])
+    assert any(s.flagged for s in plain.sentences)  # the example's invented sentence
+    for streamed, judged in zip(fed, plain.sentences):  # flagged: decided by the verifier as it ends
+        assert (streamed.verifier_score is not None) == (judged.flagged is True)
     result = stream.close()
     spans = [(s.start, s.end) for s in result.sentences]
     whole = cascade.detect(answer=stream.text, passages=row["passages"], question=row["question"], sentences=spans)

@@ -304,3 +304,28 @@ def test_the_url_comes_from_the_option_or_the_environment(monkeypatch):
         make_verifier("openai:m", {"concurrency": "0"})
     with pytest.raises(InputError, match="openai has no option 'k'"):
         make_verifier("openai:m", {"k": "3"})
+
+
+@pytest.mark.slow  # the real scorer and the real judge server
+def test_batch_escalates_to_the_server_named_by_verifier_url(judge_server, keyed, scorer, tmp_path, monkeypatch):
+    """The served judge through `batch`, configured only by its flags (the one config's fields)."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli, common
+    from groundsense.inputs import load_example
+    from groundsense.verifiers import make_detection
+
+    monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": n, **load_example(n)}) + "\n" for n in ("passages-qa", "clinical-summary")))
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(cli, ["batch", str(rows), "-o", str(out), "--no-progress", "--verifier",
+                                      "openai:smollm2", "--verifier-url", judge_server.url, "--escalate", "0.2"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == ["passages-qa", "clinical-summary"]
+    for record in records:
+        assert record["cascade"]["verifier"] == "openai:smollm2" and record["cascade"]["n_escalated"] == 1
+        assert record["cascade"]["verifier_usage"]["requests"] == 1
+        scored = [s["verifier_score"] for s in record["sentences"] if s["verifier_score"] is not None]
+        assert len(scored) == 1 and 0 <= scored[0] <= 1

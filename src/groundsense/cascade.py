@@ -119,49 +119,70 @@ class Cascade(Detection):
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> CascadeStream:
-        """The detector's stream, whose close escalates over the whole answer (:class:`CascadeStream`)."""
+        """The detector's stream: a flagged sentence is escalated as it ends, and the close
+        escalates the answer's share (:class:`CascadeStream`)."""
         inner = self.detector.stream(question, context, passages, score_every)
         return CascadeStream(self, inner, _Evidence(question, context, passages))
 
-    def _escalated(self, items: list[tuple[_Evidence, DetectionResult]]) -> list[DetectionResult]:
-        """The results with the most suspicious ``escalate`` share of all their sentences verified."""
+    def _escalated(self, items: list[tuple[_Evidence, DetectionResult]], known: dict[int, float] | None = None,
+                   spent_before: dict[str, int] | None = None) -> list[DetectionResult]:
+        """The results with the most suspicious ``escalate`` share of all their sentences verified
+        (``known``: the verifier's scores a stream already has for one item's sentences, by index)."""
         located = [(r, s) for r, (_, result) in enumerate(items) for s in range(len(result.sentences))]
         suspicion = np.array([_score(items[r][1].sentences[s].score) for r, s in located])
         escalated: dict[int, list[int]] = {}
         for (r, s), chosen in zip(located, escalation_mask(suspicion, self.escalate)):
             if chosen:
                 escalated.setdefault(r, []).append(s)
-        return [self._verified(evidence, result, escalated.get(r, [])) for r, (evidence, result) in enumerate(items)]
+        return [self._verified(evidence, result, escalated.get(r, []), known, spent_before)
+                for r, (evidence, result) in enumerate(items)]
 
-    def _verified(self, evidence: _Evidence, result: DetectionResult, chosen: list[int]) -> DetectionResult:
-        sentences = list(result.sentences)
-        spent_before = _usage(self.verifier)
-        if chosen:
+    def verify(self, question: str, chunks: list[str], texts: list[str]) -> list[float]:
+        """The verifier's scores of ``texts`` against the detector's ``chunks``, checked."""
+        scores = [float(score) for score in self.verifier.score_sentences(question, chunks, texts)]
+        if len(scores) != len(texts):
+            raise InputError(f"the verifier returned {len(scores)} scores for {len(texts)} sentences")
+        return scores
+
+    def decided(self, sentence: SentenceResult, score: float) -> SentenceResult:
+        """``sentence`` with the verifier's ``score`` and its verdict (a NaN score leaves it
+        undecided, never supported)."""
+        flagged = bool(score >= self.threshold) if math.isfinite(score) else None
+        return replace(sentence, verifier_score=score, flagged=flagged)
+
+    def _verified(self, evidence: _Evidence, result: DetectionResult, chosen: list[int],
+                  known: dict[int, float] | None = None, spent_before: dict[str, int] | None = None
+                  ) -> DetectionResult:
+        sentences, known = list(result.sentences), dict(known or {})
+        spent_before = spent_before if spent_before is not None else _usage(self.verifier)
+        missing = [i for i in chosen if i not in known]
+        if missing:
             context = evidence.text()
             chunks = [context[c["start"] : c["end"]] for c in result.chunks]
-            scores = self.verifier.score_sentences(evidence.question, chunks, [sentences[i].text for i in chosen])
-            if len(scores) != len(chosen):
-                raise InputError(f"the verifier returned {len(scores)} scores for {len(chosen)} sentences")
-            for i, score in zip(chosen, scores):
-                score = float(score)  # a NaN score leaves the sentence undecided, never supported
-                flagged = bool(score >= self.threshold) if math.isfinite(score) else None
-                sentences[i] = replace(sentences[i], verifier_score=score, flagged=flagged)
+            known.update(zip(missing, self.verify(evidence.question, chunks, [sentences[i].text for i in missing])))
+        for i, score in known.items():
+            sentences[i] = self.decided(sentences[i], score)
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
-                   "n_escalated": len(chosen)}
+                   "n_escalated": len(known)}
         if spent_before is not None:  # what escalating this answer cost (a remote judge's tokens)
             cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in _usage(self.verifier).items()}
         return replace(result, sentences=sentences, answer=answer_summary(sentences), cascade=cascade)
 
 
 class CascadeStream:
-    """A cascade's answer checked while it is generated. ``feed`` returns each finished sentence
-    with the *detector's* verdict (provisional: ``verifier_score`` null), since which sentences
-    are the answer's most suspicious share is known only when it ends; ``close()`` escalates
-    that share of the whole answer, so its result equals :meth:`Cascade.detect` on the answer
-    with the stream's sentence spans."""
+    """A cascade's answer checked while it is generated. ``feed`` returns each finished
+    sentence; one the detector flags is escalated at once, so the verifier's verdict replaces
+    the flag before the reader sees the sentence. The others carry the detector's verdict,
+    provisional, since which sentences are the answer's most suspicious share is known only
+    when it ends: ``close()`` escalates that share of the whole answer (reusing the scores it
+    has). Its result therefore equals :meth:`Cascade.detect` on the answer with the stream's
+    sentence spans, except that a sentence the detector flagged outside the share is verified
+    too."""
 
     def __init__(self, cascade: Cascade, inner: AnswerStream, evidence: _Evidence):
         self.cascade, self.inner, self.evidence = cascade, inner, evidence
+        self.known: dict[int, float] = {}  # sentence index -> the verifier's score, decided while streaming
+        self.spent_before = _usage(cascade.verifier)
 
     @property
     def text(self) -> str:
@@ -172,10 +193,17 @@ class CascadeStream:
         return self.inner.chunks
 
     def feed(self, delta: str) -> list[SentenceResult]:
-        return self.inner.feed(delta)
+        finished = self.inner.feed(delta)
+        flagged = [s for s in finished if s.flagged is True]
+        if flagged:
+            evidence = self.inner.evidence
+            chunks = [c.content.of(evidence.context) for c in evidence.chunks]  # as the result's chunks index it
+            scores = self.cascade.verify(self.evidence.question, chunks, [s.text for s in flagged])
+            self.known.update((s.index, score) for s, score in zip(flagged, scores))
+        return [self.cascade.decided(s, self.known[s.index]) if s.index in self.known else s for s in finished]
 
     def close(self) -> DetectionResult:
-        return self.cascade._escalated([(self.evidence, self.inner.close())])[0]
+        return self.cascade._escalated([(self.evidence, self.inner.close())], self.known, self.spent_before)[0]
 
     async def afeed(self, delta: str) -> list[SentenceResult]:
         return await asyncio.to_thread(self.feed, delta)
