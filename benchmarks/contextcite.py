@@ -19,11 +19,11 @@ import statistics
 import time
 
 import numpy as np
+from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 from groundsense import reference
 from groundsense.scorer import EncodedPrompt, Scorer
 from groundsense.verifiers.contextcite import ablation_masks
-from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 
 def from_full_tokens(prompt: EncodedPrompt, masks: np.ndarray) -> int:

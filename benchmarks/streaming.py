@@ -20,9 +20,9 @@ import statistics
 import time
 
 import numpy as np
+from speed import load_test_cases, parse_run_arguments, pick_cases, results_machine, table
 
 from groundsense import Detector
-from speed import load_test_cases, parse_run_arguments, pick_cases, results_machine, table
 
 
 def token_deltas(detector: Detector, answer: str) -> list[str]:

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from test_cli import run
+from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
 from groundsense.calibration import Calibration
 from groundsense.config import DetectorConfig
@@ -16,8 +18,6 @@ from groundsense.reference import masked_token_scores
 from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module
 from groundsense.text import chunk_context
-from test_cli import run
-from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 

@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_report import CONFIG, feature_set
 
 from groundsense.cli import cli
 from groundsense.eval.configurations import compare
 from groundsense.eval.extract import FeatureSet
 from groundsense.eval.store import write_part
-from test_report import CONFIG, feature_set
 
 
 def variant(base: FeatureSet, key: str, **columns) -> FeatureSet:

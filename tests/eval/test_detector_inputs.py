@@ -8,7 +8,12 @@ from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.detector_inputs import (
-    THRESHOLD_GRID, detector_table, suspicion, token_threshold_sweep, tuned_thresholds, with_token_features,
+    THRESHOLD_GRID,
+    detector_table,
+    suspicion,
+    token_threshold_sweep,
+    tuned_thresholds,
+    with_token_features,
 )
 from groundsense.eval.extract import load_cache
 

@@ -1,5 +1,6 @@
-import pytest
 import json
+
+import pytest
 
 from groundsense.eval.ragtruth import load_ragtruth, sentence_type, split_passages
 

@@ -6,11 +6,17 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.extract import load_cache
 from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.detector_inputs import detector_table, suspicion, token_threshold_sweep, tuned_thresholds
+from groundsense.eval.extract import load_cache
 from groundsense.eval.selection import (
-    CANDIDATES, Transfer, apply_rule, fit_inputs, leave_one_benchmark_out, selection_report, transfer_table,
+    CANDIDATES,
+    Transfer,
+    apply_rule,
+    fit_inputs,
+    leave_one_benchmark_out,
+    selection_report,
+    transfer_table,
 )
 
 RESULTS = Path(__file__).parents[2] / "results"

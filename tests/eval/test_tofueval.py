@@ -1,7 +1,7 @@
-import pytest
 import json
 
 import pandas as pd
+import pytest
 
 from groundsense.eval.cases import data_root
 from groundsense.eval.tofueval import load_tofueval, sentence_type

@@ -4,12 +4,11 @@ import subprocess
 import sys
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.detector import Detector
 from groundsense.errors import GroundsenseError, InputError
 from groundsense.integrations.common import GroundingReport, check, evidence_texts
-
-from integration_example import INVENTED, SUPPORTED
 
 
 @pytest.mark.slow

@@ -5,9 +5,9 @@ The programs evaluated are stand-ins: a module that returns fixed drafts, and DS
 the metric scores with the real scorer. The framework is imported by the tests that use it."""
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 

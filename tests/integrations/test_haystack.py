@@ -8,9 +8,9 @@ scorer, loaded by the component itself. The framework is imported by the tests t
 import asyncio
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 

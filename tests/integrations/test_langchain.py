@@ -8,9 +8,9 @@ imported by the tests that use it (``integration``), not at collection.
 import asyncio
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,8 @@ from .eval_options import DEFAULT_CACHE, load_sets, partial_option
 def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
-    from ..eval.attribution import attribution_pairs as pairs_of, case_chunks
+    from ..eval.attribution import attribution_pairs as pairs_of
+    from ..eval.attribution import case_chunks
     from ..eval.benchmarks import load_benchmark
     from ..scorer import Scorer
 

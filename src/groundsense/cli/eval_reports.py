@@ -11,7 +11,12 @@ from ..eval.benchmarks import BENCHMARKS
 from ..eval.layout import cache_folder
 from .common import CONTEXT_SETTINGS, Failure
 from .eval_options import (
-    DEFAULT_CACHE, emit_report, load_sets, markdown_report_options, partial_option, report_command,
+    DEFAULT_CACHE,
+    emit_report,
+    load_sets,
+    markdown_report_options,
+    partial_option,
+    report_command,
 )
 
 

@@ -12,7 +12,13 @@ import numpy as np
 import pandas as pd
 
 from ..features import (
-    GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features,
+    GROUNDING,
+    RELATIVE,
+    SIGNED,
+    TOKEN_FEATURES,
+    relative_features,
+    signed_features,
+    token_features,
 )
 from .extract import TOKEN_COLUMNS, FeatureSet
 

@@ -26,8 +26,14 @@ from .answers import answer_table
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .detector_inputs import (
-    SENTENCE_INPUTS, detector_table, has_token_rows, suspicion, token_threshold_sweep, tuned_thresholds,
-    uses_token_features, with_token_features,
+    SENTENCE_INPUTS,
+    detector_table,
+    has_token_rows,
+    suspicion,
+    token_threshold_sweep,
+    tuned_thresholds,
+    uses_token_features,
+    with_token_features,
 )
 from .extract import FeatureSet
 from .methods import lightgbm_scores
