@@ -49,7 +49,7 @@ def main() -> None:
     reference.subset_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
     times: dict[str, list[float]] = {"naive": [], "library": []}
     tokens, worst = {"naive": 0, "library": 0}, 0.0
-    for repeat in range(args.repeats):
+    for _ in range(args.repeats):
         for method in ("naive", "library"):
             start, run_tokens, results = time.perf_counter(), 0, []
             for prompt, mask in zip(prompts, masks):

@@ -286,7 +286,8 @@ def results_machine(threads: int | None) -> str:
     cpu = platform.processor()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        cpu = next((l.split(":", 1)[1].strip() for l in cpuinfo.read_text().splitlines() if l.startswith("model name")), cpu)
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                    if line.startswith("model name")), cpu)
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
     commit = git("rev-parse", "--short", "HEAD") + (" (modified)" if git("status", "--porcelain", "--", "src", "benchmarks") else "")
     return (f"{cpu}, {os.cpu_count()} logical cores; torch {torch.__version__} "

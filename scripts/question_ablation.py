@@ -184,11 +184,12 @@ def tables(names: list[str], which: str, by_task: bool, n_resamples: int, seed: 
                                 "unsupported": int(t["label"].sum()), **cells(result)}
         by = both.groupby("case_id", sort=False)
         label, source = by["label"].max().to_numpy(), by["source_id"].first().to_numpy()
-        for aggregation, of in (("lowest sentence gap", lambda c: by[c].min()),
-                                ("mean gap", lambda c: answer_mean(both[c], both))):
+        for aggregation, of in (("lowest sentence gap", lambda c, by=by: by[c].min()),
+                                ("mean gap", lambda c, both=both: answer_mean(both[c], both))):
             answers[f"{name}, {aggregation}"] = {
                 "answers": len(label), "with an unsupported sentence": int(label.sum()),
-                **cells(compared(label, -of("gap").to_numpy(), -of("gap_without").to_numpy(), source, n_resamples, seed))}
+                **cells(compared(label, -of("gap").to_numpy(), -of("gap_without").to_numpy(), source,
+                                 n_resamples, seed))}
     return results, sentences, answers, coverage
 
 
