@@ -75,9 +75,11 @@ def main() -> None:
           f"{statistics.mean(map(len, masks)):.1f} distinct masks each (K={args.k}, {args.ablations} draws); "
           f"max |library - naive| log-prob {worst:.1e}.\n")
     print(table(["method", "seconds (median)", "tokens through the model", "speed-up vs naive"], [
-        ["naive: one uncached pass per mask", f"{statistics.median(times['naive']):.1f}", f"{tokens['naive']:,}", "1.0×"],
+        ["naive: one uncached pass per mask", f"{statistics.median(times['naive']):.1f}", f"{tokens['naive']:,}",
+         "1.0×"],
         ["previous scheme: each mask from the full context (counted)", "—", f"{previous:,}", "—"],
-        ["library: prefix tree over the masks", f"{statistics.median(times['library']):.1f}", f"{tokens['library']:,}", f"{ratio:.1f}×"],
+        ["library: prefix tree over the masks", f"{statistics.median(times['library']):.1f}", f"{tokens['library']:,}",
+         f"{ratio:.1f}×"],
     ]))
     print(f"\n{results_machine(args.threads)}")
 

@@ -141,7 +141,8 @@ def paired(name: str, which: str) -> pd.DataFrame | None:
         return None
     without = {(r["case_id"], i): g for r in lines for i, g in enumerate(r["gap"])}
     sentences = partition(name, which)
-    sentences = sentences.assign(gap_without=[without.get(key) for key in zip(sentences["case_id"], sentences["sentence_index"])])
+    keys = zip(sentences["case_id"], sentences["sentence_index"])
+    sentences = sentences.assign(gap_without=[without.get(key) for key in keys])
     return sentences[sentences["gap_without"].notna()].astype({"gap_without": float})
 
 
@@ -226,7 +227,8 @@ def verdict(n_resamples: int = 2000, seed: int = 0) -> str:
     rule = (f"significantly better on {len(better)} benchmark(s) ({', '.join(better) or 'none'}); significantly worse "
             f"on {len(worse)} ({', '.join(worse) or 'none'}); whole-split difference "
             f"{'not measured' if split is None else f'{split:+.3f}'}: "
-            + ("adopt" if adopted else "do not adopt" if complete else "no verdict until every test partition is scored"))
+            + ("adopt" if adopted else "do not adopt" if complete
+               else "no verdict until every test partition is scored"))
     return "\n".join([
         "# Detector selection: candidate Q (scoring without the question)", "", f"`{VERDICT_COMMAND}`", "",
         "Protocol and rule: docs/detector-selection.md, \"A prompt change\". The gap scored without the question "

@@ -139,7 +139,8 @@ class Calibration:
         if not curve:
             raise InputError(
                 f"this calibration keeps no precision-recall curve for the {detector} detector (fitted without "
-                "labels, adapted to a domain, or by an older version): refit it with labelled rows (`groundsense calibrate`) to pick a "
+                "labels, adapted to a domain, or by an older version): refit it with labelled rows "
+                "(`groundsense calibrate`) to pick a "
                 "target recall or precision"
             )
         thresholds, precision, recall = np.asarray(curve, dtype=float).T
