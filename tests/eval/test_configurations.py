@@ -78,7 +78,8 @@ def test_mismatched_sets_are_refused(exact):
 
 
 def test_cli_compares_two_cached_keys(tmp_path, exact):
-    for key, rows in (("exact-key", exact.rows), ("masked-key", exact.rows.assign(drop_max=exact.rows["drop_max"] * 0.5))):
+    for key, rows in (("exact-key", exact.rows),
+                      ("masked-key", exact.rows.assign(drop_max=exact.rows["drop_max"] * 0.5))):
         folder = tmp_path / "ragtruth" / key
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps(CONFIG))

@@ -22,7 +22,8 @@ TOKENS = Path(__file__).parents[2] / "results" / "tokens"
 
 @pytest.fixture(scope="module")
 def tofueval_dev():
-    tofueval = next(s for s in load_cache(TOKENS, "smollm2-135m-instruct") if s.full_exact and s.benchmark == "tofueval")
+    tofueval = next(s for s in load_cache(TOKENS, "smollm2-135m-instruct")
+                    if s.full_exact and s.benchmark == "tofueval")
     return partitioned(detector_table(tofueval))[0].head(400)  # enough for both labels, quick to sweep
 
 

@@ -80,7 +80,8 @@ def test_the_report_has_every_reachable_operating_point_for_every_level():
                max(q for _, q, _ in calibration.curves["sensitivity"]) >= p.target_precision]
     assert len(table) == 2 * len(reached) + 1  # sentence and answer, and "any sentence" at the fitted point
     fitted = table[table["operating point"] == "fitted (default)"].set_index("level")
-    y, flagged = held_out["label"], held_out.pipe(lambda s: judged(calibration, s, OperatingPoint())).eval("score >= threshold")
+    y, flagged = (held_out["label"],
+                  held_out.pipe(lambda s: judged(calibration, s, OperatingPoint())).eval("score >= threshold"))
     assert fitted.loc["sentence", "recall"].startswith(f"{flagged[y == 1].mean():.3f}")
     text = operating_report({"held out": held_out}, calibration, "groundsense eval operating --cache x")
     assert text.splitlines()[2] == "`groundsense eval operating --cache x`" and "## held out: 150 answers" in text

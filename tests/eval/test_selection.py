@@ -85,7 +85,8 @@ def test_each_fit_tunes_the_token_thresholds_without_the_held_out_benchmark(toke
 
 def test_candidate_b_asks_for_token_rows():
     sets = {s.benchmark: s for s in load_cache(CACHE, "smollm2-135m-instruct") if s.full_exact}
-    with pytest.raises(ValueError, match=r"candidate B needs token rows for (ragbench|ragtruth|tofueval), .*--token-rows"):
+    with pytest.raises(ValueError,
+                       match=r"candidate B needs token rows for (ragbench|ragtruth|tofueval), .*--token-rows"):
         selection_report(sets, None, "B", "cmd")
 
 

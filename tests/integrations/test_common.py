@@ -79,7 +79,8 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
     from langchain_core.documents import Document
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    items = ["a", Document(page_content="b"), TextNode(text="c"), NodeWithScore(node=TextNode(text="d"), score=0.5), {"text": "e"}]
+    items = ["a", Document(page_content="b"), TextNode(text="c"), NodeWithScore(node=TextNode(text="d"), score=0.5),
+             {"text": "e"}]
     assert evidence_texts(items) == ["a", "b", "c", "d", "e"]
     assert evidence_texts("one context") == ["one context"]
     for bad in (None, 3, [object()]):
