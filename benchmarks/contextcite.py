@@ -19,11 +19,11 @@ import statistics
 import time
 
 import numpy as np
+from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 from groundsense import reference
 from groundsense.scorer import EncodedPrompt, Scorer
 from groundsense.verifiers.contextcite import ablation_masks
-from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 
 def from_full_tokens(prompt: EncodedPrompt, masks: np.ndarray) -> int:
@@ -49,7 +49,7 @@ def main() -> None:
     reference.subset_logprobs(scorer, prompts[0], masks[0][:1])  # warm-up
     times: dict[str, list[float]] = {"naive": [], "library": []}
     tokens, worst = {"naive": 0, "library": 0}, 0.0
-    for repeat in range(args.repeats):
+    for _ in range(args.repeats):
         for method in ("naive", "library"):
             start, run_tokens, results = time.perf_counter(), 0, []
             for prompt, mask in zip(prompts, masks):
@@ -75,9 +75,11 @@ def main() -> None:
           f"{statistics.mean(map(len, masks)):.1f} distinct masks each (K={args.k}, {args.ablations} draws); "
           f"max |library - naive| log-prob {worst:.1e}.\n")
     print(table(["method", "seconds (median)", "tokens through the model", "speed-up vs naive"], [
-        ["naive: one uncached pass per mask", f"{statistics.median(times['naive']):.1f}", f"{tokens['naive']:,}", "1.0×"],
+        ["naive: one uncached pass per mask", f"{statistics.median(times['naive']):.1f}", f"{tokens['naive']:,}",
+         "1.0×"],
         ["previous scheme: each mask from the full context (counted)", "—", f"{previous:,}", "—"],
-        ["library: prefix tree over the masks", f"{statistics.median(times['library']):.1f}", f"{tokens['library']:,}", f"{ratio:.1f}×"],
+        ["library: prefix tree over the masks", f"{statistics.median(times['library']):.1f}", f"{tokens['library']:,}",
+         f"{ratio:.1f}×"],
     ]))
     print(f"\n{results_machine(args.threads)}")
 

@@ -40,7 +40,8 @@ QWEN25_1_5B = dict(
     num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rms_norm_eps=1e-6,
     rope_parameters={"rope_type": "default", "rope_theta": 1e6}, tie_word_embeddings=True,
 )
-TINY = QWEN25_1_5B | dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, vocab_size=1024)
+TINY = QWEN25_1_5B | dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                          vocab_size=1024)
 
 
 def random_model(config: dict, device: torch.device, dtype: torch.dtype, seed: int) -> torch.nn.Module:
@@ -86,7 +87,8 @@ def max_difference(scorer: Scorer, prompts: list[EncodedPrompt]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tiny", action="store_true", help="tiny config on CPU in fp32, checked against the naive path")
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny config on CPU in fp32, checked against the naive path")
     parser.add_argument("--answers", type=int, default=300, help="answers timed (a seeded sample of the split)")
     parser.add_argument("--check", type=int, default=3, help="answers compared with the naive path")
     parser.add_argument("--warmup", type=int, default=5)
@@ -121,7 +123,8 @@ def main() -> None:
 
     rate = len(prompts) / seconds
     projected = len(rows) / rate
-    print(f"K+2 mode (K<=5): {len(prompts)} answers in {seconds:.1f} s: {rate:.1f} answers/s, {tokens / seconds:,.0f} tokens/s")
+    print(f"K+2 mode (K<=5): {len(prompts)} answers in {seconds:.1f} s: {rate:.1f} answers/s, "
+          f"{tokens / seconds:,.0f} tokens/s")
     print(f"projected for all {len(rows):,} test answers: {projected:.0f} s ({projected / 60:.1f} min; target < 3 min)")
     if device.type == "cuda":
         print(f"peak GPU memory: {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB")

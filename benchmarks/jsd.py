@@ -75,10 +75,12 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
         errors = {name: float((form().double() - truth).abs().max()) for name, form in forms.items()}
     old, new = times.values()
-    print(f"{args.tokens} positions x {logp.shape[1]:,} vocabulary, blocks of {BLOCK}, {torch.get_num_threads()} thread(s), "
+    print(f"{args.tokens} positions x {logp.shape[1]:,} vocabulary, blocks of {BLOCK}, "
+          f"{torch.get_num_threads()} thread(s), "
           f"{args.repeats} interleaved repeats")
     for name in forms:
-        print(f"  {name:18s} median {statistics.median(times[name]) * 1e3:7.1f} ms   max abs diff vs float64 {errors[name]:.1e}")
+        print(f"  {name:18s} median {statistics.median(times[name]) * 1e3:7.1f} ms   "
+              f"max abs diff vs float64 {errors[name]:.1e}")
     print(f"  speed-up (median of ratios): {statistics.median(o / n for o, n in zip(old, new)):.2f}x")
 
 

@@ -148,7 +148,8 @@ def main() -> int:
     backoff = [r for r in results if r["status"] in (429, 503)]
     figures = {
         "command": " ".join(["python", "benchmarks/load.py", *sys.argv[1:]]),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
         "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "server": {"queue_size": args.queue_size, "timeout_s": args.timeout, "torch_threads": args.threads},

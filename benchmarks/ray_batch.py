@@ -59,7 +59,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.jsonl"
         source.write_text("".join(json.dumps(case_row(c)) + "\n" for c in cases))
-        order = [c if r % 2 == 0 else configs[len(configs) - 1 - i] for r in range(args.repeats) for i, c in enumerate(configs)]
+        order = [c if r % 2 == 0 else configs[len(configs) - 1 - i]
+                 for r in range(args.repeats) for i, c in enumerate(configs)]
         for repeat, (engine, actors, options) in enumerate(order):
             out = Path(folder) / f"{engine}-{actors}-{repeat}.jsonl"
             command = base + [str(source), "-o", str(out), "--no-progress", *options]

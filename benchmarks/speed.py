@@ -74,7 +74,8 @@ METHODS: dict[str, Callable[[Scorer, EncodedPrompt], TokenScores]] = {
     "two_pass": lambda scorer, prompt: scorer.score(prompt, leave_one_out=False),
     "masked": lambda scorer, prompt: scorer.score(prompt, masked=True),  # approximate leave-one-out
 }
-LABELS = {"naive": "naive K+2", "library": "library K+2", "two_pass": "library two-pass", "masked": "library masked K+2"}
+LABELS = {"naive": "naive K+2", "library": "library K+2", "two_pass": "library two-pass",
+          "masked": "library masked K+2"}
 
 
 # ---------------------------------------------------------------- token accounting
@@ -152,7 +153,8 @@ def parse_run_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
     return args
 
 
-def ragtruth_prompts(scorer: Scorer, n: int, seed: int, k: int = 5, tasks: set[str] | None = None) -> list[EncodedPrompt]:
+def ragtruth_prompts(scorer: Scorer, n: int, seed: int, k: int = 5,
+                     tasks: set[str] | None = None) -> list[EncodedPrompt]:
     """``n`` RAGTruth test answers, one per source (:func:`pick_cases`), encoded as the detector does."""
     encoder = Encoder(scorer, k)
     return [encoder.item(case).prompt for case in pick_cases(load_test_cases(), n, 1, seed, tasks)]
@@ -242,7 +244,8 @@ def measure(items: list[Item], methods: list[str], repeats: int = 1, threads: in
         job.write_bytes(pickle.dumps((items, methods, repeats, threads)))
         start = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--worker", str(job), str(out)], check=True)
-        print(f"measured {'+'.join(methods)} x{repeats} on {len(items)} answers: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        print(f"measured {'+'.join(methods)} x{repeats} on {len(items)} answers: "
+              f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
         return Measurement(**pickle.loads(out.read_bytes()))
 
 
@@ -286,9 +289,11 @@ def results_machine(threads: int | None) -> str:
     cpu = platform.processor()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        cpu = next((l.split(":", 1)[1].strip() for l in cpuinfo.read_text().splitlines() if l.startswith("model name")), cpu)
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                    if line.startswith("model name")), cpu)
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    commit = git("rev-parse", "--short", "HEAD") + (" (modified)" if git("status", "--porcelain", "--", "src", "benchmarks") else "")
+    modified = git("status", "--porcelain", "--", "src", "benchmarks")
+    commit = git("rev-parse", "--short", "HEAD") + (" (modified)" if modified else "")
     return (f"{cpu}, {os.cpu_count()} logical cores; torch {torch.__version__} "
             f"({threads or torch.get_num_threads()} threads), transformers {transformers.__version__}, "
             f"Python {platform.python_version()}; commit {commit}.")
@@ -337,7 +342,8 @@ def split_projection(main: dict, items: list[Item]) -> tuple[str, dict[str, floa
     per_source = Counter(i.source_id for i in items)
     caveat = ("every source's answers are in the sample, as in the split"
               if min(per_source.values()) >= ANSWERS_PER_SOURCE else
-              f"{len(items)} answers over {len(per_source)} sources against the split's {ANSWERS_PER_SOURCE} per source, "
+              f"{len(items)} answers over {len(per_source)} sources against the split's {ANSWERS_PER_SOURCE} "
+              "per source, "
               "so the library's share of reused evidence is lower than over the split")
     return (f"Projected to the whole {SPLIT_ANSWERS:,}-answer test split at these seconds per answer ({caveat}): "
             + ", ".join(f"{LABELS[m]} {h:.1f} h" for m, h in hours.items()) + "."), hours
@@ -353,13 +359,15 @@ def scaling_table(points: dict[str, list[Item]], repeats: int, threads: int | No
         lib, naive = statistics.median(m.times["library"]), statistics.median(m.times["naive"])
         data[label] = {
             "answers": len(items), "context_tokens_mean": context, "library_s": lib, "naive_s": naive,
-            "speedup": speedups(m.times, "library"), "library_tokens_over_bound": m.tokens["library"] / lower_bound(prompts),
+            "speedup": speedups(m.times, "library"),
+            "library_tokens_over_bound": m.tokens["library"] / lower_bound(prompts),
             "library_peak_rss_mb": m.peak_rss_mb["library"],
             "max_feature_diff": max_feature_difference(items, m.scores["naive"], m.scores["library"]),
         }
         d = data[label]
         rows.append([label, len(items), f"{context:.0f}", f"{naive:.2f}", f"{lib:.2f}", f"{d['speedup']:.2f}×",
-                     f"{d['library_tokens_over_bound']:.3f}", f"{d['library_peak_rss_mb']:.0f}", f"{d['max_feature_diff']:.1e}"])
+                     f"{d['library_tokens_over_bound']:.3f}", f"{d['library_peak_rss_mb']:.0f}",
+                     f"{d['max_feature_diff']:.1e}"])
     header = ["point", "answers", "context tokens (mean)", "naive s", "library s", "speed-up",
               "library tokens / bound", "library peak RSS MB", "max abs feature diff"]
     return table(header, rows), data
@@ -388,7 +396,8 @@ def masked_table(items: list[Item], m: Measurement) -> tuple[str, dict]:
              f"{data['exact_max_feature_diff_vs_naive']:.1e}. Masked features against exact ones, over "
              f"{n_sentences} sentences:", "",
              table(["feature", "Pearson", "Spearman", "max abs diff"],
-                   [[f, f"{a['pearson']:.3f}", f"{a['spearman']:.3f}", f"{a['max_abs_diff']:.3f}"] for f, a in agreement.items()])]
+                   [[f, f"{a['pearson']:.3f}", f"{a['spearman']:.3f}", f"{a['max_abs_diff']:.3f}"]
+                    for f, a in agreement.items()])]
     return "\n".join(lines), data
 
 
@@ -488,7 +497,8 @@ def measured_split(folder: Path, cases: list, split: dict, naive: Measurement) -
     text = (f"Whole test split from the feature cache `{folder}`: {data['answers']:,} of {data['split_answers']:,} "
             f"answers, {data['errors']} errors. Library K+2, as recorded per answer by the runs that filled the cache: "
             f"**{data['library_hours']:.2f} h** ({by_task}), {data['library_tokens']:,} tokens processed. Naive K+2, "
-            f"projected from this run's {naive_per_token * 1e3:.2f} ms per token ({threads} thread(s)) over the split's "
+            f"projected from this run's {naive_per_token * 1e3:.2f} ms per token ({threads} thread(s)) "
+            "over the split's "
             f"{split['naive_tokens']:,} naive tokens: **{data['naive_hours_projected']:.2f} h**.")
     if data["answers"] < data["split_answers"]:
         return text + " The split is not complete: rerun the extraction to finish it (it resumes).", data
@@ -513,7 +523,8 @@ def main() -> None:
     parser.add_argument("--scaling-cases", type=int, default=2, help="answers per scaling point")
     parser.add_argument("--scaling-repeats", type=int, default=1)
     parser.add_argument("--sections", default="main,length,k", help=f"comma-separated, of {','.join(SECTIONS)}")
-    parser.add_argument("--lengths-out", type=Path, default=None, help="with split: write token lengths (for gpu_throughput.py)")
+    parser.add_argument("--lengths-out", type=Path, default=None,
+                        help="with split: write token lengths (for gpu_throughput.py)")
     parser.add_argument("--cache", type=Path, default=REPO / "results/split-features",
                         help="with measured: the feature cache holding the whole split")
     parser.add_argument("--out", type=Path, default=None, help="Markdown (.md) or JSON (.json) results file")
@@ -543,28 +554,35 @@ def main() -> None:
         tasks = ", ".join(f"{t} {sum(i.task == t for i in items)}" for t in sorted({i.task for i in items}))
         bounds = results["main"]["bounds"]
         sections += [
-            f"Cases: {len(items)} RAGTruth test answers (seed {args.seed}; {tasks}; up to {args.per_source} per source), "
-            f"{sum(len(i.spans) for i in items)} sentences, K={args.k}, default scorer, fp32; {args.repeats} repeat(s).",
+            f"Cases: {len(items)} RAGTruth test answers (seed {args.seed}; {tasks}; "
+            f"up to {args.per_source} per source), "
+            f"{sum(len(i.spans) for i in items)} sentences, K={args.k}, default scorer, fp32; "
+            f"{args.repeats} repeat(s).",
             main_md,
             f"Lower bound (K+2): {bounds['K+2']:,} tokens with prefixes shared across answers, "
             f"{bounds['K+2 per answer']:,} without; two-pass: {bounds['two-pass']:,}.",
             "Feature differences within 1e-4: "
-            + ("yes" if all(results["main"][m]["max_feature_diff"] <= TOLERANCE for m in ("library", "two_pass")) else "**NO**") + ".",
+            + ("yes" if all(results["main"][m]["max_feature_diff"] <= TOLERANCE for m in ("library", "two_pass"))
+               else "**NO**") + ".",
         ]
         projection, results["main"]["split_projection_hours"] = split_projection(results["main"], items)
         sections.append(projection)
     points = {
         "length": (f"Scaling with context length (K={args.k}, synthetic contexts)",
-                   lambda: {f"{n} tok": synthetic_items(scorer, picked, n, args.k, args.scaling_cases) for n in (500, 1000, 2000, 4000)}),
+                   lambda: {f"{n} tok": synthetic_items(scorer, picked, n, args.k, args.scaling_cases)
+                            for n in (500, 1000, 2000, 4000)}),
         "k": ("Scaling with K (real contexts)",
-              lambda: {f"K={k}": [Encoder(scorer, k).item(c) for c in picked[: args.scaling_cases]] for k in (3, 5, 10)}),
+              lambda: {f"K={k}": [Encoder(scorer, k).item(c) for c in picked[: args.scaling_cases]]
+                       for k in (3, 5, 10)}),
     }
     for section, (title, build) in points.items():
         if section in chosen:
             md, results[section] = scaling_table(build(), args.scaling_repeats, args.threads)
-            sections += [f"**{title}**, {args.scaling_cases} answer(s) per point, {args.scaling_repeats} repeat(s):", md]
+            sections += [f"**{title}**, {args.scaling_cases} answer(s) per point, "
+                         f"{args.scaling_repeats} repeat(s):", md]
     if "masked" in chosen:
-        md, results["masked"] = masked_table(items, measure(items, ["naive", "library", "masked"], args.repeats, args.threads))
+        md, results["masked"] = masked_table(items, measure(items, ["naive", "library", "masked"],
+                                                            args.repeats, args.threads))
         sections += [f"**Masked leave-one-out** on the same {len(items)} answers, {args.repeats} repeat(s), "
                      "naive / exact / masked interleaved in one process:", md]
     if "rss4k" in chosen:

@@ -20,9 +20,9 @@ import statistics
 import time
 
 import numpy as np
+from speed import load_test_cases, parse_run_arguments, pick_cases, results_machine, table
 
 from groundsense import Detector
-from speed import load_test_cases, parse_run_arguments, pick_cases, results_machine, table
 
 
 def token_deltas(detector: Detector, answer: str) -> list[str]:
@@ -52,7 +52,8 @@ def run_one(detector: Detector, case) -> tuple[list[float], float, float]:
     whole = detector.detect(answer=case.answer, question=case.question,
                             sentences=[(s.start, s.end) for s in result.sentences], **evidence)
     detected = time.perf_counter() - start
-    worst = max((abs(a.score - b.score) for a, b in zip(result.sentences, whole.sentences) if a.score is not None), default=0)
+    worst = max((abs(a.score - b.score) for a, b in zip(result.sentences, whole.sentences) if a.score is not None),
+                default=0)
     if worst > 1e-4:
         raise SystemExit(f"{case.id}: stream and detect differ by {worst:.2e} (> 1e-4)")
     return latencies, streamed, detected
@@ -77,7 +78,8 @@ def main() -> None:
         p50, p95 = np.percentile(latencies, [50, 95])
         rows.append([
             "K+2" if mode == "full" else "two-pass", len(latencies), f"{p50 * 1000:.0f}", f"{p95 * 1000:.0f}",
-            f"{statistics.median(streamed):.2f}", f"{statistics.median(detected):.2f}", f"{statistics.median(ratios):.2f}×",
+            f"{statistics.median(streamed):.2f}", f"{statistics.median(detected):.2f}",
+            f"{statistics.median(ratios):.2f}×",
         ])
     print(f"{len(cases)} RAGTruth test answers, fed one scorer token at a time; cold scorer per answer.\n")
     print(table(["mode", "sentences", "verdict latency p50 (ms)", "p95 (ms)", "stream total (s, median)",

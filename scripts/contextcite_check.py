@@ -63,7 +63,8 @@ def main() -> None:
     cut = ANSWER.index(" The Eiffel")
     sentences = [Span(0, cut), Span(cut + 1, len(ANSWER))]
     scorer = Scorer()
-    ours = ContextCiteVerifier(scorer, ablations=64).verify(SentenceInput(QUESTION, ANSWER, sentences, passages=PASSAGES))
+    ours = ContextCiteVerifier(scorer, ablations=64).verify(
+        SentenceInput(QUESTION, ANSWER, sentences, passages=PASSAGES))
     context, chunks = join_passages(PASSAGES)
     citer = ContextCiter(scorer.model, scorer.tokenizer, context, QUESTION, num_ablations=64,
                          partitioner=ChunkPartitioner(context, chunks),

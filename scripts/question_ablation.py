@@ -141,7 +141,8 @@ def paired(name: str, which: str) -> pd.DataFrame | None:
         return None
     without = {(r["case_id"], i): g for r in lines for i, g in enumerate(r["gap"])}
     sentences = partition(name, which)
-    sentences = sentences.assign(gap_without=[without.get(key) for key in zip(sentences["case_id"], sentences["sentence_index"])])
+    keys = zip(sentences["case_id"], sentences["sentence_index"])
+    sentences = sentences.assign(gap_without=[without.get(key) for key in keys])
     return sentences[sentences["gap_without"].notna()].astype({"gap_without": float})
 
 
@@ -184,11 +185,12 @@ def tables(names: list[str], which: str, by_task: bool, n_resamples: int, seed: 
                                 "unsupported": int(t["label"].sum()), **cells(result)}
         by = both.groupby("case_id", sort=False)
         label, source = by["label"].max().to_numpy(), by["source_id"].first().to_numpy()
-        for aggregation, of in (("lowest sentence gap", lambda c: by[c].min()),
-                                ("mean gap", lambda c: answer_mean(both[c], both))):
+        for aggregation, of in (("lowest sentence gap", lambda c, by=by: by[c].min()),
+                                ("mean gap", lambda c, both=both: answer_mean(both[c], both))):
             answers[f"{name}, {aggregation}"] = {
                 "answers": len(label), "with an unsupported sentence": int(label.sum()),
-                **cells(compared(label, -of("gap").to_numpy(), -of("gap_without").to_numpy(), source, n_resamples, seed))}
+                **cells(compared(label, -of("gap").to_numpy(), -of("gap_without").to_numpy(), source,
+                                 n_resamples, seed))}
     return results, sentences, answers, coverage
 
 
@@ -225,7 +227,8 @@ def verdict(n_resamples: int = 2000, seed: int = 0) -> str:
     rule = (f"significantly better on {len(better)} benchmark(s) ({', '.join(better) or 'none'}); significantly worse "
             f"on {len(worse)} ({', '.join(worse) or 'none'}); whole-split difference "
             f"{'not measured' if split is None else f'{split:+.3f}'}: "
-            + ("adopt" if adopted else "do not adopt" if complete else "no verdict until every test partition is scored"))
+            + ("adopt" if adopted else "do not adopt" if complete
+               else "no verdict until every test partition is scored"))
     return "\n".join([
         "# Detector selection: candidate Q (scoring without the question)", "", f"`{VERDICT_COMMAND}`", "",
         "Protocol and rule: docs/detector-selection.md, \"A prompt change\". The gap scored without the question "

@@ -58,7 +58,8 @@ def main(scorers: list[str | None]) -> None:
             letters = [letters_p_full(rater, PASSAGES[p], sentence) for p in (source, unrelated)]
             gaps["words"].append(words[0] - words[1])
             gaps["letters"].append(letters[0] - letters[1])
-            print(f"  {sentence:48s} words {words[0]:.3f} / {words[1]:.3f}   letters {letters[0]:.3f} / {letters[1]:.3f}")
+            print(f"  {sentence:48s} words {words[0]:.3f} / {words[1]:.3f}   "
+                  f"letters {letters[0]:.3f} / {letters[1]:.3f}")
         for kind, gap in gaps.items():
             print(f"  {kind}: source ahead in {sum(g > 0 for g in gap)}/{len(gap)}, mean gap {np.mean(gap):+.3f}")
         print(f"  words: mean mass on the four options {np.mean(mass):.2f}")

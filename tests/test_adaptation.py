@@ -111,7 +111,8 @@ def test_the_shipped_calibration_can_be_adapted():
 @pytest.mark.slow  # scores with the real scorer
 def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
     rows = [
-        {"question": "How long is the main span?", "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
+        {"question": "How long is the main span?",
+         "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
          "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.", "labels": []},
         {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],
          "answer": "The Seine flows through Paris. Paris has ten million bridges.", "labels": []},
@@ -148,7 +149,8 @@ def test_adapting_on_detections_made_in_python(detector):
     from groundsense.config import DetectorConfig
     from groundsense.detector import Detector
 
-    rows = [{"question": "How long is the main span?", "answer": "Its main span is 4,200 feet long. It was painted gold.",
+    rows = [{"question": "How long is the main span?",
+             "answer": "Its main span is 4,200 feet long. It was painted gold.",
              "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet.", "It is in San Francisco."]},
             {"answer": "The Seine flows through Paris. Paris has ten million bridges.",
              "passages": ["Paris is the capital of France.", "The Seine flows through Paris.", "It rains often."]}]

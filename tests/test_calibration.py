@@ -121,6 +121,7 @@ def test_a_target_picks_the_threshold_the_stored_curve_says_met_it(tmp_path):
 def test_a_calibration_without_curves_says_how_to_get_a_target():
     features, _ = _features()
     unlabelled = fit_calibration(features, "s", 5, flag_rate=0.2)
-    assert unlabelled.threshold("gap", "answer") == unlabelled.thresholds["gap"]  # the answer is flagged when any sentence is
+    # the answer is flagged when any sentence is
+    assert unlabelled.threshold("gap", "answer") == unlabelled.thresholds["gap"]
     with pytest.raises(InputError, match="refit it with labelled rows"):
         unlabelled.threshold("gap", target_recall=0.8)

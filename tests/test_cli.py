@@ -59,7 +59,8 @@ def test_detect_prints_a_readable_view_of_a_shipped_example():
 def test_detect_reads_files(tmp_path, cli_scorer):
     (tmp_path / "a.txt").write_text(ROW["answer"])
     (tmp_path / "c.txt").write_text(" ".join(ROW["passages"]))
-    result = run("detect", "--json", "-k", "2", "--answer-file", str(tmp_path / "a.txt"), "--context-file", str(tmp_path / "c.txt"))
+    result = run("detect", "--json", "-k", "2", "--answer-file", str(tmp_path / "a.txt"),
+                 "--context-file", str(tmp_path / "c.txt"))
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["chunks"]) == 2
 
@@ -97,7 +98,8 @@ def test_bad_input_exits_2_with_a_message(args, stdin, message, hub_offline):
 @pytest.mark.parametrize("group", [[], ["eval"]])
 def test_the_exit_codes_are_in_the_help(group):
     shown = run(*group, "--help").output
-    assert "\n    2    bad usage or input" in shown and "\n    1    a sentence was flagged under --fail-on-flag" in shown
+    assert "\n    2    bad usage or input" in shown
+    assert "\n    1    a sentence was flagged under --fail-on-flag" in shown
 
 
 def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
@@ -204,7 +206,8 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     rows = [
         {**ROW, "labels": [{"start": 34, "end": 62}]},  # the gold-paint sentence is unsupported
         {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],
-         "answer": "The Seine flows through Paris. Paris has ten million bridges.", "labels": [{"start": 31, "end": 62}]},
+         "answer": "The Seine flows through Paris. Paris has ten million bridges.",
+         "labels": [{"start": 31, "end": 62}]},
     ]
     source = tmp_path / "labelled.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -21,7 +21,8 @@ def test_stream_prints_each_verdict_before_the_answer_ends(tmp_path):
         (tmp_path / f"p{i}.txt").write_text(passage)
         files += ["--passage-file", str(tmp_path / f"p{i}.txt")]
     process = subprocess.Popen([*CLI, "stream", "--json", "-q", EXAMPLE["question"], *files],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
     answer = EXAMPLE["answer"]
     cut = answer.index(" Its main span") + len(" Its")
     process.stdin.write(answer[:cut].encode())

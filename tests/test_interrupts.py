@@ -22,7 +22,8 @@ def test_an_interrupt_says_what_is_saved_and_exits_like_a_shell(capsys, stop, st
     with pytest.raises(click.exceptions.Exit) as stopped, resumable("the finished cases are saved under cache/"):
         stop()
     assert stopped.value.exit_code == status
-    assert "Interrupted: the finished cases are saved under cache/; run the same command again to resume." in capsys.readouterr().err
+    assert ("Interrupted: the finished cases are saved under cache/; run the same command again to resume."
+            in capsys.readouterr().err)
 
 
 def test_the_sigterm_handler_is_set_only_inside_the_block():

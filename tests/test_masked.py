@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from test_cli import run
+from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
 from groundsense.calibration import Calibration
 from groundsense.config import DetectorConfig
@@ -16,8 +18,6 @@ from groundsense.reference import masked_token_scores
 from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module
 from groundsense.text import chunk_context
-from test_cli import run
-from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 
@@ -48,7 +48,8 @@ def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
 def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention, kept):
     monkeypatch.setattr(masked_module, "PACK_ATTENTION", pack_attention)
     scorer.forget_evidence()
-    fast_scorer = scorer if kept else Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0)
+    fast_scorer = (scorer if kept
+                   else Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0))
     fast, slow = fast_scorer.score(prompt, masked=True), masked_token_scores(scorer, prompt)
     assert fast.logp.shape == slow.logp.shape == (2 + len(prompt.chunks), len(prompt.answer.ids))
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4

@@ -160,7 +160,8 @@ def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_serve
 def test_a_closed_port_is_unreachable(detector):
     url = f"http://127.0.0.1:{llamacpp_server.free_port()}/v1"  # nothing listens there
     judge = OpenAIVerifier("smollm2", url=url, retries=1)
-    with pytest.raises(VerifierError, match=rf"cannot reach the verifier server {url} .*after 1 retries.*start the server, or point"):
+    with pytest.raises(VerifierError,
+                       match=rf"cannot reach the verifier server {url} .*after 1 retries.*start the server, or point"):
         judge.verify(SENTENCES)
     with pytest.raises(VerifierError, match="cannot reach"):  # a cascade passes it on: nothing is "supported"
         Cascade(detector, judge, escalate=1.0).detect(**load_example("passages-qa"))

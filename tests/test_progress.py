@@ -4,7 +4,8 @@ from groundsense.progress import logged, progress_line, track
 
 
 def test_progress_line_has_counts_elapsed_and_eta():
-    assert progress_line("Scoring answers", 120, 2700, 482.0) == "Scoring answers: 120/2,700 (0:08:02 elapsed, ETA 2:52:43)"
+    assert (progress_line("Scoring answers", 120, 2700, 482.0)
+            == "Scoring answers: 120/2,700 (0:08:02 elapsed, ETA 2:52:43)")
     assert progress_line("Rating", 3, None, 5.4) == "Rating: 3 (0:00:05 elapsed)"
 
 

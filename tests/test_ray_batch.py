@@ -103,7 +103,8 @@ def test_parquet_input_reads_as_numbered_rows(tmp_path, ray_runtime):
 
 
 def synthetic_rows():
-    answers = ["It opened in 1937.", "Its main span is 4,200 feet long.", "It is painted blue.", "It was built by Romans."]
+    answers = ["It opened in 1937.", "Its main span is 4,200 feet long.", "It is painted blue.",
+               "It was built by Romans."]
     rows = [{"id": f"p{i}", "passages": PASSAGES, "answer": a} for i, a in enumerate(answers)]
     rows += [{"id": f"c{i}", "context": CONTEXT, "answer": a}
              for i, a in enumerate(["It was finished in 1889.", "It is 330 metres tall.", "It is in Rome."])]
@@ -151,7 +152,8 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
 def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
     rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
     records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5)
-    got = {r["id"]: r for r in table_records(pa.concat_tables(records.iter_batches(batch_size=None, batch_format="pyarrow")))}
+    batches = records.iter_batches(batch_size=None, batch_format="pyarrow")
+    got = {r["id"]: r for r in table_records(pa.concat_tables(batches))}
     want = {r["id"]: {**r, "line": None} for r in score_rows(detector, [(None, row) for row in rows])}
     assert sorted(got) == sorted(want) == ["c0", "p2", "p3"]
     for key, record in want.items():

@@ -32,7 +32,8 @@ def make_input(sentences: list[str], passages=PASSAGES) -> SentenceInput:
     return SentenceInput.from_texts("Tell me about these places.", passages, sentences)
 
 
-SENTENCES = make_input(["The Colosseum could hold about 50,000 spectators.", "The Eiffel Tower was painted blue by Picasso."])
+SENTENCES = make_input(["The Colosseum could hold about 50,000 spectators.",
+                        "The Eiffel Tower was painted blue by Picasso."])
 
 
 def test_sentence_input_from_texts_joins_the_sentences_and_takes_the_chunks_as_passages():
@@ -122,7 +123,8 @@ def test_ablations_in_sorted_order_encode_each_run_of_leading_chunks_once(scorer
     np.testing.assert_allclose(logp, reference.subset_logprobs(scorer, prompt, keep)[0], atol=1e-4)
     runs = {tuple(m[: j + 1]) for m in keep.tolist() for j in range(k) if m[j] and not all(m[: j + 1])}
     evidence = len(prompt.prefix) + sum(map(len, prompt.chunks)) + sum(len(prompt.chunks[len(r) - 1]) for r in runs)
-    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)  # the tail: the middle's last token and the answer's but last
+    # the tail: the middle's last token and the answer's but last
+    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)
     assert processed == evidence + len(keep) * (lead + tail)
     scorer.forget_evidence()
 
@@ -222,7 +224,8 @@ def test_classifier_scores_one_minus_the_best_chunk(tiny_nli):
 
 def test_classifier_batching_and_whole_context_premise(tiny_nli):
     one_by_one = NLIVerifier(tiny_nli, batch_size=1).verify(SENTENCES)
-    np.testing.assert_allclose(NLIVerifier(tiny_nli, batch_size=16).verify(SENTENCES).score, one_by_one.score, atol=1e-5)
+    np.testing.assert_allclose(NLIVerifier(tiny_nli, batch_size=16).verify(SENTENCES).score, one_by_one.score,
+                               atol=1e-5)
     whole = NLIVerifier(tiny_nli, premise="context")
     context = premises(SENTENCES, "context", 5)
     assert context == ["\n\n".join(PASSAGES)]

@@ -6,7 +6,8 @@
 
 from importlib import import_module
 
-__all__ = ["Detector", "DetectionResult", "Scorer", "Calibration", "GroundsenseError", "InputError", "ScorerUnavailable"]
+__all__ = ["Detector", "DetectionResult", "Scorer", "Calibration", "GroundsenseError", "InputError",
+           "ScorerUnavailable"]
 
 _WHERE = {
     "Detector": "detector", "DetectionResult": "result", "Scorer": "scorer", "Calibration": "calibration",

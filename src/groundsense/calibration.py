@@ -24,8 +24,8 @@ threshold flags a chosen share of sentences and there is no answer threshold eit
 from __future__ import annotations
 
 import json
-from fnmatch import fnmatch
 from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 
@@ -139,7 +139,8 @@ class Calibration:
         if not curve:
             raise InputError(
                 f"this calibration keeps no precision-recall curve for the {detector} detector (fitted without "
-                "labels, adapted to a domain, or by an older version): refit it with labelled rows (`groundsense calibrate`) to pick a "
+                "labels, adapted to a domain, or by an older version): refit it with labelled rows "
+                "(`groundsense calibrate`) to pick a "
                 "target recall or precision"
             )
         thresholds, precision, recall = np.asarray(curve, dtype=float).T
@@ -172,7 +173,7 @@ class Calibration:
         Path(path).write_text(text + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Calibration":
+    def load(cls, path: str | Path) -> Calibration:
         try:
             data = json.loads(Path(path).read_text())
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}

@@ -9,7 +9,6 @@ from typing import IO, Any
 
 from .errors import InputError
 
-
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 

@@ -52,7 +52,8 @@ def logged(items: Iterable[T], description: str, total: int | None, every_s: flo
 
 def progress_line(description: str, done: int, total: int | None, elapsed_s: float) -> str:
     """``Scoring answers: 120/2,700 (0:08:02 elapsed, ETA 2:52:43)``."""
-    line = f"{description}: {done:,}" + (f"/{total:,}" if total else "") + f" ({timedelta(seconds=round(elapsed_s))} elapsed"
+    line = (f"{description}: {done:,}" + (f"/{total:,}" if total else "")
+            + f" ({timedelta(seconds=round(elapsed_s))} elapsed")
     if total and done:
         line += f", ETA {timedelta(seconds=round(elapsed_s / done * (total - done)))}"
     return line + ")"

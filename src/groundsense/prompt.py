@@ -33,7 +33,7 @@ class PromptLayout:
     answer_lead: str
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, question: str) -> "PromptLayout":
+    def for_tokenizer(cls, tokenizer, question: str) -> PromptLayout:
         rendered, lead = render_user_turn(tokenizer, user_message(_CONTEXT_SLOT, question))
         prefix, middle = rendered.split(_CONTEXT_SLOT)
         return cls(prefix, middle, lead)
@@ -75,18 +75,18 @@ class JudgeLayout:
     suffix: str
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, question: str) -> "JudgeLayout":
+    def for_tokenizer(cls, tokenizer, question: str) -> JudgeLayout:
         return cls._around_slots(tokenizer, judge_message(_CONTEXT_SLOT, question, _SENTENCE_SLOT))
 
     @classmethod
-    def for_rating(cls, tokenizer) -> "JudgeLayout":
+    def for_rating(cls, tokenizer) -> JudgeLayout:
         """The attribution rater's prompt: ``Passage:`` and one chunk, ``Sentence:`` and the
         sentence, then :data:`RATING_QUESTION` (no question of the benchmark's)."""
         message = f"Passage:\n{_CONTEXT_SLOT}\n\nSentence: {_SENTENCE_SLOT}\n\n{RATING_QUESTION}"
         return cls._around_slots(tokenizer, message)
 
     @classmethod
-    def _around_slots(cls, tokenizer, message: str) -> "JudgeLayout":
+    def _around_slots(cls, tokenizer, message: str) -> JudgeLayout:
         rendered, _ = render_user_turn(tokenizer, message)
         prefix, rest = rendered.split(_CONTEXT_SLOT)
         lead, suffix = rest.split(_SENTENCE_SLOT)

@@ -55,14 +55,16 @@ def subset_logprobs(scorer: Scorer, prompt: EncodedPrompt, keep: np.ndarray) -> 
     for mask in keep:
         context = [t for chunk, kept in zip(prompt.chunks, mask) if kept for t in chunk]
         ids = prompt.prefix + context + prompt.middle + prompt.answer.ids[:-1]
-        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), use_cache=False, logits_to_keep=n_answer).logits
+        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), use_cache=False,
+                              logits_to_keep=n_answer).logits
         rows.append(torch.log_softmax(logits[0].float(), dim=-1).gather(1, target)[:, 0].double().cpu().numpy())
         tokens += len(ids)
     return np.array(rows), tokens
 
 
 @torch.inference_mode()
-def _scores(scorer: Scorer, prompt: EncodedPrompt, conditions: list[tuple[list[int], torch.Tensor | None]]) -> TokenScores:
+def _scores(scorer: Scorer, prompt: EncodedPrompt,
+            conditions: list[tuple[list[int], torch.Tensor | None]]) -> TokenScores:
     """One forward pass per ``(ids, visible)`` condition; ``visible`` ([L, L], True = may
     attend) replaces the causal mask when given."""
     n_answer = len(prompt.answer.ids)
@@ -72,7 +74,8 @@ def _scores(scorer: Scorer, prompt: EncodedPrompt, conditions: list[tuple[list[i
     full = None
     for row, (ids, visible) in enumerate(conditions):
         mask = None if visible is None else additive_mask(visible, scorer.model.dtype)[None, None].to(scorer.device)
-        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), attention_mask=mask, use_cache=False).logits
+        logits = scorer.model(input_ids=torch.tensor([ids], device=scorer.device), attention_mask=mask,
+                              use_cache=False).logits
         logq = torch.log_softmax(logits[0, -n_answer:].float(), dim=-1)
         full = logq if full is None else full
         logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()

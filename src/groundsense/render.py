@@ -59,7 +59,8 @@ def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -
     line.append(printable(s.text), style=_style(s))
     console.print(line)
     if s.verifier_score is not None:
-        console.print(Text(f"      verifier {cascade['verifier']}: P(unsupported) {s.verifier_score:.3f} decides the flag",
+        console.print(Text(f"      verifier {cascade['verifier']}: "
+                           f"P(unsupported) {s.verifier_score:.3f} decides the flag",
                            style="blue"))
     if s.reason:
         console.print(Text(f"      {s.reason}", style="dim"))
@@ -89,6 +90,8 @@ def render_summary(result: DetectionResult, console: Console) -> None:
         console.print(Text(f"warning: {warning}", style="bold yellow"))
     t = result.truncated
     if t.context:
-        console.print(Text(f"note: {t.context_tokens_removed} context tokens were cut to fit the scorer's budget", style="yellow"))
+        console.print(Text(f"note: {t.context_tokens_removed} context tokens were cut to fit the scorer's budget",
+                           style="yellow"))
     if t.answer:
-        console.print(Text(f"note: {t.answer_tokens_unscored} answer tokens past the cap were not scored", style="yellow"))
+        console.print(Text(f"note: {t.answer_tokens_unscored} answer tokens past the cap were not scored",
+                           style="yellow"))

@@ -126,7 +126,8 @@ def check_options(options: object) -> dict:
 
 def check_k(k: object, name: str = "k") -> int:
     if not _is_int(k) or not 1 <= k <= MAX_K:
-        raise InputError(f"'{name}' (the number of context chunks) must be an integer from 1 to {MAX_K}, not {_short(k)}")
+        raise InputError(f"'{name}' (the number of context chunks) must be an integer from 1 to {MAX_K}, "
+                         f"not {_short(k)}")
     return int(k)
 
 

@@ -5,19 +5,19 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from test_report import feature_set
 
 from groundsense.eval.attribution import attribution_pairs, attribution_summary
 from groundsense.eval.benchmark_result import cost_table, evaluate_set, partitioned
 from groundsense.eval.compare import compare_verifier, flagging_table, table7, table8
 from groundsense.eval.escalation import cascade_scores, cascade_table
-from groundsense.eval.store import write_part
 from groundsense.eval.frontier import frontier_table
 from groundsense.eval.metrics import auc_or_nan
 from groundsense.eval.report import write_report
 from groundsense.eval.signed import kind_separation, with_signed
+from groundsense.eval.store import write_part
 from groundsense.eval.verifier_scores import join_scores, load_verifier_cache
 from groundsense.features import GROUNDING
-from test_report import feature_set
 
 
 def unsupported_part(n_sources: int, seed: int, conflict_shift: float) -> pd.DataFrame:
@@ -114,12 +114,15 @@ def test_cascade_goes_from_the_detector_to_the_verifier_and_adds_its_cost():
     cost = cost_table(fs)
     table = cascade_table(comparison, "sentence gap", cost, rates=(0.2, 1.0), n_resamples=200)
     y = comparison.test["label"].to_numpy()
-    assert table.loc["sentence gap alone", "auc"] == pytest.approx(auc_or_nan(y, comparison.detector_scores["sentence gap"]))
+    assert table.loc["sentence gap alone", "auc"] == pytest.approx(
+        auc_or_nan(y, comparison.detector_scores["sentence gap"]))
     assert table.loc["escalate 100%", "auc"] == pytest.approx(table.loc["verifier alone", "auc"])
     gap_gflops = cost.loc["sentence gap", "gflops"]
-    assert table.loc["escalate 20%", "gflops"] == pytest.approx(gap_gflops + 10.0 * table.loc["escalate 20%", "escalated"])
+    assert table.loc["escalate 20%", "gflops"] == pytest.approx(
+        gap_gflops + 10.0 * table.loc["escalate 20%", "escalated"])
     assert table.loc["verifier alone", "gflops"] == 10.0 and table.loc["sentence gap alone", "gflops"] == gap_gflops
-    assert table.loc["sentence gap alone", "auc"] < table.loc["escalate 20%", "auc"] < table.loc["verifier alone", "auc"]
+    assert (table.loc["sentence gap alone", "auc"] < table.loc["escalate 20%", "auc"]
+            < table.loc["verifier alone", "auc"])
 
 
 def test_frontier_lists_every_configuration_and_verifier_once():
@@ -190,7 +193,8 @@ def test_attribution_summary_rates_and_paired_tests():
 def test_report_adds_verifier_and_attribution_sections_when_their_caches_exist(tmp_path):
     fs = feature_set("a", 0)
     fs.rows["drops"] = [[g, -0.1, 0.05] for g in fs.rows["drop_max"]]
-    missing = write_report([fs], tmp_path / "bare", n_resamples=200, verifiers=tmp_path / "v", attribution=tmp_path / "r")
+    missing = write_report([fs], tmp_path / "bare", n_resamples=200, verifiers=tmp_path / "v",
+                           attribution=tmp_path / "r")
     text = missing.read_text()
     assert "No verifier scores under" in text and "No ratings under" in text and "Figure 4" in text
     assert "Signed sensitivity" in text

@@ -8,7 +8,11 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.answers import (
-    answer_table, partition_answers, reference_answers, token_aggregations, truncated_answers,
+    answer_table,
+    partition_answers,
+    reference_answers,
+    token_aggregations,
+    truncated_answers,
 )
 from groundsense.eval.extract import load_cache
 

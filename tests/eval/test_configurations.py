@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_report import CONFIG, feature_set
 
 from groundsense.cli import cli
 from groundsense.eval.configurations import compare
 from groundsense.eval.extract import FeatureSet
 from groundsense.eval.store import write_part
-from test_report import CONFIG, feature_set
 
 
 def variant(base: FeatureSet, key: str, **columns) -> FeatureSet:
@@ -78,7 +78,8 @@ def test_mismatched_sets_are_refused(exact):
 
 
 def test_cli_compares_two_cached_keys(tmp_path, exact):
-    for key, rows in (("exact-key", exact.rows), ("masked-key", exact.rows.assign(drop_max=exact.rows["drop_max"] * 0.5))):
+    for key, rows in (("exact-key", exact.rows),
+                      ("masked-key", exact.rows.assign(drop_max=exact.rows["drop_max"] * 0.5))):
         folder = tmp_path / "ragtruth" / key
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps(CONFIG))

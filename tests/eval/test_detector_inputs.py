@@ -8,7 +8,12 @@ from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.detector_inputs import (
-    THRESHOLD_GRID, detector_table, suspicion, token_threshold_sweep, tuned_thresholds, with_token_features,
+    THRESHOLD_GRID,
+    detector_table,
+    suspicion,
+    token_threshold_sweep,
+    tuned_thresholds,
+    with_token_features,
 )
 from groundsense.eval.extract import load_cache
 
@@ -17,7 +22,8 @@ TOKENS = Path(__file__).parents[2] / "results" / "tokens"
 
 @pytest.fixture(scope="module")
 def tofueval_dev():
-    tofueval = next(s for s in load_cache(TOKENS, "smollm2-135m-instruct") if s.full_exact and s.benchmark == "tofueval")
+    tofueval = next(s for s in load_cache(TOKENS, "smollm2-135m-instruct")
+                    if s.full_exact and s.benchmark == "tofueval")
     return partitioned(detector_table(tofueval))[0].head(400)  # enough for both labels, quick to sweep
 
 

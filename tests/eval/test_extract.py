@@ -13,8 +13,8 @@ from groundsense.cli import cli
 from groundsense.cli.eval_options import load_sets
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
-from groundsense.eval.rows import case_row
 from groundsense.eval.extract import ExtractionConfig, extract, load_cache
+from groundsense.eval.rows import case_row
 from groundsense.eval.store import cached_case_ids, ordered, planned_case_ids, read_parts, record_plan, write_cases
 from groundsense.features import FEATURES
 

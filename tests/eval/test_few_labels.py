@@ -8,7 +8,14 @@ import pytest
 from groundsense.calibration import Calibration
 from groundsense.errors import InputError
 from groundsense.eval.few_labels import (
-    DRAWS, SIZES, compare, cross_validate, curve, curve_table, draw_answers, goal_text,
+    DRAWS,
+    SIZES,
+    compare,
+    cross_validate,
+    curve,
+    curve_table,
+    draw_answers,
+    goal_text,
 )
 
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")

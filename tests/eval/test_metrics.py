@@ -70,7 +70,8 @@ def test_levels_pair_answer_and_sentence_resamples():
     table = synthetic_table(n_cases=300).groupby("case_id").head(1)
     levels = evaluate(table, seed=0, n_resamples=200).levels()
     gap = levels.loc["sentence gap"]
-    assert gap["sentence level"] == gap["answer level, most suspicious sentence"] == gap["answer level, token-weighted mean"]
+    assert (gap["sentence level"] == gap["answer level, most suspicious sentence"]
+            == gap["answer level, token-weighted mean"])
     for aggregation in ("most suspicious sentence", "token-weighted mean"):
         diff = levels[[f"Δ {aggregation} − sentence{end}" for end in ("", " lo", " hi")]]
         assert (diff == 0).all().all()

@@ -2,12 +2,19 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import precision_recall_fscore_support
+from test_report import feature_set
 
 from groundsense.eval.calibration_set import fit_from_features
 from groundsense.eval.extract import FeatureSet
-from groundsense.eval.operating import (POINTS, OperatingPoint, answer_outcomes, flag_intervals, flag_table, judged,
-                                       operating_report)
-from test_report import feature_set
+from groundsense.eval.operating import (
+    POINTS,
+    OperatingPoint,
+    answer_outcomes,
+    flag_intervals,
+    flag_table,
+    judged,
+    operating_report,
+)
 
 
 def test_flag_intervals_point_values_are_sklearns_and_inside_their_interval():
@@ -73,17 +80,19 @@ def test_the_report_has_every_reachable_operating_point_for_every_level():
                max(q for _, q, _ in calibration.curves["sensitivity"]) >= p.target_precision]
     assert len(table) == 2 * len(reached) + 1  # sentence and answer, and "any sentence" at the fitted point
     fitted = table[table["operating point"] == "fitted (default)"].set_index("level")
-    y, flagged = held_out["label"], held_out.pipe(lambda s: judged(calibration, s, OperatingPoint())).eval("score >= threshold")
+    y, flagged = (held_out["label"],
+                  held_out.pipe(lambda s: judged(calibration, s, OperatingPoint())).eval("score >= threshold"))
     assert fitted.loc["sentence", "recall"].startswith(f"{flagged[y == 1].mean():.3f}")
     text = operating_report({"held out": held_out}, calibration, "groundsense eval operating --cache x")
     assert text.splitlines()[2] == "`groundsense eval operating --cache x`" and "## held out: 150 answers" in text
 
 
 def _write_cache(root, benchmark, seed):
+    from test_report import CONFIG
+
     from groundsense.config import DetectorConfig
     from groundsense.eval.extract import ExtractionConfig, write_config
     from groundsense.eval.store import write_part
-    from test_report import CONFIG
 
     config = ExtractionConfig(DetectorConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"}))
     folder = root / benchmark / config.key

@@ -1,5 +1,5 @@
-import pytest
 import pandas as pd
+import pytest
 
 from groundsense.eval.cases import data_root
 from groundsense.eval.ragbench import load_ragbench, source_groups

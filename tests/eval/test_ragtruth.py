@@ -1,5 +1,6 @@
-import pytest
 import json
+
+import pytest
 
 from groundsense.eval.ragtruth import load_ragtruth, sentence_type, split_passages
 
@@ -83,7 +84,8 @@ def test_original_layout_gives_the_same_cases(ragtruth_test, tmp_path):
             info = case.context
             prompt = case.question + case.context + "\noutput:"
         source_id = case.source_id.split(":")[1]
-        sources.append({"source_id": source_id, "task_type": case.task, "source": "x", "source_info": info, "prompt": prompt})
+        sources.append({"source_id": source_id, "task_type": case.task, "source": "x", "source_info": info,
+                        "prompt": prompt})
         labels = [{"start": s.start, "end": s.end, "text": case.sentence_text(s),
                    "label_type": "Evident Conflict" if s.type == "conflict" else "Evident Baseless Info"}
                   for s in case.sentences if s.unsupported]

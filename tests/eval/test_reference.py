@@ -8,7 +8,8 @@ from groundsense.eval.reference import reference_dir, reproduce_analysis
 
 MODEL = "Qwen2.5-1.5B-Instruct_K5"
 _INTERVAL = re.compile(r"^- (.+?): ([0-9.]+)\s+\[([0-9.]+), ([0-9.]+)\]$")
-_DIFF = re.compile(r"^(\w+).* grounding vs perplexity: AUC diff = ([+-][0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\], bootstrap p = ([0-9.]+)$")
+_DIFF = re.compile(r"^(\w+).* grounding vs perplexity: AUC diff = ([+-][0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\], "
+                   r"bootstrap p = ([0-9.]+)$")
 _RAW = re.compile(r"^- raw (\w+) AUC: ([0-9.]+)$")
 _SUM = re.compile(r"^- standardized sum of the four features AUC: ([0-9.]+)$")
 

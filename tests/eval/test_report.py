@@ -2,13 +2,13 @@ import json
 from pathlib import Path
 
 import pytest
+from test_metrics import synthetic_table
 
 from groundsense.eval.benchmark_result import PASSES, cost_table
 from groundsense.eval.extract import FeatureSet
 from groundsense.eval.layout import cache_folder
 from groundsense.eval.report import write_report
 from groundsense.eval.tables import markdown_table
-from test_metrics import synthetic_table
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
           "n_parameters": 1_000_000}

@@ -7,7 +7,8 @@ pytestmark = pytest.mark.data  # reads the benchmark data
 
 
 def test_even_allocation_fills_small_strata_first():
-    assert even_allocation(300, {"QA": 160, "Summary": 204, "Data2txt": 579}) == {"QA": 100, "Summary": 100, "Data2txt": 100}
+    assert (even_allocation(300, {"QA": 160, "Summary": 204, "Data2txt": 579})
+            == {"QA": 100, "Summary": 100, "Data2txt": 100})
     assert even_allocation(300, {"a": 50, "b": 1000, "c": 1000}) == {"a": 50, "b": 125, "c": 125}
     assert even_allocation(7, {"a": 10, "b": 10}) == {"a": 4, "b": 3}
     with pytest.raises(ValueError):

@@ -77,7 +77,8 @@ def test_a_timed_two_pass_configuration_takes_the_gap_of_its_scorers_full_set():
     assert pd.isna(derived.loc[key, SPAN["sum"]]) and pd.isna(derived.loc[key, "recorded seconds per answer"])
     unscored = {"scorer": "qwen2.5-coder-1.5b-instruct", "n_parameters": 1_543_714_304, "seconds_per_answer": 9.0,
                 "relative_to_default_full": 6.0}  # full timed before two-pass: neither has a set, neither copies
-    pending = scorer_table([full], {"timings": [{**unscored, "mode": m} for m in ("full", "two_pass")]}, n_resamples=200)
+    pending = scorer_table([full], {"timings": [{**unscored, "mode": m} for m in ("full", "two_pass")]},
+                           n_resamples=200)
     assert pending.iloc[1:]["key"].eq("— (not scored yet)").all() and pending.iloc[1:][SPAN["gap"]].isna().all()
     scored = scorer_table([full, as_two_pass(full)], {"timings": [two_pass]}, n_resamples=200)
     assert "two-pass-view" in set(scored["key"]) and not scored["key"].str.startswith("— (gap").any()

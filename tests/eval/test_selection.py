@@ -6,11 +6,17 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.extract import load_cache
 from groundsense.eval.benchmark_result import partitioned
 from groundsense.eval.detector_inputs import detector_table, suspicion, token_threshold_sweep, tuned_thresholds
+from groundsense.eval.extract import load_cache
 from groundsense.eval.selection import (
-    CANDIDATES, Transfer, apply_rule, fit_inputs, leave_one_benchmark_out, selection_report, transfer_table,
+    CANDIDATES,
+    Transfer,
+    apply_rule,
+    fit_inputs,
+    leave_one_benchmark_out,
+    selection_report,
+    transfer_table,
 )
 
 RESULTS = Path(__file__).parents[2] / "results"
@@ -79,7 +85,8 @@ def test_each_fit_tunes_the_token_thresholds_without_the_held_out_benchmark(toke
 
 def test_candidate_b_asks_for_token_rows():
     sets = {s.benchmark: s for s in load_cache(CACHE, "smollm2-135m-instruct") if s.full_exact}
-    with pytest.raises(ValueError, match=r"candidate B needs token rows for (ragbench|ragtruth|tofueval), .*--token-rows"):
+    with pytest.raises(ValueError,
+                       match=r"candidate B needs token rows for (ragbench|ragtruth|tofueval), .*--token-rows"):
         selection_report(sets, None, "B", "cmd")
 
 

@@ -1,7 +1,7 @@
-import pytest
 import json
 
 import pandas as pd
+import pytest
 
 from groundsense.eval.cases import data_root
 from groundsense.eval.tofueval import load_tofueval, sentence_type
@@ -24,10 +24,12 @@ def test_loads_summaries_and_reports_drops():
 def test_offsets_round_trip_to_the_labelled_sentences():
     cases, _ = load_tofueval(splits=["test"])
     rows = pd.read_csv(data_root() / "tofueval" / "meetingbank_factual_eval_test.csv")
-    official = set(json.loads((data_root() / "tofueval" / "document_ids_dev_test_split.json").read_text())["test"]["meetingbank"])
+    split = json.loads((data_root() / "tofueval" / "document_ids_dev_test_split.json").read_text())
+    official = set(split["test"]["meetingbank"])
     for case in cases:
         doc_id, topic, model = case.id.split(":", 2)[2].split("|")
-        group = rows[(rows.doc_id == doc_id) & (rows.topic == topic) & (rows.model_name == model)].sort_values("sent_idx")
+        group = (rows[(rows.doc_id == doc_id) & (rows.topic == topic) & (rows.model_name == model)]
+                 .sort_values("sent_idx"))
         assert [case.sentence_text(s) for s in case.sentences] == group["summ_sent"].tolist()
         assert [s.unsupported for s in case.sentences] == (group["sent_label"] == "no").tolist()
         assert case.answer == " ".join(group["summ_sent"])

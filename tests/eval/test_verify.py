@@ -21,7 +21,8 @@ SENTENCES = [LabelledSentence(0, 25, False), LabelledSentence(26, len(ANSWER), T
 
 
 def case(case_id: str, passages=PASSAGES) -> Case:
-    return Case(case_id, "ragtruth:src", "QA", "Where is the Colosseum?", None, passages, ANSWER, SENTENCES, "ragtruth", "test")
+    return Case(case_id, "ragtruth:src", "QA", "Where is the Colosseum?", None, passages, ANSWER, SENTENCES,
+                "ragtruth", "test")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,8 @@ def test_rows_follow_the_cache_interface(runs):
     assert (scored["seconds"] > 0).all() and (scored["gflops"] > 0).all() and scored["support_chunk"].isna().all()
     assert str(rows["sentence_index"].dtype) == "Int32" and str(rows["support_chunk"].dtype) == "Int32"
     config = json.loads((first.folder / "config.json").read_text())
-    assert config == {"verifier": "judge", "model": "smollm2-135m-instruct", "params": {"k": 5, "max_context_tokens": 1800},
+    assert config == {"verifier": "judge", "model": "smollm2-135m-instruct",
+                      "params": {"k": 5, "max_context_tokens": 1800},
                       "version": 1, "n_parameters": judge.n_parameters}
     assert first.folder.parent.name == "ragtruth" and first.folder.name.startswith("judge-smollm2-135m-instruct__")
 

@@ -4,7 +4,6 @@ import importlib
 import socket
 
 import pytest
-
 from integration_example import EXAMPLE
 
 

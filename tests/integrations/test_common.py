@@ -4,12 +4,11 @@ import subprocess
 import sys
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.detector import Detector
 from groundsense.errors import GroundsenseError, InputError
 from groundsense.integrations.common import GroundingReport, check, evidence_texts
-
-from integration_example import INVENTED, SUPPORTED
 
 
 @pytest.mark.slow
@@ -80,7 +79,8 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
     from langchain_core.documents import Document
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    items = ["a", Document(page_content="b"), TextNode(text="c"), NodeWithScore(node=TextNode(text="d"), score=0.5), {"text": "e"}]
+    items = ["a", Document(page_content="b"), TextNode(text="c"), NodeWithScore(node=TextNode(text="d"), score=0.5),
+             {"text": "e"}]
     assert evidence_texts(items) == ["a", "b", "c", "d", "e"]
     assert evidence_texts("one context") == ["one context"]
     for bad in (None, 3, [object()]):

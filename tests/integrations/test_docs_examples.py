@@ -57,6 +57,7 @@ def test_every_example_runs_offline(tmp_path):
     assert "[0.667, 1.0]" in out
     assert "83.33 [0.667, 1.0]" in out  # DSPy
     assert "The answer is not supported by the retrieved passages." in out  # the Pydantic AI retry prompt
-    assert '2 of 3 sentences supported by the evidence (score 0.667).\nUnsupported:\n- [2] "The bridge was designed' in out
+    assert ('2 of 3 sentences supported by the evidence (score 0.667).\nUnsupported:\n'
+            '- [2] "The bridge was designed' in out)
     lookups = json.loads(out.rsplit("=== lookups ", 1)[1])
     assert set(lookups) <= {NLTK_HOST}, lookups

@@ -5,9 +5,9 @@ The programs evaluated are stand-ins: a module that returns fixed drafts, and DS
 the metric scores with the real scorer. The framework is imported by the tests that use it."""
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +18,8 @@ def drafts_program(example):
 
     class Drafts(dspy.Module):
         def forward(self, question, draft):
-            return dspy.Prediction(context=example["passages"], answer={"full": example["answer"], "supported": SUPPORTED}[draft])
+            return dspy.Prediction(context=example["passages"],
+                                   answer={"full": example["answer"], "supported": SUPPORTED}[draft])
 
     return Drafts()
 
@@ -26,7 +27,8 @@ def drafts_program(example):
 def devset(example):
     import dspy
 
-    return [dspy.Example(question=example["question"], draft=d).with_inputs("question", "draft") for d in ("full", "supported")]
+    return [dspy.Example(question=example["question"], draft=d).with_inputs("question", "draft")
+            for d in ("full", "supported")]
 
 
 def test_evaluate_scores_each_answer_with_no_llm(integration, detector, example, offline):
@@ -86,17 +88,20 @@ def test_missing_fields_and_bad_inputs_are_refused(integration, detector, exampl
     full = devset(example)[0]
     prediction = drafts_program(example)(**full.inputs())
     gold = full.copy(answer=SUPPORTED)  # the example's gold answer is never what gets scored
-    with pytest.raises(InputError, match=r"no field 'response' in the prediction \(fields: answer, context\).*answer=\.\.\."):
+    with pytest.raises(InputError,
+                       match=r"no field 'response' in the prediction \(fields: answer, context\).*answer=\.\.\."):
         integration.GroundsenseMetric(answer="response", detector=detector)(gold, prediction)
     with pytest.raises(InputError, match=r"no field 'answer' in the prediction \(fields: response\)"):
         integration.GroundsenseMetric(detector=detector)(gold, dspy.Prediction(response=SUPPORTED))
-    with pytest.raises(InputError, match=r"no field 'passages' in the prediction or the example \(fields: .*draft.*\).*context=\.\.\."):
+    with pytest.raises(InputError, match=r"no field 'passages' in the prediction or the example "
+                                         r"\(fields: .*draft.*\).*context=\.\.\."):
         integration.GroundsenseMetric(context="passages", detector=detector)(full, dspy.Prediction(answer=SUPPORTED))
     for bad, message in [
         (dspy.Prediction(answer=[SUPPORTED], context=["x"]), "answer field 'answer' must be text, not list"),
         (dspy.Prediction(answer=SUPPORTED, context=None), "context field 'context' holds no passages"),
         (dspy.Prediction(answer=SUPPORTED, context=[]), "context field 'context' holds no passages"),
-        (dspy.Prediction(answer=SUPPORTED, context=["x"], question=3), "question field 'question' must be text, not int"),
+        (dspy.Prediction(answer=SUPPORTED, context=["x"], question=3),
+         "question field 'question' must be text, not int"),
         ("the answer is here", "must be a dspy.Example, dspy.Prediction or dict, not str"),
     ]:
         with pytest.raises(InputError, match=message):

@@ -3,7 +3,6 @@
 The framework is imported by the tests that use it (``integration``), not at collection."""
 
 import pytest
-
 from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow

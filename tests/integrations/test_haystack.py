@@ -8,9 +8,9 @@ scorer, loaded by the component itself. The framework is imported by the tests t
 import asyncio
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 
@@ -29,8 +29,8 @@ def checker(integration):
 
 
 def guarded_pipeline(integration):
-    """A stand-in chat generator, a checker (on the shared default detector), and a router that sends a passing answer on
-    and a failing one to review with its feedback."""
+    """A stand-in chat generator, a checker (on the shared default detector), and a router that sends a
+    passing answer on and a failing one to review with its feedback."""
     from haystack import Pipeline, component
     from haystack.components.routers import ConditionalRouter
     from haystack.dataclasses import ChatMessage

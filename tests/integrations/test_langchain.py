@@ -8,9 +8,9 @@ imported by the tests that use it (``integration``), not at collection.
 import asyncio
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,8 @@ def test_invoke_returns_the_report(integration, detector, example, offline):
     step = integration.GroundsenseRunnable(detector)
     assert isinstance(step, Runnable)
 
-    report = step.invoke({"question": example["question"], "documents": documents(example), "answer": example["answer"]})
+    report = step.invoke({"question": example["question"], "documents": documents(example),
+                          "answer": example["answer"]})
     assert [s.text for s in report.unsupported] == [INVENTED]
     assert report.passing is False and report.score == pytest.approx(2 / 3)
     assert report.grounded_answer == SUPPORTED

@@ -5,7 +5,6 @@ The framework is imported by the tests that use it (``integration``), not at col
 import asyncio
 
 import pytest
-
 from integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ import sys
 import anyio
 import pytest
 from click.testing import CliRunner
+from integration_example import INVENTED
 
 from groundsense.cli import cli
 from groundsense.validate import EMPTY_ANSWER
-from integration_example import INVENTED
 
 TOOL = "check_grounding"
 

@@ -6,9 +6,9 @@ recording what it is sent. The agent, its retrieval tool and retry loop, and gro
 detection are real. The framework is imported by the tests that use it, not at collection."""
 
 import pytest
+from integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
-from integration_example import INVENTED, SUPPORTED
 
 
 def scripted_model(*responses):
@@ -23,7 +23,8 @@ def scripted_model(*responses):
     def respond(messages, info):
         sent.append(messages[-1].parts)
         response = responses[len(sent) - 1]
-        parts = response if isinstance(response, list) else [TextPart(response) if isinstance(response, str) else response]
+        parts = (response if isinstance(response, list)
+                 else [TextPart(response) if isinstance(response, str) else response])
         return ModelResponse(parts=parts)
 
     return FunctionModel(respond), sent
@@ -54,7 +55,8 @@ def test_the_agent_retries_until_its_answer_is_grounded(integration, detector, e
     leave-one-out drop would vanish behind its copy (the real detection runs; what it is
     given is recorded)."""
     given, detect = [], detector.detect
-    monkeypatch.setattr(detector, "detect", lambda **arguments: (given.append(arguments["passages"]), detect(**arguments))[1])
+    monkeypatch.setattr(detector, "detect",
+                        lambda **arguments: (given.append(arguments["passages"]), detect(**arguments))[1])
     model, sent = scripted_model([call_retrieve("call-1"), call_retrieve("call-2")], example["answer"], SUPPORTED)
     agent = rag_agent(model, example, integration.GroundsenseOutputValidator(detector=detector))
 
@@ -105,7 +107,8 @@ def test_an_answer_without_retrieval_in_its_run_is_sent_back_to_retrieve(integra
 @pytest.mark.parametrize("deps", [None, [], ["  "]])
 def test_an_evidence_function_with_no_passages_stops_the_run(integration, example, deps):
     model, sent = scripted_model(SUPPORTED)
-    agent = rag_agent(model, example, integration.GroundsenseOutputValidator(evidence=lambda ctx: ctx.deps), deps_type=list)
+    agent = rag_agent(model, example, integration.GroundsenseOutputValidator(evidence=lambda ctx: ctx.deps),
+                      deps_type=list)
     with pytest.raises(InputError, match="the evidence function returned no passage with text"):
         agent.run_sync(example["question"], deps=deps)
     assert len(sent) == 1  # not sent back to the model, which cannot change the application's evidence

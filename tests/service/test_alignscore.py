@@ -75,7 +75,8 @@ def test_nemo_request_function_reads_groundsense_scores(live_server):
     assert run(alignscore_request(url, EVIDENCE, SUPPORTED)) == 1.0
     assert run(alignscore_request(url, EXAMPLE["passages"], SUPPORTED)) == 1.0  # evidence as passages
     assert run(alignscore_request(url, EVIDENCE, HALF)) == 0.25  # half supported: below NeMo's 0.5
-    assert run(alignscore_request(live_server.url + "/alignscore_base", EVIDENCE, MOSTLY_INVENTED)) == pytest.approx(1 / 6)
+    base = live_server.url + "/alignscore_base"
+    assert run(alignscore_request(base, EVIDENCE, MOSTLY_INVENTED)) == pytest.approx(1 / 6)
 
 
 @pytest.mark.slow

@@ -156,7 +156,8 @@ def test_scored_requests_are_counted_timed_and_logged(client, request_log):
 def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
     with TestClient(create_app(ServiceSettings(timeout_s=0.001))) as client:
         wait_ready(client.get)
-        assert client.post("/alignscore_large", json={"evidence": EXAMPLE["passages"], "claim": EXAMPLE["answer"]}).status_code == 504
+        body = {"evidence": EXAMPLE["passages"], "claim": EXAMPLE["answer"]}
+        assert client.post("/alignscore_large", json=body).status_code == 504
         samples = metrics(client)
     assert value(samples, "groundsense_requests_total", route="/alignscore_large", status="504", outcome="error") == 1
     assert value(samples, "groundsense_latency_seconds_count", phase="queue") == 1
@@ -173,7 +174,8 @@ def test_serve_writes_the_request_log_to_stdout(tmp_path):
         port = s.getsockname()[1]
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GROUNDSENSE_LOG_TEXT": "1"}
-    command = [sys.executable, "-m", "groundsense.cli", "serve", "--port", str(port), "--scorer", "no-such-org/no-such-model"]
+    command = [sys.executable, "-m", "groundsense.cli", "serve", "--port", str(port),
+               "--scorer", "no-such-org/no-such-model"]
     with out.open("w") as stdout, err.open("w") as stderr:
         server = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
         try:

@@ -65,7 +65,8 @@ def test_review_page_shows_highlights_and_support(live_server, browser):
     assert spans[target["index"]].get_attribute("aria-pressed") == "true"
     assert browser.find_element(By.CSS_SELECTOR, "#context-view mark").text == target["support"]["text"]
     assert len(browser.find_elements(By.CSS_SELECTOR, "#drops .bar-row")) == len(expected["chunks"])
-    assert browser.find_element(By.CSS_SELECTOR, "#drops .best").text.startswith(f"passage {target['support']['passage'] + 1}")
+    best = browser.find_element(By.CSS_SELECTOR, "#drops .best").text
+    assert best.startswith(f"passage {target['support']['passage'] + 1}")
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "review-page.png"))
@@ -165,7 +166,8 @@ def test_review_page_shows_the_unfamiliar_text_warning(live_server, browser):
     wait = WebDriverWait(browser, 300)
     wait.until(ec.text_to_be_present_in_element((By.ID, "ready"), "ready"))
     browser.execute_script("document.getElementById('evidence').value = arguments[0];"
-                           "document.getElementById('answer').value = arguments[1];", request["context"], request["answer"])
+                           "document.getElementById('answer').value = arguments[1];",
+                           request["context"], request["answer"])
     browser.find_element(By.ID, "run").click()
     wait.until(ec.visibility_of_element_located((By.ID, "results")))
     notes = browser.find_element(By.ID, "notes").text

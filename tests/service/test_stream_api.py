@@ -47,7 +47,8 @@ def test_stream_events_end_with_the_detect_result(client):
     spans = [[s["start"], s["end"]] for s in result["sentences"]]
     whole = client.post("/v1/detect", json={**HEAD, "answer": EXAMPLE["answer"], "sentences": spans}).json()
     assert [s["flagged"] for s in result["sentences"]] == [s["flagged"] for s in whole["sentences"]]
-    assert [s["score"] for s in result["sentences"]] == pytest.approx([s["score"] for s in whole["sentences"]], abs=1e-4)
+    assert [s["score"] for s in result["sentences"]] == pytest.approx([s["score"] for s in whole["sentences"]],
+                                                                       abs=1e-4)
     assert result["sentences"][2]["flagged"] is True and result["answer"]["flagged"] is True
     metrics = client.get("/metrics").text  # counted like any scoring request
     assert any(line.startswith("groundsense_requests_total{") and 'route="/v1/detect/stream"' in line

@@ -16,8 +16,8 @@ from .calibrate import calibrate
 from .catalogue import examples, scorers
 from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
 from .detect import detect
-from .fit import fit
 from .eval import eval_group
+from .fit import fit
 from .mcp import mcp
 from .serve import serve
 from .stream import stream

@@ -16,7 +16,8 @@ from .eval_options import DEFAULT_CACHE, load_sets, partial_option
 @click.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
 @click.argument("benchmark", type=click.Choice(BENCHMARKS))
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
-@click.option("--scorer", "-m", default=None, metavar="NAME", help="The feature set's scorer [default: the only one cached].")
+@click.option("--scorer", "-m", default=None, metavar="NAME",
+              help="The feature set's scorer [default: the only one cached].")
 @click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output root [default: attribution/ beside the feature cache].")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -24,7 +25,8 @@ from .eval_options import DEFAULT_CACHE, load_sets, partial_option
 def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
-    from ..eval.attribution import attribution_pairs as pairs_of, case_chunks
+    from ..eval.attribution import attribution_pairs as pairs_of
+    from ..eval.attribution import case_chunks
     from ..eval.benchmarks import load_benchmark
     from ..scorer import Scorer
 
@@ -65,7 +67,8 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
     none or contradicts) into ratings-<judge>.parquet beside it; rerun to resume.
 
     \b
-      groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct --cache results/features
+      groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct \
+--cache results/features
     """
     from ..eval.rating import rate_pairs, ratings_path, read_pairs
     from ..verifiers.rater import SupportRater

@@ -84,7 +84,8 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
 
 def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict:
     """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it."""
-    return {f"{b} ({cache.name}/{s.key})": s.sentences for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
+    return {f"{b} ({cache.name}/{s.key})": s.sentences
+            for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 
 def _first_sets(caches, scorer: str, partial: bool) -> dict:

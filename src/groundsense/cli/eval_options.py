@@ -25,11 +25,13 @@ def case_options(func):
     options = [
         click.argument("benchmark", type=click.Choice(BENCHMARKS)),
         click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
-                     help="paper (RAGTruth: a paper-style 300 hallucinated + 300 clean; others: all), full, or N answers (balanced)."),
+                     help="paper (RAGTruth: a paper-style 300 hallucinated + 300 clean; others: all), full, "
+                          "or N answers (balanced)."),
         click.option("--split", "splits", multiple=True,
                      help="Benchmark split(s) [default: ragtruth test; tofueval dev and test; ragbench test]."),
         click.option("--subsets", default=None, help="RAGBench subsets, comma-separated [default: all found]."),
-        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (by source id)."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Only the first N cases (by source id)."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -1,4 +1,5 @@
-"""`groundsense eval report`, `selection`, `answers`, `scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
+"""`groundsense eval report`, `selection`, `answers`, `scorer-cost` and `compare`: analyses of the caches
+(no scorer needed)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from ..eval.benchmarks import BENCHMARKS
 from ..eval.layout import cache_folder
 from .common import CONTEXT_SETTINGS, Failure
 from .eval_options import (
-    DEFAULT_CACHE, emit_report, load_sets, markdown_report_options, partial_option, report_command,
+    DEFAULT_CACHE,
+    emit_report,
+    load_sets,
+    markdown_report_options,
+    partial_option,
+    report_command,
 )
 
 
@@ -49,7 +55,8 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution, parti
 @click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Feature cache of the whole RAGTruth test split, for the rule's third condition.")
 @click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
-              help="A: sentence features; B: A plus token-level features at thresholds tuned on dev partitions (needs --token-rows caches, the split's too).")
+              help="A: sentence features; B: A plus token-level features at thresholds tuned on dev partitions "
+                   "(needs --token-rows caches, the split's too).")
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
 @markdown_report_options
 @partial_option
@@ -65,7 +72,8 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed, pa
     splits = load_sets(split_cache, scorer, partial) if split_cache else []
     split = next((s for s in splits if s.benchmark == "ragtruth"), None)
     command = report_command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
-                             *(["--candidate", candidate] if candidate != "A" else []), *(["--partial"] if partial else []),
+                             *(["--candidate", candidate] if candidate != "A" else []),
+                             *(["--partial"] if partial else []),
                              *(["-o", output] if output else []))
     try:
         text = selection_report({b: sets[b] for b in BENCHMARKS}, split, candidate, command, resamples, seed)

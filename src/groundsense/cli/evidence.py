@@ -35,7 +35,8 @@ def gather_input(example, question, question_file, context, context_file, passag
         row = load_example(example)
     elif answer is None and answer_file is None:
         if sys.stdin.isatty():
-            raise InputError("no answer given: use --answer/--answer-file, --example NAME, or pipe a JSON object on stdin")
+            raise InputError("no answer given: use --answer/--answer-file, --example NAME, "
+                             "or pipe a JSON object on stdin")
         row = read_json_stream(sys.stdin.buffer)
         check_object(row)
     picks = {

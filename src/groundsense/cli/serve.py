@@ -14,8 +14,10 @@ from .common import CONTEXT_SETTINGS, detector_options
 @detector_options(from_env=True)
 @click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
 @click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
-@click.option("--queue-size", type=click.IntRange(min=1), default=None, help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
-@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
+@click.option("--queue-size", type=click.IntRange(min=1), default=None,
+              help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
 @click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")
 @click.option("--allowed-hosts", default=None, metavar="HOST,...",
               help="Host headers to accept, e.g. review.example.org; others get 400. Set it when binding beyond "
@@ -36,7 +38,8 @@ def serve(**options):
     from ..service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env(**options)
-    click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)", err=True)
+    click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)",
+               err=True)
     requests = logging.getLogger("groundsense.requests")
     requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
     requests.setLevel(logging.INFO)

@@ -62,7 +62,8 @@ def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Sect
 
 def verifier_comparisons(result: BenchmarkResult, root: Path, seed: int, n_resamples: int) -> list[VerifierComparison]:
     caches = load_verifier_cache(root, result.features.benchmark)
-    comparisons = [compare_verifier(result.dev, result.test, rows, key, seed, n_resamples) for key, rows in caches.items()]
+    comparisons = [compare_verifier(result.dev, result.test, rows, key, seed, n_resamples)
+                   for key, rows in caches.items()]
     return [c for c in comparisons if c is not None]
 
 
@@ -86,7 +87,8 @@ def verifier_section(
          "### Flagging and calibration (thresholds chosen on dev, test)", "",
          "Each verifier and the sentence gap on the verifier's test sentences, flagged at the threshold that "
          "maximises F1 on dev (`verifier threshold`: the verifier's, on its raw score, what "
-         "`groundsense detect --verifier-threshold` takes). Brier: of the verifier's raw score where it is a probability (the judge's "
+         "`groundsense detect --verifier-threshold` takes). Brier: of the verifier's raw score where it is a "
+         "probability (the judge's "
          "1 − P(supported)), of a logistic calibration fit on dev, and of predicting dev's base rate.", "",
          markdown_table(flags), ""],
         {"table7": frame_numbers(t7), "table8": frame_numbers(t8), "flagging": frame_numbers(flags), "cascade": {}},
@@ -96,8 +98,9 @@ def verifier_section(
             table = cascade_table(c, detector, result.cost, seed=seed, n_resamples=n_resamples)
             path = figures.cascade_curve(table, folder / f"{name}-cascade-{c.name}-{detector.replace(' ', '-')}.png")
             section.lines += [f"### Cascade: {detector} → {c.name}", "",
-                              markdown_table(bracketed(table.rename(columns={"auc": "AUC", "lo": "AUC lo", "hi": "AUC hi",
-                                                                            "Δ lo": "Δ vs verifier lo", "Δ hi": "Δ vs verifier hi"}))),
+                              markdown_table(bracketed(table.rename(columns={
+                                  "auc": "AUC", "lo": "AUC lo", "hi": "AUC hi",
+                                  "Δ lo": "Δ vs verifier lo", "Δ hi": "Δ vs verifier hi"}))),
                               "", f"![cascade](figures/{path.name})", ""]
             section.numbers["cascade"][f"{c.name} | {detector}"] = frame_numbers(table)
     return section
@@ -113,17 +116,20 @@ def attribution_section(result: BenchmarkResult, root: Path) -> Section:
     for path in files:
         summary = attribution_summary(pd.read_parquet(path))
         section.lines += [f"`{path.name}`: supported = rated full or partial; Wilcoxon signed-rank on the paired "
-                          "four-level ratings.", "", markdown_table(summary.rates), "", markdown_table(summary.tests), ""]
+                          "four-level ratings.", "", markdown_table(summary.rates), "",
+                          markdown_table(summary.tests), ""]
         section.numbers[path.stem] = {"rates": frame_numbers(summary.rates), "tests": frame_numbers(summary.tests)}
     return section
 
 
-def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]], folder: Path) -> Section:
+def frontier_section(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]],
+                     folder: Path) -> Section:
     frame = frontier_table(results, comparisons)
     section = Section(["## Figure 4: cost and accuracy", "",
-                       "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured where "
-                       "`seconds_measured`, else scaled by GFLOPs (Table 9). `n`: the test sentences an AUC rests on; a "
-                       "verifier's are only those it scored, and `gap_same_sentences` is the sentence gap on exactly them (scored by `gap_scorer`).",
+                       "Span AUC (test) against GFLOPs per sentence (2 × parameters × tokens); seconds measured "
+                       "where `seconds_measured`, else scaled by GFLOPs (Table 9). `n`: the test sentences an AUC "
+                       "rests on; a verifier's are only those it scored, and `gap_same_sentences` is the sentence gap "
+                       "on exactly them (scored by `gap_scorer`).",
                        ""])
     for benchmark, group in frame.groupby("benchmark", sort=True):
         path = figures.cost_frontier(group, folder / f"frontier-{benchmark}.png")

@@ -116,7 +116,8 @@ def partition_answers(features: FeatureSet, seed: int = 0,
     return tuple(answer_table(p, sensitivity_score(p, scorer, k)) for p in (dev, test))
 
 
-def answer_thresholds(sets: Mapping[str, FeatureSet], seed: int = 0) -> dict[str, tuple[tuple[float, float], list[str]]]:
+def answer_thresholds(sets: Mapping[str, FeatureSet],
+                      seed: int = 0) -> dict[str, tuple[tuple[float, float], list[str]]]:
     """Per scorer (thresholds in nats are a scorer's own): the token thresholds for its answer
     tables, tuned as the detector selection's rule 3 tunes them (docs/detector-selection.md,
     "Token thresholds") on the dev partitions of its first set with token rows of each
@@ -125,7 +126,8 @@ def answer_thresholds(sets: Mapping[str, FeatureSet], seed: int = 0) -> dict[str
     for name, features in sets.items():
         if has_token_rows(features.rows):
             tuning.setdefault(features.config["scorer"], {}).setdefault(features.benchmark, name)
-    return {scorer: (tuned_thresholds(token_threshold_sweep({n: partitioned(sets[n].table, seed)[0] for n in names.values()})),
+    return {scorer: (tuned_thresholds(token_threshold_sweep({n: partitioned(sets[n].table, seed)[0]
+                                                             for n in names.values()})),
                      list(names.values()))
             for scorer, names in tuning.items()}
 
@@ -147,7 +149,8 @@ def reference_answers(folder: Path) -> pd.DataFrame | None:
     return pd.DataFrame({
         "source_id": r.index.astype(str), "label": r["label"],
         "lowest sentence gap": -s.min(), "lowest two gaps": -s.apply(_lowest_two),
-        "mean gap": -r["gap"], "mean jsd_noctx": -r["jsd_noctx"], "perplexity": r["mean_surprisal"], "length": r["n_ans"],
+        "mean gap": -r["gap"], "mean jsd_noctx": -r["jsd_noctx"], "perplexity": r["mean_surprisal"],
+        "length": r["n_ans"],
     })
 
 
@@ -160,7 +163,8 @@ def by_aggregation(rows: Mapping[str, pd.Series]) -> pd.DataFrame:
 def token_note(scorer: str, thresholds: tuple[float, float], tuning: list[str]) -> list[str]:
     """The report's paragraph on one scorer's tuned token thresholds."""
     dependent, unresolved = thresholds
-    return [f"The token-level aggregations of {scorer} (sets scored with token rows) take a token as evidence-dependent "
+    return [f"The token-level aggregations of {scorer} (sets scored with token rows) take a token as "
+            "evidence-dependent "
             f"when its no-context surprisal is above {dependent:g} nats, and as unresolved when its full-context "
             f"surprisal is above {unresolved:g} nats: the pair with the best mean dev AUC of the sentence features "
             f"`gap_dep` and `unresolved_share` over the dev partitions of {', '.join(tuning)} "

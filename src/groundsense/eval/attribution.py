@@ -64,7 +64,8 @@ def attribution_pairs(table: pd.DataFrame, chunks: Mapping[str, list[str]], seed
         detector = support_chunk(np.asarray(row.drops, dtype=float))
         if detector is None:
             continue
-        picks = {"detector": detector, "random": int(rng.integers(len(texts))), "lexical": lexical_chunk(row.sentence, texts)}
+        picks = {"detector": detector, "random": int(rng.integers(len(texts))),
+                 "lexical": lexical_chunk(row.sentence, texts)}
         rows += [{"case_id": row.case_id, "sentence_index": int(row.sentence_index), "which": which, "chunk": chunk,
                   "sentence": row.sentence, "chunk_text": texts[chunk]} for which, chunk in picks.items()]
     return pd.DataFrame(rows, columns=["case_id", "sentence_index", "which", "chunk", "sentence", "chunk_text"])
@@ -90,7 +91,8 @@ def attribution_summary(ratings: pd.DataFrame) -> AttributionSummary:
     rates = (
         ratings.assign(supported=rating.isin(SUPPORTED), full=rating == "full", contradicts=rating == "contradicts")
         .groupby("which")
-        .agg(n=("rating", "size"), supported=("supported", "mean"), full=("full", "mean"), contradicts=("contradicts", "mean"))
+        .agg(n=("rating", "size"), supported=("supported", "mean"), full=("full", "mean"),
+             contradicts=("contradicts", "mean"))
         .reindex([w for w in WHICH if w in set(ratings["which"])])
     )
     wide = ratings.assign(score=rating.map(_ORDINAL)).pivot_table(

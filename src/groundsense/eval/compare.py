@@ -56,7 +56,8 @@ class VerifierComparison:
         for detector in DETECTORS:
             row.update(_interval_cells(self.span, detector, detector))
             diff = self.span.difference(self.name, detector)
-            row.update({f"Δ vs {detector}": diff["diff"], f"Δ vs {detector} lo": diff["lo"], f"Δ vs {detector} hi": diff["hi"]})
+            row.update({f"Δ vs {detector}": diff["diff"], f"Δ vs {detector} lo": diff["lo"],
+                        f"Δ vs {detector} hi": diff["hi"]})
             if diff["lo"] > 0:
                 beaten.append(detector)
         row["beats"] = ", ".join(beaten) or "—"

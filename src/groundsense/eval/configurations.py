@@ -115,7 +115,8 @@ def compare(a: FeatureSet, b: FeatureSet, seed: int = 0, n_resamples: int = 2000
         test["source_id"].to_numpy(), n_resamples, seed,
     )
     span = pd.DataFrame.from_dict(
-        {m: {"auc_a": boot.point[f"{m} [A]"], "auc_b": boot.point[f"{m} [B]"], **boot.difference(f"{m} [A]", f"{m} [B]")}
+        {m: {"auc_a": boot.point[f"{m} [A]"], "auc_b": boot.point[f"{m} [B]"],
+             **boot.difference(f"{m} [A]", f"{m} [B]")}
          for m in scores_a},
         orient="index",
     )

@@ -12,7 +12,13 @@ import numpy as np
 import pandas as pd
 
 from ..features import (
-    GROUNDING, RELATIVE, SIGNED, TOKEN_FEATURES, relative_features, signed_features, token_features,
+    GROUNDING,
+    RELATIVE,
+    SIGNED,
+    TOKEN_FEATURES,
+    relative_features,
+    signed_features,
+    token_features,
 )
 from .extract import TOKEN_COLUMNS, FeatureSet
 
@@ -20,7 +26,8 @@ SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
 # Features that grow when the context supports the sentence: negated to score suspicion.
 # (``drop_min``, the most negative leave-one-out drop, grows too: a sentence that contradicts
 # a chunk gains likelihood without it, so its lowest drop falls below 0.)
-SUPPORT_ORIENTED = {*GROUNDING, "drop_min", "gap_rest", "gap_rel", "jsd_max", *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
+SUPPORT_ORIENTED = {*GROUNDING, "drop_min", "gap_rest", "gap_rel", "jsd_max",
+                    *(f for f in TOKEN_FEATURES if f.startswith(("gap", "tokdrop")))}
 # The (dependent, unresolved) pairs tried for the token thresholds, in nats; ties go to the
 # first pair in grid order. The a-priori values (2, 2) are in the grid.
 THRESHOLD_GRID = tuple((d, u) for d in (1.0, 2.0, 3.0, 4.0) for u in (1.0, 2.0, 3.0, 4.0))
@@ -62,7 +69,8 @@ def threshold_scores(dev: pd.DataFrame) -> pd.Series:
 
     def score(pair: tuple[float, float]) -> float:
         at_pair = pd.DataFrame([token_features(*r, *pair) for r in rows])
-        return (roc_auc_score(y, suspicion(at_pair, "gap_dep")) + roc_auc_score(y, suspicion(at_pair, "unresolved_share"))) / 2
+        return (roc_auc_score(y, suspicion(at_pair, "gap_dep"))
+                + roc_auc_score(y, suspicion(at_pair, "unresolved_share"))) / 2
 
     return pd.Series([score(pair) for pair in THRESHOLD_GRID],
                      index=pd.MultiIndex.from_tuples(THRESHOLD_GRID, names=["dependent", "unresolved"]))

@@ -77,7 +77,8 @@ def cost_frontier(frame: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (kind, scorer), group in frame.groupby(["kind", "scorer"], sort=True):
         marker = "o" if kind == "detector" else "s"
-        ax.scatter(group["gflops"], group["auc"], marker=marker, label=scorer if kind == "detector" else f"{scorer} (verifier)")
+        ax.scatter(group["gflops"], group["auc"], marker=marker,
+                   label=scorer if kind == "detector" else f"{scorer} (verifier)")
         for _, row in group.iterrows():
             ax.annotate(row["method"].split(" (")[0], (row["gflops"], row["auc"]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")

@@ -45,14 +45,16 @@ def frontier_table(results: list[BenchmarkResult], comparisons: dict[str, list[V
             cost = result.cost.loc[method]
             rows.append({"benchmark": f.benchmark, "kind": "detector", "scorer": f.config["scorer"],
                          "method": f"{method} ({f.config['mode']}, K={f.config['k']})", "n": n, "auc": auc,
-                         "gap_same_sentences": float("nan"), "gap_scorer": None, "gflops": cost["gflops"], "seconds": cost["seconds"],
+                         "gap_same_sentences": float("nan"), "gap_scorer": None, "gflops": cost["gflops"],
+                         "seconds": cost["seconds"],
                          "seconds_measured": bool(cost["seconds_measured"])})
         for c in comparisons.get(f"{f.benchmark}-{f.key}", []):
             if c.n_test > widest.get((f.benchmark, c.name), (-1, None))[0]:
                 widest[(f.benchmark, c.name)] = (c.n_test, c, f.config["scorer"])
     for (benchmark, name), (n, c, scorer) in widest.items():
         rows.append({"benchmark": benchmark, "kind": "verifier", "scorer": name, "method": name, "n": n,
-                     "auc": c.span.point[name], "gap_same_sentences": c.span.point["sentence gap"], "gap_scorer": scorer,
+                     "auc": c.span.point[name], "gap_same_sentences": c.span.point["sentence gap"],
+                     "gap_scorer": scorer,
                      "gflops": float(c.test["verifier_gflops"].mean()),
                      "seconds": float(c.test["verifier_seconds"].mean()), "seconds_measured": True})
     return pd.DataFrame(rows, columns=COLUMNS)

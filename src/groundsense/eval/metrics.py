@@ -42,7 +42,8 @@ def flagging_report(dev_score: np.ndarray, dev_label: np.ndarray, test_score: np
 
 def threshold_report(dev: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
     """Gap threshold chosen on dev (max F1), and precision/recall/F1 at it on test."""
-    report = flagging_report(-dev["gap"].to_numpy(), dev["label"].to_numpy(), -test["gap"].to_numpy(), test["label"].to_numpy())
+    report = flagging_report(-dev["gap"].to_numpy(), dev["label"].to_numpy(),
+                             -test["gap"].to_numpy(), test["label"].to_numpy())
     return report | {"threshold": -report["threshold"]}
 
 

@@ -80,7 +80,8 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     features = {f: table[f].to_numpy(dtype=float) for f in ("gap", *calibration.inputs)}
     served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
     targets = (point.target_recall, point.target_precision)
-    columns = {"score": np.where(served, calibration.score("sensitivity", features), calibration.score("gap", features))}
+    columns = {"score": np.where(served, calibration.score("sensitivity", features),
+                                 calibration.score("gap", features))}
     for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
         by_detector = {d: calibration.threshold(d, level, *targets) for d in ("sensitivity", "gap")}
         columns[column] = np.where(served, by_detector["sensitivity"], by_detector["gap"]).astype(float)

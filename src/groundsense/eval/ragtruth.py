@@ -16,9 +16,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, overlaps
-
 from ..text import segment_sentences
+from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, overlaps
 
 DEFAULT_FILE = Path("ragtruth") / "ragtruth.jsonl.gz"
 _BLANK_LINE = re.compile(r"\n\s*\n")

@@ -129,7 +129,8 @@ class _AuthorsBootstrap:
 
 def _summary(values: np.ndarray) -> dict[str, float]:
     values = values[~np.isnan(values)]
-    return {"value": float(values.mean()), "lo": float(np.percentile(values, 2.5)), "hi": float(np.percentile(values, 97.5))}
+    return {"value": float(values.mean()), "lo": float(np.percentile(values, 2.5)),
+            "hi": float(np.percentile(values, 97.5))}
 
 
 def reproduce_analysis(directory: str | Path | None = None) -> pd.DataFrame:

@@ -75,7 +75,8 @@ def write_report(
             comparisons[name] = analyses.verifier_comparisons(result, verifiers, seed, n_resamples)
             for key, section in {
                 "signed": analyses.signed_section(result, seed, n_resamples),
-                "verifiers": analyses.verifier_section(result, comparisons[name], verifiers, folder, name, seed, n_resamples),
+                "verifiers": analyses.verifier_section(result, comparisons[name], verifiers, folder, name, seed,
+                                                       n_resamples),
                 "attribution": analyses.attribution_section(result, attribution),
             }.items():
                 sections += section.lines

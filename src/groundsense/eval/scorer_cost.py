@@ -53,7 +53,8 @@ def scorer_row(features: FeatureSet, n_resamples: int = 2000, seed: int = 0) -> 
     ran = features.sentences.drop_duplicates("case_id")
     mode = config["mode"] + (" (masked leave-one-out)" if config.get("leave_one_out") == "masked" else "")
     row = {"scorer": config["scorer"], "parameters (M)": round(config["n_parameters"] / 1e6),
-           "mode": mode, "passes": MODE_PASSES[config["mode"]] + (f", K={config['k']}" if config["mode"] == "full" else "")}
+           "mode": mode,
+           "passes": MODE_PASSES[config["mode"]] + (f", K={config['k']}" if config["mode"] == "full" else "")}
     row |= {SPAN[n]: span.get(n, np.nan) for n in SPAN} | {ANSWER[n]: answer.get(n, np.nan) for n in ANSWER}
     row |= {"recorded seconds per answer": float(ran["seconds"].mean()), "answers": len(ran),
             "test answers": len(answers), "key": features.key}
@@ -92,7 +93,8 @@ def _unscored_row(timing: Mapping, scored: Sequence[dict]) -> dict[str, object]:
     full = [r for r in scored if (r["scorer"], r["mode"]) == (timing["scorer"], "full")]
     if timing["mode"] == "two_pass" and full:
         copied = [SPAN["gap"], ANSWER["gap"], "answers", "test answers"]
-        row |= {column: full[0][column] for column in copied} | {"key": f"— (gap of {full[0]['key']}: the same two passes)"}
+        row |= ({column: full[0][column] for column in copied}
+                | {"key": f"— (gap of {full[0]['key']}: the same two passes)"})
     return row
 
 

@@ -26,8 +26,14 @@ from .answers import answer_table
 from .benchmark_result import partitioned
 from .bootstrap import source_bootstrap
 from .detector_inputs import (
-    SENTENCE_INPUTS, detector_table, has_token_rows, suspicion, token_threshold_sweep, tuned_thresholds,
-    uses_token_features, with_token_features,
+    SENTENCE_INPUTS,
+    detector_table,
+    has_token_rows,
+    suspicion,
+    token_threshold_sweep,
+    tuned_thresholds,
+    uses_token_features,
+    with_token_features,
 )
 from .extract import FeatureSet
 from .methods import lightgbm_scores
@@ -73,17 +79,20 @@ class Transfer:
     thresholds: tuple[float, float] | None = None  # token thresholds tuned on the fit's dev partitions
 
 
-def fit_inputs(devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: Sequence[str],
-               sweep: pd.DataFrame | None = None) -> tuple[list[pd.DataFrame], pd.DataFrame, tuple[float, float] | None]:
+def fit_inputs(
+    devs: Mapping[str, pd.DataFrame], test: pd.DataFrame, features: Sequence[str], sweep: pd.DataFrame | None = None,
+) -> tuple[list[pd.DataFrame], pd.DataFrame, tuple[float, float] | None]:
     """The fit's dev partitions and the rows to score, with the token features added when
     ``features`` use them, at the pair that ``sweep`` (:func:`token_threshold_sweep`) rates
     best on those dev partitions only."""
     if not uses_token_features(features):
         return list(devs.values()), test, None
     if sweep is None:
-        raise ValueError("token features need the dev partitions' threshold sweep (detector_inputs.token_threshold_sweep)")
+        raise ValueError("token features need the dev partitions' threshold sweep "
+                         "(detector_inputs.token_threshold_sweep)")
     thresholds = tuned_thresholds(sweep[list(devs)])
-    return [with_token_features(d, thresholds) for d in devs.values()], with_token_features(test, thresholds), thresholds
+    return ([with_token_features(d, thresholds) for d in devs.values()], with_token_features(test, thresholds),
+            thresholds)
 
 
 def leave_one_benchmark_out(
@@ -107,7 +116,8 @@ def leave_one_benchmark_out(
 def transfer_table(transfers: Sequence[Transfer]) -> pd.DataFrame:
     """One row per held-out benchmark: the candidate's AUC, the gap's, and their difference."""
     return pd.DataFrame({
-        t.benchmark: {"candidate": t.intervals.loc["candidate", "auc"], "sentence gap": t.intervals.loc["sentence gap", "auc"],
+        t.benchmark: {"candidate": t.intervals.loc["candidate", "auc"],
+                      "sentence gap": t.intervals.loc["sentence gap", "auc"],
                       "candidate − gap": interval_text(*t.against_gap.loc["candidate", ["diff", "lo", "hi"]], sign="+")}
         for t in transfers}).T
 
@@ -152,7 +162,8 @@ class Verdict:
 
     def text(self) -> str:
         split = "not measured" if self.split_difference is None else f"{self.split_difference:+.3f}"
-        return (f"significantly better than the gap on {len(self.better)} benchmark(s) ({', '.join(self.better) or 'none'}); "
+        return (f"significantly better than the gap on {len(self.better)} benchmark(s) "
+                f"({', '.join(self.better) or 'none'}); "
                 f"significantly worse on {len(self.worse)} ({', '.join(self.worse) or 'none'}); "
                 f"whole-split difference {split}: {'adopt' if self.adopted else 'do not adopt'}")
 
@@ -212,7 +223,8 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
                   markdown_table(sweep.set_axis([f"{d:g}, {u:g}" for d, u in sweep.index])), ""]
     lines += ["## Single features on the dev partitions", "",
               "AUC of each feature as a suspicion score (orientation fixed in advance), and its paired "
-              "difference from the gap with a 95% source-level interval. Tuning reads these, never the test partitions.", "",
+              "difference from the gap with a 95% source-level interval. Tuning reads these, never the test "
+              "partitions.", "",
               markdown_table(single_features_on_dev(devs, features, n_resamples, seed)), "",
               "## Leave-one-benchmark-out within the dev partitions", "",
               "The same fits scored on the held-out benchmark's dev partition instead of its test partition: "

@@ -82,11 +82,13 @@ def planned_case_ids(folder: Path) -> set[str] | None:
 
 def cached_case_ids(folder: Path) -> set[str]:
     """Ids of the cases (scored or errored) already written under ``folder``."""
-    return {case_id for part in folder.glob("part-*.parquet") for case_id in pd.read_parquet(part, columns=["case_id"])["case_id"]}
+    return {case_id for part in folder.glob("part-*.parquet")
+            for case_id in pd.read_parquet(part, columns=["case_id"])["case_id"]}
 
 
 def case_columns(case: Case) -> dict:
-    return {"case_id": case.id, "source_id": case.source_id, "task": case.task, "benchmark": case.benchmark, "split": case.split}
+    return {"case_id": case.id, "source_id": case.source_id, "task": case.task, "benchmark": case.benchmark,
+            "split": case.split}
 
 
 def error_row(case: Case, error: Exception) -> dict:

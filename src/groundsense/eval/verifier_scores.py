@@ -62,6 +62,7 @@ def scored(rows: pd.DataFrame) -> pd.DataFrame:
 def join_scores(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """``table`` restricted to the sentences the verifier scored, with its ``verifier``,
     ``verifier_seconds`` and ``verifier_gflops`` columns (order of ``table`` kept)."""
-    right = scored(rows).rename(columns={"score": "verifier", "seconds": "verifier_seconds", "gflops": "verifier_gflops"})
+    right = scored(rows).rename(columns={"score": "verifier", "seconds": "verifier_seconds",
+                                         "gflops": "verifier_gflops"})
     left = table.astype({"sentence_index": "Int32"})
     return left.merge(right, on=KEY, how="inner", validate="one_to_one").reset_index(drop=True)

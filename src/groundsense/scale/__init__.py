@@ -9,4 +9,5 @@ from .io import open_sink
 from .pipeline import Resources, ScoreRows, detect_dataset, run_ray_batch
 from .schema import RECORD_SCHEMA, records_table, table_records
 
-__all__ = ["open_sink", "Resources", "ScoreRows", "detect_dataset", "run_ray_batch", "RECORD_SCHEMA", "records_table", "table_records"]
+__all__ = ["open_sink", "Resources", "ScoreRows", "detect_dataset", "run_ray_batch", "RECORD_SCHEMA", "records_table",
+           "table_records"]

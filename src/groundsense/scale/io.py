@@ -120,7 +120,8 @@ class ParquetSink(Sink):
     a kill loses at most the records not yet flushed, which a rerun scores again."""
 
     def __init__(self, out: str, rows_per_file: int = 1000, seconds: float = 60.0):
-        self.fs, self.root = pafs.FileSystem.from_uri(out) if "://" in out else (pafs.LocalFileSystem(), str(Path(out).absolute()))
+        self.fs, self.root = (pafs.FileSystem.from_uri(out) if "://" in out
+                              else (pafs.LocalFileSystem(), str(Path(out).absolute())))
         self.rows_per_file, self.seconds = rows_per_file, seconds
         self.pending: list[pa.Table] = []
         self.since = time.monotonic()
@@ -160,6 +161,7 @@ def open_sink(out: str) -> Sink:
         return ParquetSink(out)
     if out.lower().endswith(".jsonl"):
         if "://" in out:
-            raise InputError(f"{out}: JSONL output is appended to, so it must be a local file; write .parquet to a remote filesystem")
+            raise InputError(f"{out}: JSONL output is appended to, so it must be a local file; "
+                             "write .parquet to a remote filesystem")
         return JsonlSink(Path(out))
     raise InputError(f"{out}: the output must end in .jsonl or .parquet")

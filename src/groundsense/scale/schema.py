@@ -14,7 +14,9 @@ from ..features import FEATURES, SIGNED
 
 _int, _float, _str, _bool = pa.int64(), pa.float64(), pa.string(), pa.bool_()
 
-_SUPPORT = pa.struct([("chunk", _int), ("start", _int), ("end", _int), ("text", _str), ("drop", _float), ("passage", _int)])
+_SUPPORT = pa.struct([
+    ("chunk", _int), ("start", _int), ("end", _int), ("text", _str), ("drop", _float), ("passage", _int),
+])
 _SENTENCE = pa.struct([
     ("index", _int), ("start", _int), ("end", _int), ("text", _str), ("score", _float), ("flagged", _bool),
     ("features", pa.struct([(name, _float) for name in FEATURES + SIGNED])),
@@ -25,7 +27,9 @@ _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),
     ("n_unscored", _int), ("flagged", _bool), ("score", _float), ("threshold", _float),
 ])
-_TRUNCATED = pa.struct([("context", _bool), ("answer", _bool), ("context_tokens_removed", _int), ("answer_tokens_unscored", _int)])
+_TRUNCATED = pa.struct([
+    ("context", _bool), ("answer", _bool), ("context_tokens_removed", _int), ("answer_tokens_unscored", _int),
+])
 _CHUNK = pa.struct([("index", _int), ("start", _int), ("end", _int), ("passage", _int)])
 _CASCADE = pa.struct([("verifier", _str), ("escalate", _float), ("threshold", _float), ("n_escalated", _int)])
 

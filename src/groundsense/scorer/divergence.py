@@ -20,11 +20,11 @@ class Distributions(NamedTuple):
     mass: torch.Tensor
 
     @classmethod
-    def of(cls, logp: torch.Tensor) -> "Distributions":
+    def of(cls, logp: torch.Tensor) -> Distributions:
         probs = logp.exp()
         return cls(probs, _dot(probs, logp), probs.sum(-1))
 
-    def rows(self, start: int, stop: int) -> "Distributions":
+    def rows(self, start: int, stop: int) -> Distributions:
         return Distributions(*(t[start:stop] for t in self))
 
 

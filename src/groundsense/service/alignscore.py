@@ -7,9 +7,9 @@ means supported; the rail blocks the answer below 0.5 (a threshold NeMo fixes). 
 answers 1.0 when every sentence of the claim is judged supported, and otherwise half of
 :func:`groundsense.result.support_score` (the share of sentences judged supported, an unjudged
 sentence counting as unsupported): always below 0.5, so that NeMo blocks any claim with a
-sentence that is not supported, while the value still says how much of it was. ``evidence`` is one string (what NeMo sends:
-its retrieved chunks joined by newlines; split into K chunks like a ``context``) or a list of
-passages. There is no question: NeMo sends none.
+sentence that is not supported, while the value still says how much of it was. ``evidence`` is
+one string (what NeMo sends: its retrieved chunks joined by newlines; split into K chunks like a
+``context``) or a list of passages. There is no question: NeMo sends none.
 """
 
 from __future__ import annotations

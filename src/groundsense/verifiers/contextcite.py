@@ -102,7 +102,8 @@ class ContextCiteVerifier(ModelVerifier):
         best, support = np.full(n, np.nan), [None] * n
         n_tokens = np.array([(owner == i).sum() for i in range(n)], dtype=float)
         for i in np.flatnonzero(n_tokens):  # sentences past the answer cap have no token: unscored
-            weights = lasso_attributions(masks, sequence_logit(logp[:, owner == i].sum(axis=1)), int(n_tokens[i]), p["alpha"])
+            weights = lasso_attributions(masks, sequence_logit(logp[:, owner == i].sum(axis=1)), int(n_tokens[i]),
+                                         p["alpha"])
             top = int(np.argmax(weights))
             best[i] = max(float(weights[top]), 0.0)
             support[i] = top if weights[top] > 0 else None

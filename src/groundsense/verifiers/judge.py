@@ -55,7 +55,8 @@ class JudgeVerifier(ModelVerifier):
         scorer = self.scorer
         evidence = build_evidence(scorer, sentences.context, sentences.passages, self.k, self.max_context_tokens)
         layout = JudgeLayout.for_tokenizer(scorer.tokenizer, sentences.question)
-        prefix, lead, suffix = scorer.encode_prefix(layout.prefix), scorer.tokenize(layout.lead), scorer.tokenize(layout.suffix)
+        prefix, lead, suffix = (scorer.encode_prefix(layout.prefix), scorer.tokenize(layout.lead),
+                                scorer.tokenize(layout.suffix))
         chunks = [scorer.tokenize(evidence.chunk_text(c)) for c in evidence.chunks]
         tails = [scorer.tokenize(text) + suffix for text in sentences.texts()]
         logp, processed = scorer.next_token_logprobs(prefix, chunks, lead, tails, self.yes + self.no)
@@ -85,6 +86,7 @@ def option_probabilities(logp: np.ndarray, sizes: list[int]) -> tuple[np.ndarray
     consecutive columns (``sizes[j]`` of them for option j): per row, each option's
     probability over that of all options ([rows, options]) and the options' total mass."""
     ends = np.cumsum(sizes)
-    options = np.stack([np.logaddexp.reduce(logp[:, end - size : end], axis=1) for size, end in zip(sizes, ends)], axis=1)
+    options = np.stack([np.logaddexp.reduce(logp[:, end - size : end], axis=1) for size, end in zip(sizes, ends)],
+                       axis=1)
     total = np.logaddexp.reduce(options, axis=1)
     return np.exp(options - total[:, None]), np.exp(total)

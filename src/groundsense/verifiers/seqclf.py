@@ -67,7 +67,8 @@ class SequenceClassifierVerifier(ModelVerifier):
         if premise not in PREMISES:
             raise InputError(f"premise must be one of {', '.join(PREMISES)}, not {premise!r}")
         if _looks_like_path(model) and not Path(model).expanduser().is_dir():
-            raise VerifierUnavailable(f"no model directory at {model}: download the {self.kind} model and pass its directory")
+            raise VerifierUnavailable(f"no model directory at {model}: download the {self.kind} model "
+                                      "and pass its directory")
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         try:
             source = str(Path(model).expanduser()) if _looks_like_path(model) else model
@@ -84,7 +85,8 @@ class SequenceClassifierVerifier(ModelVerifier):
         self.model_name, self.n_parameters = model, sum(p.numel() for p in self.model.parameters())
         self.premise, self.k, self.batch_size = premise, k, batch_size
         self.max_length = min(max_length, self.tokenizer.model_max_length)
-        self.params = {"label": None if self.binary else label, "premise": premise, "k": k, "max_length": self.max_length}
+        self.params = {"label": None if self.binary else label, "premise": premise, "k": k,
+                       "max_length": self.max_length}
 
     def verify(self, sentences: SentenceInput) -> Verdicts:
         check_inputs(sentences.answer, sentences.context, sentences.passages)
