@@ -101,7 +101,7 @@ class Scorer(PromptEncoder):
         an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
         kept evidence, or is encoded once and kept there, as for :meth:`score`."""
         rows = 2 + len(chunks) if leave_one_out else 2
-        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows)
+        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows, self.batch_conditions)
 
     @torch.inference_mode()
     def score_next(self, conditions: ConditionCaches, ids: list[int]) -> TokenScores:
