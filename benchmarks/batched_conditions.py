@@ -1,7 +1,7 @@
 """Batched conditions: the K+2 conditions' answer tails run one condition at a time against
 all conditions in one forward call, per answer token, on real RAGTruth answers.
 
-    PYTHONPATH=src python benchmarks/batched_conditions.py --cases 3 --repeats 3
+    PYTHONPATH=src python benchmarks/batched_conditions.py --cases 2 --repeats 3 --answer-tokens 64 --stream-tokens 8
 
 For each K and each answer (one per source, drawn in turn from each task as in speed.py) the
 conditions' caches up to the question are built once (``Scorer.open_conditions``); then, in
@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--ks", default="2,5,8", help="chunks K (conditions K+2)")
     parser.add_argument("--threads", default="1,2", help="torch thread counts, each timed in turn")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--answer-tokens", type=int, default=None, help="answer tokens in the answer section (default: all)")
     parser.add_argument("--stream-tokens", type=int, default=16, help="answer tokens in the stream-step section")
     parser.add_argument("--step", type=int, default=1, help="tokens per stream step")
     parser.add_argument("--seed", type=int, default=0)
@@ -74,6 +75,7 @@ def main() -> None:
     scorer = Scorer()
     picked = pick_cases(load_test_cases(), args.cases, 1, args.seed)
     sections = {"answer": None, f"stream, {args.step} token(s) a step": args.step}
+    cap = {None: args.answer_tokens, args.step: args.stream_tokens}
     times = {(s, k, t, way): [] for s in sections for k in args.ks.split(",") for t in threads for way in (0, 1)}
     tokens = {}
     worst = 0.0
@@ -87,15 +89,14 @@ def main() -> None:
                     for section, step in sections.items():
                         spent = [0.0, 0.0]
                         for prompt, conditions in zip(prompts, opened):
-                            ids = prompt.answer.ids if step is None else prompt.answer.ids[: args.stream_tokens]
+                            ids = prompt.answer.ids[: cap[step]]
                             rows = {}
                             for way in (0, 1) if repeat % 2 == 0 else (1, 0):  # 0 separate, 1 batched
                                 seconds, rows[way] = run(scorer, conditions.caches, conditions.next_input, ids,
                                                          step or len(ids), bool(way))
                                 spent[way] += seconds
                             worst = max(worst, float(np.abs(rows[0] - rows[1]).max()))
-                        tokens[section, k] = sum(len(p.answer.ids if step is None else p.answer.ids[: args.stream_tokens])
-                                                 for p in prompts)
+                        tokens[section, k] = sum(len(p.answer.ids[: cap[step]]) for p in prompts)
                         for way in (0, 1):
                             times[section, k, t, way].append(spent[way])
         print(f"K={k} done: {time.perf_counter() - started:.0f} s", flush=True)
@@ -110,7 +111,9 @@ def main() -> None:
                 rows.append([section, k, int(k) + 2, t, tokens[section, k], f"{per_token[0]:.1f}", f"{per_token[1]:.1f}",
                              f"**{ratio:.2f}×**"])
     print(f"\n{len(picked)} RAGTruth test answers ({', '.join(c.task for c in picked)}; seed {args.seed}), default scorer, "
-          f"fp32; {args.repeats} interleaved repeats; stream step section: the first {args.stream_tokens} answer tokens.\n")
+          f"fp32; {args.repeats} interleaved repeats; answer section: "
+          f"{'whole answers' if args.answer_tokens is None else f'the first {args.answer_tokens} answer tokens'}; "
+          f"stream step section: the first {args.stream_tokens} answer tokens.\n")
     print(table(["section", "K", "conditions", "threads", "answer tokens", "separate ms/token", "batched ms/token",
                  "separate / batched (median)"], rows))
     print(f"\nLargest |separate - batched| over log-probabilities and JSDs: {worst:.1e} "
