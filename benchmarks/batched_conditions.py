@@ -8,7 +8,7 @@ conditions' caches up to the question are built once (``Scorer.open_conditions``
 one process, with torch set to each thread count in turn, the two ways are timed back to back
 (their order alternating between repeats) on the same caches:
 
-- **answer**: the whole answer's tails, as ``Scorer.score`` runs them after the evidence:
+- **answer**: the answer's tails (its first ``--answer-tokens``), as ``Scorer.score`` runs them after the evidence:
   separate = one forward call per condition over its own cache; batched = the caches stacked
   (the copy included in the time) and one call for every condition (``score_next``);
 - **stream step**: the first ``--stream-tokens`` answer tokens fed ``--step`` at a time, as a
@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 import torch
+from speed import Encoder, load_test_cases, pick_cases, results_machine, table
 
 from groundsense.scorer import Scorer
 from groundsense.scorer.conditions import ConditionCaches, score_next
 from groundsense.scorer.kv import crop
-from speed import Encoder, load_test_cases, pick_cases, results_machine, table
 
 TOLERANCE = 1e-4
 
@@ -51,7 +51,8 @@ def run(scorer: Scorer, caches: list, first: int, ids: list[int], step: int, bat
     if batched and whole:
         stacked = scorer.passes.stack(caches)
     conditions = ConditionCaches(stacked if batched else caches, first)
-    parts = [score_next(scorer.passes, conditions, ids[i : i + step], scorer.block_size) for i in range(0, len(ids), step)]
+    parts = [score_next(scorer.passes, conditions, ids[i : i + step], scorer.block_size)
+             for i in range(0, len(ids), step)]
     seconds = time.perf_counter() - start
     for cache, length in zip(caches, lengths):
         crop(cache, length)
@@ -64,7 +65,8 @@ def main() -> None:
     parser.add_argument("--ks", default="2,5,8", help="chunks K (conditions K+2)")
     parser.add_argument("--threads", default="1,2", help="torch thread counts, each timed in turn")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--answer-tokens", type=int, default=None, help="answer tokens in the answer section (default: all)")
+    parser.add_argument("--answer-tokens", type=int, default=None,
+                        help="answer tokens in the answer section (default: all)")
     parser.add_argument("--stream-tokens", type=int, default=16, help="answer tokens in the stream-step section")
     parser.add_argument("--step", type=int, default=1, help="tokens per stream step")
     parser.add_argument("--seed", type=int, default=0)
@@ -108,9 +110,11 @@ def main() -> None:
                 separate, batched = times[section, k, t, 0], times[section, k, t, 1]
                 per_token = [1000 * statistics.median(x) / tokens[section, k] for x in (separate, batched)]
                 ratio = statistics.median(a / b for a, b in zip(separate, batched))
-                rows.append([section, k, int(k) + 2, t, tokens[section, k], f"{per_token[0]:.1f}", f"{per_token[1]:.1f}",
+                rows.append([section, k, int(k) + 2, t, tokens[section, k], f"{per_token[0]:.1f}",
+                             f"{per_token[1]:.1f}",
                              f"**{ratio:.2f}×**"])
-    print(f"\n{len(picked)} RAGTruth test answers ({', '.join(c.task for c in picked)}; seed {args.seed}), default scorer, "
+    print(f"\n{len(picked)} RAGTruth test answers ({', '.join(c.task for c in picked)}; seed {args.seed}), "
+          "default scorer, "
           f"fp32; {args.repeats} interleaved repeats; answer section: "
           f"{'whole answers' if args.answer_tokens is None else f'the first {args.answer_tokens} answer tokens'}; "
           f"stream step section: the first {args.stream_tokens} answer tokens.\n")

@@ -1,6 +1,7 @@
 """End to end with the real default scorer: no mocked model."""
 
 import gzip
+import itertools
 import json
 import math
 
@@ -249,7 +250,7 @@ def test_separate_and_batched_conditions_equal_independent_passes_whole_and_stre
         whole = way.score(prompt)
         conditions = way.open_conditions(prompt.prefix, prompt.chunks, prompt.middle)
         assert isinstance(conditions.caches, StackedCaches) == batched
-        pieces = [way.score_next(conditions, ids[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        pieces = [way.score_next(conditions, ids[a:b]) for a, b in itertools.pairwise(cuts)]
         streamed = np.hstack([p.logp for p in pieces]), np.hstack([p.jsd for p in pieces])
         for logp, jsd in ((whole.logp, whole.jsd), streamed):
             assert np.abs(logp - slow.logp).max() <= 1e-4, batched

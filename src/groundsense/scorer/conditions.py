@@ -14,7 +14,6 @@ from .kv import cropped_copy
 from .passes import ModelPasses, StackedCaches
 from .token_scores import ConditionRows, TokenScores
 
-
 BATCH_LOGITS = 2**24  # logits (rows x positions x vocabulary) one batched forward call may return
 
 

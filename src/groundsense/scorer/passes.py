@@ -61,7 +61,7 @@ class ModelPasses:
         crop(cache, length)  # back to evidence and question, for the next answer over them
         return logits
 
-    def stack(self, caches: list) -> "StackedCaches":
+    def stack(self, caches: list) -> StackedCaches:
         """The caches as one batch, left-padded to the longest (a copy: they are not changed)."""
         from transformers import DynamicCache
 
@@ -70,13 +70,14 @@ class ModelPasses:
         stacked = DynamicCache(config=self.model.config)
         for index in range(len(caches[0].layers)):
             keys, values = (
-                torch.cat([F.pad(getattr(c.layers[index], part), (0, 0, longest - n, 0)) for c, n in zip(caches, lengths)])
+                torch.cat([F.pad(getattr(c.layers[index], part), (0, 0, longest - n, 0))
+                           for c, n in zip(caches, lengths)])
                 for part in ("keys", "values")
             )
             stacked.update(keys, values, index)
         return StackedCaches(stacked, [longest - n for n in lengths], lengths)
 
-    def stacked_forward(self, ids: list[int], stacked: "StackedCaches", n_logits: int) -> torch.Tensor:
+    def stacked_forward(self, ids: list[int], stacked: StackedCaches, n_logits: int) -> torch.Tensor:
         """Logits ``[rows, n_logits, vocab]`` of ``ids`` run after every row of ``stacked``
         in one forward call, each row masked to its own positions; ``stacked`` is extended."""
         rows, n = len(stacked.lengths), len(ids)

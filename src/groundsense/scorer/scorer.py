@@ -29,7 +29,7 @@ class Scorer(PromptEncoder):
     evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
     ``batch_conditions`` runs the K+2 conditions over the answer tokens in one forward call
     instead of one call per condition, their caches stacked. By default (None) it does so
-    where it measured faster: a stream's steps everywhere (a few tokens each, 1.4-3× faster
+    where it measured faster: a stream's steps everywhere (a few tokens each: 2.2-2.6× faster
     on a CPU), a whole answer's tails on CUDA only (on a CPU, at about a hundred tokens a
     condition, batching gained nothing and the sequential path holds one cache at a time;
     docs/performance.md, "Batched conditions"). True or False sets both.
