@@ -1,6 +1,7 @@
 """End to end with the real default scorer: no mocked model."""
 
 import gzip
+import itertools
 import json
 import math
 
@@ -229,16 +230,31 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
         assert np.abs(slow.logp - warm.logp).max() <= 1e-4 and np.abs(slow.jsd - warm.jsd).max() <= 1e-4
 
 
-def test_batched_conditions_equal_independent_passes(scorer):
+@pytest.mark.parametrize("k", [2, 5, 8])
+def test_separate_and_batched_conditions_equal_independent_passes_whole_and_streamed(scorer, k):
+    """Both ways of running the conditions' tails, one forward call per condition or every
+    condition in one call (their caches, of different lengths, left-padded and masked), give
+    the reference's scores for a whole answer and for one fed in uneven pieces."""
     from groundsense.scorer import Scorer
+    from groundsense.scorer.passes import StackedCaches
 
-    batched = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, batch_conditions=True, evidence_cache_bytes=0)
-    context = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
-    chunks = chunk_context(context, 4)
-    prompt = batched.encode("Tell me about the bridge.", [c.removal.of(context) for c in chunks], ANSWER, 256)
-    fast, slow = batched.score(prompt), independent_token_scores(batched, prompt)
-    assert np.abs(fast.logp - slow.logp).max() <= 1e-4
-    assert np.abs(fast.jsd - slow.jsd).max() <= 1e-4
+    context = " ".join(PASSAGES * 3)
+    chunks = chunk_context(context, k)
+    assert len(chunks) == k
+    prompt = scorer.encode("Tell me about the bridge.", [c.removal.of(context) for c in chunks], ANSWER, 256)
+    slow = independent_token_scores(scorer, prompt)
+    ids = prompt.answer.ids
+    cuts = [0, 1, 4, 11, len(ids)]
+    for batched in (False, True):
+        way = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, batch_conditions=batched)
+        whole = way.score(prompt)
+        conditions = way.open_conditions(prompt.prefix, prompt.chunks, prompt.middle)
+        assert isinstance(conditions.caches, StackedCaches) == batched
+        pieces = [way.score_next(conditions, ids[a:b]) for a, b in itertools.pairwise(cuts)]
+        streamed = np.hstack([p.logp for p in pieces]), np.hstack([p.jsd for p in pieces])
+        for logp, jsd in ((whole.logp, whole.jsd), streamed):
+            assert np.abs(logp - slow.logp).max() <= 1e-4, batched
+            assert np.abs(jsd - slow.jsd).max() <= 1e-4, batched
 
 
 def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):

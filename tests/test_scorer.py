@@ -97,21 +97,30 @@ def test_masked_mode_processes_fewer_tokens_than_exact(tiny_scorer):
     assert masked.tokens_processed < exact.tokens_processed
 
 
+@pytest.mark.parametrize("batched", [False, True])  # a cache each; all stacked in one batch
 @pytest.mark.parametrize("budget", [0, 512 * 2**20])  # one cache for every condition in turn; a cache each, kept
-def test_each_condition_gets_its_own_evidence_whether_kept_or_not(tiny_scorer, budget):
+def test_each_condition_gets_its_own_evidence_whether_kept_or_not(tiny_scorer, budget, batched):
     """The caches a stream opens are the conditions' evidence and question, however they
-    were built, and the streamed rows are the whole answer's."""
+    were built (stacked: each row after its padding), and the streamed rows are the whole
+    answer's."""
     prompt = encode(tiny_scorer)
-    scorer = like(tiny_scorer, evidence_cache_bytes=budget)
+    scorer = like(tiny_scorer, evidence_cache_bytes=budget, batch_conditions=batched)
     conditions = scorer.open_conditions(prompt.prefix, prompt.chunks, prompt.middle)
     rows = [prompt.condition_ids(), prompt.condition_ids(no_context=True)]
     rows += [prompt.condition_ids(without=k) for k in range(len(prompt.chunks))]
-    for cache, ids in zip(conditions.caches, rows, strict=True):
+    assert conditions.rows == len(rows)
+    for row, ids in enumerate(rows):
         cut = len(ids) - len(prompt.answer.ids)  # the evidence and the lead
         with torch.inference_mode():
             alone = scorer.passes.encode(ids[:cut], None)
-        assert cache.get_seq_length() == cut
-        assert all(torch.allclose(a.keys, b.keys, atol=1e-5) for a, b in zip(cache.layers, alone.layers))
+        if batched:
+            stacked = conditions.caches
+            assert stacked.lengths[row] == cut == stacked.cache.get_seq_length() - stacked.pads[row]
+            keys = [layer.keys[row : row + 1, :, stacked.pads[row] :] for layer in stacked.cache.layers]
+        else:
+            assert conditions.caches[row].get_seq_length() == cut
+            keys = [layer.keys for layer in conditions.caches[row].layers]
+        assert all(torch.allclose(a, b.keys, atol=1e-5) for a, b in zip(keys, alone.layers, strict=True))
     cold = like(tiny_scorer, evidence_cache_bytes=0).score(prompt)
     assert conditions.tokens_processed == cold.tokens_processed - len(rows) * len(prompt.answer.ids)  # all but the tails
     streamed = [scorer.score_next(conditions, prompt.answer.ids[i : i + 5]) for i in range(0, len(prompt.answer.ids), 5)]

@@ -155,7 +155,7 @@ class DetectionStream:
         """Freeze ``ended`` and judge every frozen sentence over the tokens scored so far."""
         self._spans += ended
         spans, n = self._spans, len(self._ids)
-        rows = len(self._conditions.caches)
+        rows = self._conditions.rows
         logp = np.concatenate(self._logp, axis=1) if self._logp else np.zeros((rows, 0))
         jsd = np.concatenate(self._jsd, axis=1) if self._jsd else np.zeros((rows, 0))
         offsets = self._offsets[:n]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -60,27 +61,44 @@ class ModelPasses:
         crop(cache, length)  # back to evidence and question, for the next answer over them
         return logits
 
-    def batched_tails(self, tail: list[int], caches: list, n_logits: int) -> list[torch.Tensor]:
-        """Run the same tail after every cache in one batch: the caches are left-padded to
-        one length and masked, and each row keeps its own positions; the caches are not
-        changed."""
+    def stack(self, caches: list) -> StackedCaches:
+        """The caches as one batch, left-padded to the longest (a copy: they are not changed)."""
         from transformers import DynamicCache
 
         lengths = [c.get_seq_length() for c in caches]
         longest = max(lengths)
-        batched = DynamicCache(config=self.model.config)
+        stacked = DynamicCache(config=self.model.config)
         for index in range(len(caches[0].layers)):
             keys, values = (
-                torch.cat([F.pad(getattr(c.layers[index], part), (0, 0, longest - n, 0)) for c, n in zip(caches, lengths)])
+                torch.cat([F.pad(getattr(c.layers[index], part), (0, 0, longest - n, 0))
+                           for c, n in zip(caches, lengths)])
                 for part in ("keys", "values")
             )
-            batched.update(keys, values, index)
-        mask = torch.ones(len(caches), longest + len(tail), dtype=torch.long, device=self.device)
-        for row, n in enumerate(lengths):
-            mask[row, : longest - n] = 0
-        positions = torch.tensor([[n + i for i in range(len(tail))] for n in lengths], device=self.device)
+            stacked.update(keys, values, index)
+        return StackedCaches(stacked, [longest - n for n in lengths], lengths)
+
+    def stacked_forward(self, ids: list[int], stacked: StackedCaches, n_logits: int) -> torch.Tensor:
+        """Logits ``[rows, n_logits, vocab]`` of ``ids`` run after every row of ``stacked``
+        in one forward call, each row masked to its own positions; ``stacked`` is extended."""
+        rows, n = len(stacked.lengths), len(ids)
+        mask = torch.ones(rows, stacked.cache.get_seq_length() + n, dtype=torch.long, device=self.device)
+        for row, pad in enumerate(stacked.pads):
+            mask[row, :pad] = 0
+        positions = torch.tensor(stacked.lengths, device=self.device)[:, None] + torch.arange(n, device=self.device)
         logits = self.model(
-            input_ids=torch.tensor([tail] * len(caches), device=self.device), attention_mask=mask,
-            position_ids=positions, cache=batched, use_cache=True, logits_to_keep=n_logits,
+            input_ids=torch.tensor([ids] * rows, device=self.device), attention_mask=mask,
+            position_ids=positions, cache=stacked.cache, use_cache=True, logits_to_keep=n_logits,
         ).logits
-        return [logits[row : row + 1] for row in range(len(caches))]
+        stacked.lengths = [length + n for length in stacked.lengths]
+        return logits
+
+
+@dataclass
+class StackedCaches:
+    """Several conditions' KV caches as one batch (row order kept): ``cache`` holds row i
+    after ``pads[i]`` masked positions; ``lengths[i]`` is the row's own length, the
+    position of its next token."""
+
+    cache: object
+    pads: list[int]
+    lengths: list[int]

@@ -27,8 +27,12 @@ class Scorer(PromptEncoder):
     bf16. ``block_size`` bounds the answer positions whose vocabulary distributions are
     compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
     evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
-    ``batch_conditions`` runs the K+2 question-and-answer tails as one batch (default: on
-    CUDA, where it pays; on a CPU the sequential path uses less memory for the same work).
+    ``batch_conditions`` runs the K+2 conditions over the answer tokens in one forward call
+    instead of one call per condition, their caches stacked. By default (None) it does so
+    where it measured faster: a stream's steps everywhere (a few tokens each: 2.2-2.6× faster
+    on a CPU), a whole answer's tails on CUDA only (on a CPU, at about a hundred tokens a
+    condition, batching gained nothing and the sequential path holds one cache at a time;
+    docs/performance.md, "Batched conditions"). True or False sets both.
     """
 
     def __init__(
@@ -58,7 +62,8 @@ class Scorer(PromptEncoder):
         super().__init__(tokenizer)
         self.name, self.model, self.device = name, model, device
         self.block_size = block_size
-        self.batch_conditions = device.type == "cuda" if batch_conditions is None else batch_conditions
+        self.batch_tails = device.type == "cuda" if batch_conditions is None else batch_conditions
+        self.batch_steps = True if batch_conditions is None else batch_conditions
         self.evidence = EvidenceCache(evidence_cache_bytes)
         self.passes = ModelPasses(model, device)
         self.condition_encoder = ConditionEncoder(self.passes, self.evidence)
@@ -91,7 +96,7 @@ class Scorer(PromptEncoder):
             if leave_one_out and masked:
                 return score_masked(self.condition_encoder, prompt, self.block_size)
             rows = 2 + len(prompt.chunks) if leave_one_out else 2
-            return score_exact(self.condition_encoder, prompt, rows, self.block_size, self.batch_conditions)
+            return score_exact(self.condition_encoder, prompt, rows, self.block_size, self.batch_tails)
 
     @torch.inference_mode()
     def open_conditions(
@@ -101,7 +106,7 @@ class Scorer(PromptEncoder):
         an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
         kept evidence, or is encoded once and kept there, as for :meth:`score`."""
         rows = 2 + len(chunks) if leave_one_out else 2
-        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows)
+        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows, self.batch_steps)
 
     @torch.inference_mode()
     def score_next(self, conditions: ConditionCaches, ids: list[int]) -> TokenScores:
