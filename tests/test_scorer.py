@@ -52,7 +52,8 @@ def test_kept_evidence_stays_within_its_byte_budget(tiny_scorer):
 def test_evidence_stored_again_with_more_conditions_becomes_the_most_recent(tiny_scorer):
     a, b = encode(tiny_scorer), encode(tiny_scorer, passages=PASSAGES[::-1])
     scorer = like(tiny_scorer)
-    scorer.next_token_logprobs(a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])  # keeps a's full context only
+    # keeps a's full context only
+    scorer.next_token_logprobs(a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])
     scorer.score(b)
     scorer.score(a)  # needs all of a's conditions: encoded again and stored as the newest
     assert list(scorer.evidence) == [evidence_key(b.prefix, b.chunks), evidence_key(a.prefix, a.chunks)]
@@ -122,8 +123,10 @@ def test_each_condition_gets_its_own_evidence_whether_kept_or_not(tiny_scorer, b
             keys = [layer.keys for layer in conditions.caches[row].layers]
         assert all(torch.allclose(a, b.keys, atol=1e-5) for a, b in zip(keys, alone.layers, strict=True))
     cold = like(tiny_scorer, evidence_cache_bytes=0).score(prompt)
-    assert conditions.tokens_processed == cold.tokens_processed - len(rows) * len(prompt.answer.ids)  # all but the tails
-    streamed = [scorer.score_next(conditions, prompt.answer.ids[i : i + 5]) for i in range(0, len(prompt.answer.ids), 5)]
+    # all but the tails
+    assert conditions.tokens_processed == cold.tokens_processed - len(rows) * len(prompt.answer.ids)
+    ids = prompt.answer.ids
+    streamed = [scorer.score_next(conditions, ids[i : i + 5]) for i in range(0, len(ids), 5)]
     whole = scorer.score(prompt)
     assert np.allclose(np.hstack([s.logp for s in streamed]), whole.logp, atol=1e-5)
     assert np.allclose(np.hstack([s.jsd for s in streamed]), whole.jsd, atol=1e-5)

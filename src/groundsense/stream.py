@@ -65,7 +65,8 @@ class DetectionStream:
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
         self._lead = layout.answer_lead
         self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
-            scorer.encode_prefix(layout.prefix), [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
+            scorer.encode_prefix(layout.prefix),
+            [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
             scorer.tokenize(layout.middle), EncodedAnswer([], np.zeros((0, 2), dtype=np.int64), 0),
         )
         self._conditions = scorer.open_conditions(
@@ -127,7 +128,8 @@ class DetectionStream:
         boundary = len(text) if final else (trailing.start() if trailing else 0)
         n_final = len(enc.input_ids) if final else int(np.searchsorted(spans[:, 1], boundary, side="right"))
         if enc.input_ids[: len(self._ids)] != self._ids:
-            raise RuntimeError("the scorer's tokenizer re-split text it had already produced; this scorer cannot stream")
+            raise RuntimeError("the scorer's tokenizer re-split text it had already produced; "
+                               "this scorer cannot stream")
         return _Tokens(enc.input_ids, np.clip(spans - len(self._lead), 0, None), n_final,
                        max(0, boundary - len(self._lead)), final)
 

@@ -48,7 +48,7 @@ class Scorer(PromptEncoder):
         self._setup(name, model, tokenizer, device, block_size, evidence_cache_bytes, batch_conditions)
 
     @classmethod
-    def from_model(cls, model, tokenizer, name: str, **options) -> "Scorer":
+    def from_model(cls, model, tokenizer, name: str, **options) -> Scorer:
         """A scorer around a model already in memory (e.g. one built from a config for a
         speed test). ``tokenizer`` may be None when prompts come pre-encoded."""
         scorer = cls.__new__(cls)
