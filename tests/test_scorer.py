@@ -125,8 +125,8 @@ def test_each_condition_gets_its_own_evidence_whether_kept_or_not(tiny_scorer, b
     cold = like(tiny_scorer, evidence_cache_bytes=0).score(prompt)
     # all but the tails
     assert conditions.tokens_processed == cold.tokens_processed - len(rows) * len(prompt.answer.ids)
-    ids = prompt.answer.ids
-    streamed = [scorer.score_next(conditions, ids[i : i + 5]) for i in range(0, len(ids), 5)]
+    answer_ids = prompt.answer.ids
+    streamed = [scorer.score_next(conditions, answer_ids[i : i + 5]) for i in range(0, len(answer_ids), 5)]
     whole = scorer.score(prompt)
     assert np.allclose(np.hstack([s.logp for s in streamed]), whole.logp, atol=1e-5)
     assert np.allclose(np.hstack([s.jsd for s in streamed]), whole.jsd, atol=1e-5)
