@@ -8,7 +8,6 @@ from groundsense.detector import Detector
 from groundsense.eval.cases import data_root
 from groundsense.scorer import Scorer
 
-
 # What loads the real default scorer: the session's scorer and detector here; in
 # tests/service, the servers and the readiness wait of an app whose lifespan loads it.
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}

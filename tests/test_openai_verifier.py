@@ -318,7 +318,8 @@ def test_batch_escalates_to_the_server_named_by_verifier_url(judge_server, keyed
 
     monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"id": n, **load_example(n)}) + "\n" for n in ("passages-qa", "clinical-summary")))
+    rows.write_text("".join(json.dumps({"id": n, **load_example(n)}) + "\n"
+                            for n in ("passages-qa", "clinical-summary")))
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(cli, ["batch", str(rows), "-o", str(out), "--no-progress", "--verifier",
                                       "openai:smollm2", "--verifier-url", judge_server.url, "--escalate", "0.2"])

@@ -61,7 +61,9 @@ def done_lines(out: Path) -> set[int]:
         return set()
     data = out.read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
-    done = {_record_line(out, number, line) for number, line in enumerate(complete.splitlines(), start=1) if line.strip()}
+    done = {
+        _record_line(out, number, line) for number, line in enumerate(complete.splitlines(), start=1) if line.strip()
+    }
     if len(complete) != len(data):
         with out.open("r+b") as handle:
             handle.truncate(len(complete))
@@ -84,7 +86,9 @@ def _record_line(out: Path, number: int, line: bytes) -> int:
 
 def evidence_key(number: int | None, row: Row) -> str:
     """Equal for rows with identical evidence; a row without evidence gets its own key."""
-    evidence = (row.get("passages") if row.get("passages") is not None else row.get("context")) if isinstance(row, dict) else None
+    evidence = None
+    if isinstance(row, dict):
+        evidence = row.get("passages") if row.get("passages") is not None else row.get("context")
     return json.dumps(evidence, sort_keys=True) if evidence is not None else f"line {number}"
 
 

@@ -71,7 +71,9 @@ class DetectorConfig:
                 raise InputError(f"{name} must be a whole number of tokens, at least 1, not {value!r}")
         for name in ("target_recall", "target_precision"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1
+            ):
                 raise InputError(f"{name} must be a share in (0, 1], not {value!r}")
         if self.target_recall is not None and self.target_precision is not None:
             raise InputError("ask for a target recall or a target precision, not both")

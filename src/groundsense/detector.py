@@ -16,7 +16,7 @@ from .errors import InputError
 from .evidence import Evidence, build_evidence
 from .features import FEATURES, SIGNED, SentenceFeatures, assign_tokens, sentence_features, support_chunk
 from .result import AnswerSummary, DetectionResult, SentenceResult, Support, TokenRows, Truncation
-from .scorer import EncodedAnswer, EncodedPrompt, Scorer
+from .scorer import EncodedAnswer, Scorer
 from .stream import DetectionStream
 from .text import Span, segment_sentences
 from .validate import check_inputs, check_row, check_spans
@@ -166,7 +166,7 @@ class Detector(Detection):
             "threshold": threshold, "answer_threshold": answer_threshold,
         }
 
-    def with_options(self, k: int | None = None, mode: str | None = None) -> "Detector":
+    def with_options(self, k: int | None = None, mode: str | None = None) -> Detector:
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
         that shares the scorer and the rest of its configuration (token budgets, leave-one-out
         kind, an explicitly given calibration), made once and kept."""
@@ -222,7 +222,9 @@ class Detector(Detection):
         values = features.values
         scored_until = len(answer) if not encoded.tokens_cut else int(encoded.offsets[-1, 1])
         unscored = [
-            "past the answer token cap" if span.end > scored_until else "no answer token" if values["n_tokens"][i] == 0 else None
+            "past the answer token cap" if span.end > scored_until
+            else "no answer token" if values["n_tokens"][i] == 0
+            else None
             for i, span in enumerate(spans)
         ]
         calibration, detector, threshold, answer_threshold = self.flag_thresholds(len(evidence.chunks))
@@ -265,7 +267,8 @@ def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
     if k is None:
         return None
     chunk = evidence.chunks[k]
-    return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]), chunk.passage)
+    return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]),
+                   chunk.passage)
 
 
 def answer_summary(sentences: list[SentenceResult], threshold: float | None = None) -> AnswerSummary:

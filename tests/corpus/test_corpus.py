@@ -133,7 +133,8 @@ def test_http_refuses(refusing_app, case):
     assert case.outcome.message in response.json()["error"]
     if not case.in_batch:
         return
-    response = refusing_app.post("/v1/detect/batch", content=batch_body(case), headers={"Content-Type": "application/json"})
+    response = refusing_app.post("/v1/detect/batch", content=batch_body(case),
+                                 headers={"Content-Type": "application/json"})
     ok, _ = parsed(case)
     if ok:  # a bad item gets its own error record
         assert response.status_code == 200, response.text

@@ -35,12 +35,16 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
                    "an existing output is resumed, skipping the lines already written.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (or, in a log, no progress lines).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; see docs/scale.md).")
-@click.option("--actors", default=None, metavar="N|MIN-MAX", help="ray: scoring actors, or a range to autoscale in [1].")
-@click.option("--cpus-per-actor", type=click.FloatRange(min=0), default=None, help="ray: CPUs per actor, also its torch threads [1].")
+              help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; "
+                   "see docs/scale.md).")
+@click.option("--actors", default=None, metavar="N|MIN-MAX",
+              help="ray: scoring actors, or a range to autoscale in [1].")
+@click.option("--cpus-per-actor", type=click.FloatRange(min=0), default=None,
+              help="ray: CPUs per actor, also its torch threads [1].")
 @click.option("--gpus-per-actor", type=click.FloatRange(min=0), default=None, help="ray: GPUs per actor, e.g. 1 [0].")
 @click.option("--rows-per-batch", type=click.IntRange(min=1), default=None, help="ray: answers per actor call [16].")
-@click.option("--address", default=None, help="ray: cluster to join, e.g. auto [default: $RAY_ADDRESS, else a local runtime].")
+@click.option("--address", default=None,
+              help="ray: cluster to join, e.g. auto [default: $RAY_ADDRESS, else a local runtime].")
 @detector_options()
 def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_actor, rows_per_batch, address,
           **detector_options):
@@ -58,11 +62,14 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
             summary = _ray_batch(source, output, no_progress, address,
                                  {k: v for k, v in ray_options.items() if v is not None}, config)
         else:
-            given = [f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None]
+            given = [
+                f"--{k.replace('_', '-')}" for k, v in {**ray_options, "address": address}.items() if v is not None
+            ]
             if given:
                 raise InputError(f"{', '.join(given)} only apply with --engine ray")
             summary = _local_batch(source, output, no_progress, config)
-    click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors", err=True)
+    click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors",
+               err=True)
 
 
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
@@ -73,7 +80,8 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
     return run_batch(common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
-def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict, config: DetectorConfig):
+def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict,
+               config: DetectorConfig):
     try:
         import ray
     except ImportError:

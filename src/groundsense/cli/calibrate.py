@@ -78,7 +78,8 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
     if base:
         if target_recall or target_precision:
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "
-                             "target at detect time only with a labelled calibration, or drop --adapt and label the rows")
+                             "target at detect time only with a labelled calibration, or drop --adapt and label "
+                             "the rows")
         labelled_base = adaptation_base(base)  # read first: a bad base fails before the scorer loads
         detector, features = score_rows(source, features, no_progress, detector_options,
                                         check=lambda d: check_base(labelled_base, base, d.scorer.name, d.k))

@@ -63,7 +63,8 @@ class _Setting:
         ``GROUNDSENSE_*`` variable or the field's default applies."""
         default = getattr(DEFAULTS, self.field)
         if from_env:
-            default, text, show = None, f"{self.help} [env GROUNDSENSE_{self.field.upper()}; {self.shown or default}]", False
+            text = f"{self.help} [env GROUNDSENSE_{self.field.upper()}; {self.shown or default}]"
+            default, show = None, False
         elif self.shown:  # click would show a text default in parentheses
             text, show = f"{self.help} [default: {self.shown}]", False
         else:
@@ -85,8 +86,8 @@ SETTINGS = (
              click.Choice(LEAVE_ONE_OUT)),
     _Setting("calibration", ("--calibration",), "Calibration file from `groundsense calibrate`.",
              click.Path(exists=True, dir_okay=False), shown="the one shipped for the scorer"),
-    _Setting("max_context_tokens", ("--max-context-tokens",), "Scorer tokens of evidence kept (from its start); the rest is cut.",
-             click.IntRange(min=1)),
+    _Setting("max_context_tokens", ("--max-context-tokens",),
+             "Scorer tokens of evidence kept (from its start); the rest is cut.", click.IntRange(min=1)),
     _Setting("max_answer_tokens", ("--max-answer-tokens",), "Answer tokens scored; sentences past them are unscored.",
              click.IntRange(min=1)),
     _Setting("device", ("--device",), "torch device.", shown="cuda if available, else cpu"),
@@ -135,8 +136,8 @@ def fit_target_options(labels_optional: bool = False):
                           help="Where to write the calibration JSON.")
     targets = [
         click.option(f"--target-{name}", type=click.FloatRange(0, 1, min_open=True), default=None,
-                     help=f"{'Labelled: fit' if labels_optional else 'Fit'} the thresholds at the lowest {name} to reach "
-                          "[default: best F1; answers: see docs/calibration.md].")
+                     help=f"{'Labelled: fit' if labels_optional else 'Fit'} the thresholds at the lowest {name} "
+                          "to reach [default: best F1; answers: see docs/calibration.md].")
         for name in ("recall", "precision")
     ]
 
@@ -166,6 +167,7 @@ def calibration_written(path: object, calibration: Calibration) -> str:
     for detector, sentence in calibration.thresholds.items():
         rule = {level: rules.get(level, {}).get(detector) for level in ("sentence", "answer")}
         lines += [f"  {detector}: sentences flagged at score >= {sentence:.3f}: {rule['sentence'] or 'as fitted'}",
-                  f"  {' ' * len(detector)}  answers flagged at score >= {calibration.threshold(detector, 'answer'):.3f}: "
+                  f"  {' ' * len(detector)}  answers flagged at score >= "
+                  f"{calibration.threshold(detector, 'answer'):.3f}: "
                   f"{rule['answer'] or 'the sentence threshold (any sentence flagged)'}"]
     return "\n".join(lines)

@@ -18,7 +18,8 @@ from .evidence import evidence_options, gather_input
 @evidence_options
 @click.option("--answer", "-a", default=None, help="The answer to check.")
 @click.option("--answer-file", type=click.Path(dir_okay=False), default=None)
-@click.option("--example", default=None, metavar="NAME", help="Run on a shipped example (see `groundsense examples`); other inputs given replace its fields.")
+@click.option("--example", default=None, metavar="NAME",
+              help="Run on a shipped example (see `groundsense examples`); other inputs given replace its fields.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
 @click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
 @detector_options()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..interrupts import resumable
 from ..config import DetectorConfig
+from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
 from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for

@@ -45,7 +45,8 @@ def _replayed(answer: str, delay: float) -> Iterator[str]:
 @click.command(context_settings=CONTEXT_SETTINGS)
 @evidence_options
 @click.option("--example", default=None, metavar="NAME",
-              help="Replay a shipped example's answer word by word instead of reading standard input; other inputs given replace its fields.")
+              help="Replay a shipped example's answer word by word instead of reading standard input; "
+                   "other inputs given replace its fields.")
 @click.option("--delay", type=click.FloatRange(min=0), default=0.05, show_default=True,
               help="With --example: seconds between words.")
 @click.option("--json", "as_json", is_flag=True,

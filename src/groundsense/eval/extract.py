@@ -27,8 +27,17 @@ from ..result import DetectionResult, TokenRows
 from .cases import Case
 from .rows import case_row
 from .store import (
-    RunSummary, benchmark_of, case_columns, error_row, ordered, pending_cases, planned_case_ids, read_parts, record_plan,
-    write_cases, write_json,
+    RunSummary,
+    benchmark_of,
+    case_columns,
+    error_row,
+    ordered,
+    pending_cases,
+    planned_case_ids,
+    read_parts,
+    record_plan,
+    write_cases,
+    write_json,
 )
 
 TWO_PASS_FEATURES = ["gap", "jsd_noctx", "surprisal", "n_tokens"]  # two-pass mode has no leave-one-out
@@ -82,7 +91,9 @@ def cache_folder(cache: str | Path, benchmark: str, config: ExtractionConfig) ->
 # its character span in the answer, log p with the full context and with none, the JSD of
 # the no-context distribution against the full one, and for leave-one-out (full mode) log p
 # and JSD without each chunk, flattened chunk-major ([K, n] -> K * n values).
-TOKEN_COLUMNS = ("tok_start", "tok_end", "tok_logp_full", "tok_logp_noctx", "tok_jsd_noctx", "tok_logp_loo", "tok_jsd_loo")
+TOKEN_COLUMNS = (
+    "tok_start", "tok_end", "tok_logp_full", "tok_logp_noctx", "tok_jsd_noctx", "tok_logp_loo", "tok_jsd_loo",
+)
 
 
 def token_columns(tokens: TokenRows, sentence: int) -> dict:
@@ -152,7 +163,8 @@ def extract(
     record_plan(folder, (c.id for c in asked))
     pending, skipped = pending_cases(asked, folder, None)
     case_rows = (
-        [error_row(case, outcome.error)] if outcome.error is not None else sentence_rows(case, outcome.result, seconds, token_rows)
+        [error_row(case, outcome.error)] if outcome.error is not None
+        else sentence_rows(case, outcome.result, seconds, token_rows)
         for case, outcome, seconds in _timed(detector, pending, progress)
     )
     written, errors = write_cases(folder, case_rows, batch_size)
@@ -216,7 +228,8 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
         config = json.loads(config_file.read_text())
         folder = config_file.parent
         if scorer is None or config["scorer"] == scorer:
-            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder), planned_case_ids(folder)))
+            sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder),
+                                   planned_case_ids(folder)))
     return [s for s in sets if len(s.rows)]
 
 

@@ -153,7 +153,8 @@ class GroundingReport:
     def reason(self, sentence: SentenceResult) -> str:
         """Why one sentence is not judged supported."""
         if sentence.flagged is True:
-            return f"not supported by the evidence (score {sentence.score:+.3f} ≥ threshold {self.result.threshold:.3f})"
+            return (f"not supported by the evidence (score {sentence.score:+.3f} "
+                    f"≥ threshold {self.result.threshold:.3f})")
         return f"not judged: {sentence.reason or 'no flag'}; counted as unsupported"
 
     @property

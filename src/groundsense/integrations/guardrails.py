@@ -17,7 +17,8 @@ inference, and :func:`grounded_guard` switches Guardrails' anonymous metrics off
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from guardrails import Guard
 from guardrails.classes.rc import RC

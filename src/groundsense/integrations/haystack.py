@@ -119,7 +119,8 @@ def _reply_texts(replies: Any) -> list[str]:
 
 def _document_texts(documents: Any) -> list[str]:
     if not isinstance(documents, list) or not documents:
-        raise InputError("documents must be a non-empty list of Documents: with no evidence there is nothing to check against")
+        raise InputError("documents must be a non-empty list of Documents: "
+                         "with no evidence there is nothing to check against")
     texts = [d.content if isinstance(d, Document) else d for d in documents]
     if not all(isinstance(text, str) and text.strip() for text in texts):
         raise InputError("every document must be a string or a Document with text content "

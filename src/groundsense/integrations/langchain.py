@@ -45,7 +45,8 @@ class GroundsenseRunnable(Runnable[Mapping[str, Any], GroundingReport]):
     def invoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> GroundingReport:
         return self._call_with_config(lambda value: check(*self._arguments(value)), input, config)
 
-    async def ainvoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> GroundingReport:
+    async def ainvoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None,
+                      **kwargs: Any) -> GroundingReport:
         return await self._acall_with_config(lambda value: acheck(*self._arguments(value)), input, config)
 
     def _arguments(self, value: Mapping[str, Any]) -> tuple[str, Any, str, Detection | None]:

@@ -61,8 +61,10 @@ INSTRUCTIONS = f"Before showing an answer drafted from retrieved passages, check
 
 Answer = Annotated[str, Field(description="The drafted answer to check, as it would be shown.")]
 Context = Annotated[str | None, Field(description="The evidence as one string (give this or passages).")]
-Passages = Annotated[list[str] | None, Field(description="The retrieved passages, one string each (give this or context).")]
-Question = Annotated[str | None, Field(description="The user's question the answer responds to; the verdict depends on it.")]
+Passages = Annotated[list[str] | None,
+                     Field(description="The retrieved passages, one string each (give this or context).")]
+Question = Annotated[str | None,
+                     Field(description="The user's question the answer responds to; the verdict depends on it.")]
 
 
 def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServer:
@@ -84,9 +86,11 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
             report = await anyio.to_thread.run_sync(_report, checked.arguments, options)
         except GroundsenseError as exc:
             raise ToolError(str(exc)) from exc
-        except Exception as exc:  # e.g. a model that fails to load or run: an error result that names it, never a verdict
+        except Exception as exc:
+            # e.g. a model that fails to load or run: an error result that names it, never a verdict
             logger.exception("groundsense: %s failed", TOOL)
-            raise ToolError(f"internal error: {type(exc).__name__}: {exc} (the server's stderr has the traceback)") from exc
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc} "
+                            "(the server's stderr has the traceback)") from exc
         return CallToolResult(content=[TextContent(type="text", text=verdict_text(report))],
                               structured_content=report.result.to_dict())
 

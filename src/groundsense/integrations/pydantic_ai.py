@@ -33,7 +33,8 @@ passages, or to include earlier runs' retrievals.
   model calls and end in a retries error that hides the cause.
 
 An empty text output raises ``ModelRetry``; a non-text output raises ``InputError`` (the
-validator checks text outputs only). Partial outputs, which a streamed run validates as the text grows, are returned unchanged: the final
+validator checks text outputs only). Partial outputs, which a streamed run validates as the text grows, \
+are returned unchanged: the final
 output is the one checked. Scoring runs in a worker thread, so the event loop keeps running.
 """
 

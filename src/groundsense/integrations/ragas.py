@@ -23,7 +23,6 @@ import os
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # before ragas is imported: it reads this once
 
-import typing as t  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
 from langchain_core.callbacks import Callbacks  # noqa: E402
@@ -46,7 +45,7 @@ class GroundsenseFaithfulness(SingleTurnMetric):
     """
 
     name: str = "groundsense_faithfulness"
-    _required_columns: t.Dict[MetricType, t.Set[str]] = field(
+    _required_columns: dict[MetricType, set[str]] = field(
         default_factory=lambda: {MetricType.SINGLE_TURN: {"user_input:optional", "response", "retrieved_contexts"}}
     )
     output_type: MetricOutputType = MetricOutputType.CONTINUOUS
@@ -59,5 +58,5 @@ class GroundsenseFaithfulness(SingleTurnMetric):
         report = await acheck(sample.response, sample.retrieved_contexts, sample.user_input, self.detector)
         return report.score
 
-    async def _ascore(self, row: t.Dict, callbacks: Callbacks) -> float:
+    async def _ascore(self, row: dict, callbacks: Callbacks) -> float:
         return await self._single_turn_ascore(SingleTurnSample(**row), callbacks)

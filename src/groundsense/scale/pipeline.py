@@ -87,7 +87,8 @@ class ScoreRows:
 
 def _add_group(batch: pa.Table, source: str) -> pa.Table:
     keys = [
-        evidence_key(n, parse_line(n, raw, source)) for n, raw in zip(batch.column("line").to_pylist(), batch.column("raw").to_pylist())
+        evidence_key(n, parse_line(n, raw, source))
+        for n, raw in zip(batch.column("line").to_pylist(), batch.column("raw").to_pylist())
     ]
     return batch.append_column("group", pa.array([hashlib.sha1(k.encode()).hexdigest() for k in keys], pa.string()))
 
@@ -109,7 +110,8 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
     grouped = (
         ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")
         .sort(["group", "line"])
-        .repartition(target_num_rows_per_block=resources.rows_per_batch)  # one actor call per block, spread over the pool
+        # one actor call per block, spread over the pool
+        .repartition(target_num_rows_per_block=resources.rows_per_batch)
         .materialize()  # before the actors start: a pool that fills the CPUs would starve these tasks
     )
     records = grouped.map_batches(

@@ -269,7 +269,8 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
         try:
             return await open_stream(request, worker, settings)
         except StepFailed as exc:
-            retry = exc.status == 429 or (exc.status == 503 and worker.load_error is None)  # a failed load won't recover
+            # a failed load won't recover
+            retry = exc.status == 429 or (exc.status == 503 and worker.load_error is None)
             raise ApiError(exc.status, exc.message, retry_after=5 if retry else None) from None
 
     @app.get("/v1/examples", summary="Names of the shipped examples")

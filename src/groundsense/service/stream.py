@@ -108,7 +108,8 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
         return state.detection.with_options(**head.options).stream(**head.arguments)
 
     stream = await steps.run(start, admitted=False)
-    return DuplexStreamingResponse(events(lines, stream, steps, head, current_record()), media_type="application/x-ndjson")
+    return DuplexStreamingResponse(events(lines, stream, steps, head, current_record()),
+                                   media_type="application/x-ndjson")
 
 
 async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head: CheckedRow,
@@ -119,7 +120,8 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
     try:
         async for line in lines:
             delta = check_delta(line)
-            for sentence in await steps.run(lambda _state: stream.feed(delta), admitted=True):
+            # delta bound per step: the job runs on the worker's thread, not in this loop
+            for sentence in await steps.run(lambda _state, delta=delta: stream.feed(delta), admitted=True):
                 yield event("sentence", sentence=sentence.to_dict())
         result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
         record.note(result)  # the request's outcome, for the metrics and the request log
