@@ -36,13 +36,29 @@ def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target
         click.echo(f"  ({calibration.made_with['errors']} answers that failed to score were left out)", err=True)
 
 
+def held_out_options(calibration_help: str):
+    """`operating`'s and `adaptation`'s --cache (held-out answers), --calibration, the report
+    options and --partial."""
+    options = [
+        click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     multiple=True, required=True,
+                     help="Feature cache(s) of held-out answers; the first holding a benchmark serves it."),
+        click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help=f"{calibration_help} [default: the one shipped for the default scorer]."),
+        markdown_report_options,
+        partial_option,
+    ]
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              required=True, help="Feature cache(s) of held-out answers; the first holding a benchmark serves it.")
-@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Calibration file to judge with [default: the one shipped for the default scorer].")
-@markdown_report_options
-@partial_option
+@held_out_options("Calibration file to judge with")
 def operating(caches, calibration, output, resamples, seed, partial):
     """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
@@ -61,12 +77,7 @@ def operating(caches, calibration, output, resamples, seed, partial):
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              required=True, help="Feature cache(s) of held-out answers; the first holding a benchmark serves it.")
-@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Labelled calibration to adapt [default: the one shipped for the default scorer].")
-@markdown_report_options
-@partial_option
+@held_out_options("Labelled calibration to adapt")
 def adaptation(caches, calibration, output, resamples, seed, partial):
     """The label-free adaptation protocol (docs/detector-selection.md): per benchmark, the
     adaptation rules, today's --flag-rate fit and a labelled oracle fitted on its dev partition,
