@@ -17,7 +17,6 @@ evidence), as llama.cpp does. A measure of cost, not of accuracy: a handful of a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from llamacpp_server import LlamaCppServer  # noqa: E402
-from speed import load_test_cases, pick_cases, results_machine  # noqa: E402
+from speed import emit_json, load_test_cases, pick_cases, results_machine  # noqa: E402
 
 from groundsense.cascade import Cascade  # noqa: E402
 from groundsense.detector import Detector  # noqa: E402
@@ -94,10 +93,7 @@ def main() -> None:
         "answers": len(rows), "sentences": n_sentences, "seed": args.seed, "concurrency": args.concurrency,
         "runs": runs,
     }
-    text = json.dumps(report, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    emit_json(report, args.out)
 
 
 if __name__ == "__main__":

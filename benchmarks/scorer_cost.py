@@ -16,7 +16,6 @@ with a note.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from statistics import mean
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from speed import load_test_cases, pick_cases, results_machine  # noqa: E402
+from speed import emit_json, load_test_cases, pick_cases, results_machine  # noqa: E402
 
 from groundsense.detector import Detector  # noqa: E402
 from groundsense.errors import ScorerUnavailable  # noqa: E402
@@ -93,10 +92,7 @@ def main() -> None:
         ],
         "skipped": skipped,
     }
-    text = json.dumps(report, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    emit_json(report, args.out)
 
 
 if __name__ == "__main__":

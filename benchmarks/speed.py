@@ -282,6 +282,14 @@ def speedups(times: dict[str, list[float]], method: str) -> float:
 # ---------------------------------------------------------------- report
 
 
+def emit_json(report: dict, out: Path | None) -> None:
+    """A benchmark's JSON report on standard output, and in ``out`` when given."""
+    text = json.dumps(report, indent=2)
+    if out:
+        out.write_text(text + "\n")
+    print(text)
+
+
 def results_machine(threads: int | None) -> str:
     """CPU, library versions and git commit, as one line."""
     import transformers

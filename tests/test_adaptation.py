@@ -96,7 +96,8 @@ def test_a_domain_in_chunk_counts_the_base_does_not_serve_moves_only_the_gap(lab
 
 
 def test_stability_brackets_the_estimate(labelled_base):
-    spread = stability(labelled_base, domain(n_answers=120), "quantile", n_resamples=50)
+    mine = domain(n_answers=120)
+    spread = stability(labelled_base, mine, adapt(labelled_base, mine, "quantile"), n_resamples=50)
     low, high = spread["flagged_share_interval"]
     assert low <= spread["flagged_share"] <= high and low < high
     assert spread["threshold"][0] < spread["threshold"][1]

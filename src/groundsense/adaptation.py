@@ -85,7 +85,7 @@ def _served(base: Calibration, domain: DomainSentences, detector: str) -> np.nda
     """The sentences ``detector`` judges: ``sensitivity`` those of answers in a chunk count the
     base serves with all its features finite, ``gap`` the others with a finite gap."""
     complete = complete_rows(domain.features, STANDARDISED + tuple(base.weights.get("coefficients", ())))
-    served = np.array([base.serves(int(n)) for n in domain.chunk_counts], dtype=bool) & complete
+    served = np.isin(domain.chunk_counts, base.chunk_counts) & complete  # the answers ``base.serves``
     if detector == "sensitivity":
         return served
     return ~served & np.isfinite(np.asarray(domain.features["gap"], float))
@@ -173,21 +173,22 @@ def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
     return flagged / max(judged, 1)
 
 
-def stability(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METHOD,
-              n_resamples: int = 200, seed: int = 0) -> dict:
-    """How much the adaptation moves when the domain's answers are resampled with replacement:
-    the 95% percentile interval of the ``sensitivity`` sentence threshold and of the share of
-    the domain's sentences it flags (each resample's adaptation applied to all of them)."""
+def stability(base: Calibration, domain: DomainSentences, adapted: Calibration, n_resamples: int = 200,
+              seed: int = 0) -> dict:
+    """How much ``adapted`` (``base`` adapted to ``domain``) moves when the domain's answers are
+    resampled with replacement and the same rule is applied again: the 95% percentile interval
+    of the ``sensitivity`` sentence threshold and of the share of the domain's sentences it
+    flags (each resample's adaptation applied to all of them), beside the share ``adapted`` flags."""
+    method = adapted.made_with["adaptation"]["method"]
     rng = np.random.default_rng(seed)
     ids, index = np.unique(domain.answers, return_inverse=True)
     by_answer = [np.flatnonzero(index == i) for i in range(len(ids))]
     thresholds, shares = [], []
     for _ in range(n_resamples):
         rows = np.concatenate([by_answer[i] for i in rng.integers(0, len(ids), len(ids))])
-        adapted = adapt(base, domain.subset(rows), method)
-        thresholds.append(adapted.thresholds["sensitivity"])
-        shares.append(flagged_share(adapted, domain))
-    adapted = adapt(base, domain, method)
+        resampled = adapt(base, domain.subset(rows), method)
+        thresholds.append(resampled.thresholds["sensitivity"])
+        shares.append(flagged_share(resampled, domain))
     return {"resamples": n_resamples,
             "threshold": [round(float(q), 4) for q in np.quantile(thresholds, [0.025, 0.975])],
             "flagged_share": round(flagged_share(adapted, domain), 4),

@@ -122,7 +122,7 @@ def adapted(base: Calibration, source: Path, features: Path, method: str, output
         raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")
     domain = DomainSentences(scored.features, scored.answers, scored.chunk_counts)
     calibration = adapt(base, domain, method, source=source.name)
-    spread = stability(base, domain, method)
+    spread = stability(base, domain, calibration)
     calibration.made_with["adaptation"]["stability"] = spread
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)

@@ -14,8 +14,7 @@ import pandas as pd
 from ..adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
 from ..calibration import Calibration, fit_calibration
 from ..features import FEATURES, SIGNED
-from .bootstrap import group_draws
-from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged
+from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1
 from .split import DEV, TEST, assign_partition
 from .tables import interval_text, markdown_table
 
@@ -103,26 +102,6 @@ def point_f1(calibration: Calibration, sentences: pd.DataFrame) -> float:
     return float(flag_metrics(*(float(np.sum(m)) for m in (y & flagged, ~y & flagged, y & ~flagged, y)))["f1"])
 
 
-def paired_f1_difference(y: np.ndarray, a: np.ndarray, b: np.ndarray, groups: np.ndarray,
-                         n_resamples: int, seed: int) -> tuple[float, float, float]:
-    """F1 of flags ``a`` minus F1 of flags ``b`` on the same items, with the 95% interval over
-    the same resampled sources on both sides."""
-    draws, index = group_draws(groups, n_resamples, seed)
-    y = np.asarray(y).astype(bool)
-
-    def f1(flagged: np.ndarray) -> tuple[float, np.ndarray]:
-        flagged = np.asarray(flagged).astype(bool)
-        tp, fp, fn = (np.bincount(index[m], minlength=draws.shape[1]).astype(float)
-                      for m in (y & flagged, ~y & flagged, y & ~flagged))
-        point = 2 * tp.sum() / max(2 * tp.sum() + fp.sum() + fn.sum(), 1e-12)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return point, 2 * (draws @ tp) / (2 * (draws @ tp) + draws @ fp + draws @ fn)
-
-    (pa, ra), (pb, rb) = f1(a), f1(b)
-    lo, hi = np.nanpercentile(ra - rb, [2.5, 97.5])
-    return pa - pb, float(lo), float(hi)
-
-
 def chosen_method(dev_f1: pd.DataFrame) -> str:
     """The candidate with the highest mean dev F1 (ties: the order of :data:`METHODS`)."""
     means = dev_f1.mean(axis=1)
@@ -175,8 +154,8 @@ def adaptation_report(sets: Mapping[str, pd.DataFrame], base: Calibration, comma
         table, judged_by = flag_table(fitted[name], test, n_resamples, seed)
         lines += [markdown_table(table), ""]
         y, adapted, groups = judged_by[chosen_row]["sentence"]
-        difference = paired_f1_difference(y, adapted, judged_by["unadapted (shipped)"]["sentence"][1], groups,
-                                          n_resamples, seed)
+        difference = paired_f1(y, adapted, judged_by["unadapted (shipped)"]["sentence"][1], groups, n_resamples,
+                               seed)[2]
         verdicts[name] = difference
         mean, lo, hi = few_answer_f1(base, p[DEV], test, chosen)
         lines += [f"Sentence F1, {chosen_row} − unadapted (paired): {interval_text(*difference, sign='+')}.",

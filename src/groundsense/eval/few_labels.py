@@ -23,10 +23,10 @@ from ..errors import InputError
 from ..fitting import fit_weights, fitted_rows
 from ..thresholds import best_f1_threshold
 from .benchmark_result import partitioned
-from .bootstrap import group_draws, source_bootstrap
+from .bootstrap import source_bootstrap
 from .detector_inputs import detector_table
 from .extract import FeatureSet
-from .operating import flag_metrics
+from .operating import flag_metrics, paired_f1
 from .tables import interval_text, markdown_table
 
 FOLDS = 5
@@ -122,21 +122,10 @@ def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison
     intervals, difference = boot.intervals(), boot.difference(*SIDES)
     auc = {side: tuple(intervals.loc[side, ["auc", "lo", "hi"]]) for side in SIDES}
     auc["fitted − default"] = (difference["diff"], difference["lo"], difference["hi"])
-    draws, index = group_draws(held.groups, n_resamples, seed)
-    y, n_groups = held.labels.astype(bool), draws.shape[1]
-
-    def counts(flags: np.ndarray) -> list[np.ndarray]:  # per group: true and false positives, false negatives
-        masks = (y & flags, ~y & flags, y & ~flags)
-        return [np.bincount(index[mask], minlength=n_groups).astype(float) for mask in masks]
-
-    def f1(tp, fp, fn):
-        return flag_metrics(tp, fp, fn, np.ones_like(tp))["f1"]
-
-    point = {side: f1(*(c.sum() for c in counts(held.flags[side]))) for side in SIDES}
-    resampled = {side: f1(*(draws @ c for c in counts(held.flags[side]))) for side in SIDES}
-    f1s = {side: (float(point[side]), *map(float, np.nanpercentile(resampled[side], [2.5, 97.5]))) for side in SIDES}
-    f1s["fitted − default"] = (float(point["fitted"] - point["default"]),
-                               *map(float, np.nanpercentile(resampled["fitted"] - resampled["default"], [2.5, 97.5])))
+    fitted, default, f1_difference = paired_f1(held.labels, held.flags["fitted"], held.flags["default"],
+                                               held.groups, n_resamples, seed)
+    f1s = {"fitted": fitted, "default": default, "fitted − default": f1_difference}
+    y = held.labels.astype(bool)
     return Comparison({k: tuple(map(float, v)) for k, v in auc.items()}, f1s, len(y), int(y.sum()),
                       len(set(held.groups)))
 
@@ -185,11 +174,11 @@ def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0) -> pd.DataFram
                 continue
             scores, flags = fit_and_judge(features, labels, default_score, np.flatnonzero(train), np.flatnonzero(test))
             row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique()}
+            y = labels[test] == 1
             for side in SIDES:
-                tp, fp = (flags[side] & (labels[test] == 1)).sum(), (flags[side] & (labels[test] == 0)).sum()
-                fn = ((~flags[side]) & (labels[test] == 1)).sum()
+                tp, fp, fn = ((y & flags[side]).sum(), (~y & flags[side]).sum(), (y & ~flags[side]).sum())
                 row[f"{side} AUC"] = roc_auc_score(labels[test], scores[side])
-                row[f"{side} F1"] = 2 * tp / (2 * tp + fp + fn)
+                row[f"{side} F1"] = flag_metrics(tp, fp, fn, len(y))["f1"]
             rows.append(row)
     return pd.DataFrame(rows)
 

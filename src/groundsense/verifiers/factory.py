@@ -64,13 +64,10 @@ def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
     return verifier_class(kind), model
 
 
-def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None,
-                  model: object = None) -> ModelVerifier:
-    """The verifier a spec names, with ``options`` (strings, as from the command line);
-    ``model``, an already loaded one to use instead of the spec's (a :class:`Scorer` for the
-    kinds that run on one)."""
-    cls, name = parse_spec(spec)
-    return cls(model or name, device=device, **parse_options(cls, options or {}))
+def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> ModelVerifier:
+    """The verifier a spec names, with ``options`` (strings, as from the command line)."""
+    cls, model = parse_spec(spec)
+    return cls(model, device=device, **parse_options(cls, options or {}))
 
 
 def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict[str, str]] | None:
@@ -104,5 +101,5 @@ def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Dete
         return detector
     cls, model, options = checked
     shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
-    verifier = make_verifier(config.verifier, options, device=config.device, model=shared)
+    verifier = cls(shared or model, device=config.device, **parse_options(cls, options))
     return Cascade(detector, verifier, config.escalate, config.verifier_threshold)
