@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from groundsense.eval.cases import data_root
+from groundsense.eval.data.cases import data_root
 from groundsense.scorer import Scorer
 from groundsense.scorer.divergence import Distributions, jsd
 

@@ -12,7 +12,7 @@ from groundsense.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector, answer_summary
 from groundsense.errors import InputError
-from groundsense.eval.cases import data_root
+from groundsense.eval.data.cases import data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
 from groundsense.result import SentenceResult

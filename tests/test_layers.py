@@ -88,7 +88,7 @@ def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification" in imported_modules(PACKAGE / "cascade.py")  # from .verification import
     assert "groundsense.detector" in imported_modules(PACKAGE / "stream.py")  # under TYPE_CHECKING
     assert "groundsense.detector" not in runtime_imports(PACKAGE / "stream.py")
-    assert layer_part("groundsense.eval.cases") == "eval" and layer_part("groundsense.detector") == "core"
+    assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.detector") == "core"
 
 
 @pytest.mark.parametrize("part", sorted(LAYERS))

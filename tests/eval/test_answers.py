@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.answers import (
+from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.reports.answers import (
     answer_table,
     partition_answers,
     reference_answers,
     token_aggregations,
     truncated_answers,
 )
-from groundsense.eval.extract import load_cache
 
 ROOT = Path(__file__).parents[2]
 REFERENCE = ROOT.parent / "shared" / "reference" / "gasp-v1"

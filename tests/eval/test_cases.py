@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from groundsense.eval.cases import Case, DropLog, LabelledSentence, data_root, locate_sentences, overlaps
+from groundsense.eval.data.cases import Case, DropLog, LabelledSentence, data_root, locate_sentences, overlaps
 
 
 def test_locate_sentences_moves_a_cursor_and_tolerates_reflowed_whitespace():

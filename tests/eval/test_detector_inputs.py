@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.benchmark_result import partitioned
-from groundsense.eval.detector_inputs import (
+from groundsense.eval.caches.detector_inputs import (
     THRESHOLD_GRID,
     detector_table,
     suspicion,
@@ -15,7 +14,8 @@ from groundsense.eval.detector_inputs import (
     tuned_thresholds,
     with_token_features,
 )
-from groundsense.eval.extract import load_cache
+from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.statistics.benchmark_result import partitioned
 
 TOKENS = Path(__file__).parents[2] / "results" / "tokens"
 

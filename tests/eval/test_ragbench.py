@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from groundsense.eval.cases import data_root
-from groundsense.eval.ragbench import load_ragbench, source_groups
+from groundsense.eval.data.cases import data_root
+from groundsense.eval.data.ragbench import load_ragbench, source_groups
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 

@@ -3,8 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from groundsense.eval.cases import data_root
-from groundsense.eval.tofueval import load_tofueval, sentence_type
+from groundsense.eval.data.cases import data_root
+from groundsense.eval.data.tofueval import load_tofueval, sentence_type
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS, DEFAULT_SPLITS
-from ..eval.layout import cache_folder
+from ..eval.caches.layout import cache_folder
+from ..eval.data.benchmarks import BENCHMARKS, DEFAULT_SPLITS
 from ..interrupts import resumable
 from .common import CONTEXT_SETTINGS, Failure
 from .eval_options import DEFAULT_CACHE, load_sets, partial_option
@@ -25,9 +25,9 @@ from .eval_options import DEFAULT_CACHE, load_sets, partial_option
 def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
-    from ..eval.attribution import attribution_pairs as pairs_of
-    from ..eval.attribution import case_chunks
-    from ..eval.benchmarks import load_benchmark
+    from ..eval.caches.attribution import attribution_pairs as pairs_of
+    from ..eval.caches.attribution import case_chunks
+    from ..eval.data.benchmarks import load_benchmark
     from ..scorer import Scorer
 
     # the detector's drops, not the masked approximation
@@ -70,7 +70,7 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
       groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct \
 --cache results/features
     """
-    from ..eval.rating import rate_pairs, ratings_path, read_pairs
+    from ..eval.caches.rating import rate_pairs, ratings_path, read_pairs
     from ..verifiers.rater import SupportRater
 
     root = (attribution or cache_folder("attribution", cache)) / benchmark

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS
-from ..eval.layout import cache_folder
+from ..eval.caches.layout import cache_folder
+from ..eval.data.benchmarks import BENCHMARKS
 
 DEFAULT_CACHE = cache_folder("features")  # under runs/ in the working directory (gitignored)
 DEFAULT_VERIFIER_CACHE = cache_folder("verifiers")
@@ -40,8 +40,8 @@ def case_options(func):
 
 def cases_for(benchmark: str, sample: str, splits: tuple[str, ...], subsets: str | None) -> list:
     """The cases the :func:`case_options` select, saying on stderr what was loaded, dropped and kept."""
-    from ..eval.benchmarks import selected_cases
-    from ..eval.cases import cases_summary
+    from ..eval.data.benchmarks import selected_cases
+    from ..eval.data.cases import cases_summary
 
     cases, loaded = selected_cases(benchmark, sample, splits, subsets.split(",") if subsets else None)
     click.echo(loaded, err=True)
@@ -58,10 +58,10 @@ def partial_option(func):
 
 
 def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> list:
-    """The feature sets cached under ``cache`` (:func:`groundsense.eval.extract.load_cache`).
+    """The feature sets cached under ``cache`` (:func:`groundsense.eval.caches.extract.load_cache`).
     One whose extraction has not finished (a run still going, or stopped) is left out unless
     ``partial``; either way stderr says so."""
-    from ..eval.extract import load_cache
+    from ..eval.caches.extract import load_cache
 
     kept = []
     for s in load_cache(cache, scorer):

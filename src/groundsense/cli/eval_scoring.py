@@ -24,7 +24,7 @@ from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, c
 def extract(benchmark, sample, splits, subsets, limit, cache, token_rows, no_progress, **detector_options):
     """Score a benchmark's cases into the feature cache, under a key of the detector settings
     that change features (all but --device); rerun to resume."""
-    from ..eval.extract import extract as run_extract
+    from ..eval.caches.extract import extract as run_extract
 
     config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, sample, splits, subsets)
@@ -63,7 +63,7 @@ def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cac
       groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
-    from ..eval.verify import verify as run_verify
+    from ..eval.caches.verify import verify as run_verify
     from ..verifiers import make_verifier
 
     # before the cases load (a minute for RAGTruth), so a bad spec fails fast
@@ -83,7 +83,7 @@ def case(case_id):
     \b
       groundsense eval case ragtruth:ID | groundsense detect
     """
-    from ..eval.benchmarks import find_case
-    from ..eval.rows import case_row
+    from ..eval.data.benchmarks import find_case
+    from ..eval.data.rows import case_row
 
     click.echo(json.dumps(case_row(find_case(case_id)), ensure_ascii=False))

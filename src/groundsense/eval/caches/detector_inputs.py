@@ -1,7 +1,7 @@
 """The trained detector's inputs: each scored sentence's features as table columns
 (:func:`detector_table`), the token-level aggregations added at dev-tuned thresholds
 (:func:`with_token_features`, :func:`tuned_thresholds`), and each feature's orientation as a
-suspicion score. Used by the detector-selection protocol (:mod:`.selection`).
+suspicion score. Used by the detector-selection protocol (:mod:`..reports.selection`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..features import (
+from ...features import (
     GROUNDING,
     RELATIVE,
     SIGNED,

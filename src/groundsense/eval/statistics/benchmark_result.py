@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .extract import FeatureSet
+from ..caches.extract import FeatureSet
+from ..data.split import DEV, TEST, assign_partition
 from .methods import add_answer_columns
 from .metrics import Evaluation, evaluate
-from .split import DEV, TEST, assign_partition
 
 # Scoring passes each method needs per answer ("K+2": every leave-one-out condition).
 PASSES = {

@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import DetectorConfig
-from ..detection import Outcome
-from ..detector import Detector
-from ..features import FEATURES
-from ..result import DetectionResult, TokenRows
-from .cases import Case
-from .rows import case_row
+from ...config import DetectorConfig
+from ...detection import Outcome
+from ...detector import Detector
+from ...features import FEATURES
+from ...result import DetectionResult, TokenRows
+from ..data.cases import Case
+from ..data.rows import case_row
 from .store import (
     RunSummary,
     benchmark_of,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ...errors import InputError
 
 if TYPE_CHECKING:  # the loaders import pandas: imported where used, to keep `groundsense -h` fast
     from .cases import Case, DropLog

@@ -22,8 +22,8 @@ from lightgbm import LGBMClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
+from ..data.cases import PROJECT_ROOT
 from .bootstrap import resample_aucs
-from .cases import PROJECT_ROOT
 
 GROUND = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
 BASELINES = ["mean_surprisal", "length"]

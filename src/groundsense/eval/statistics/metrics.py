@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from ..thresholds import best_f1_threshold
+from ...thresholds import best_f1_threshold
+from ..data.split import DEV, TEST, assign_partition
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import ablation_scores, add_answer_columns, answer_mean, method_scores
-from .split import DEV, TEST, assign_partition
 
 MOST_SUSPICIOUS, MEAN = "most suspicious sentence", "token-weighted mean"  # the answer-level aggregations
 

@@ -23,12 +23,12 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
-from ..features import BASELINES, GROUNDING
-from ..verifiers import KINDS, verifier_class
+from ...features import BASELINES, GROUNDING
+from ...verifiers import KINDS, verifier_class
+from ..caches.verifier_scores import join_scores
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import logistic_scores, method_scores
 from .metrics import flagging_report
-from .verifier_scores import join_scores
 
 DETECTORS = ("sentence gap", "LightGBM + baselines")  # Table 7's reference columns
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"

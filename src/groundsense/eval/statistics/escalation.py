@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from ..cascade import escalation_mask
+from ...cascade import escalation_mask
 from .bootstrap import source_bootstrap
 from .compare import VerifierComparison
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
-from ..calibration import Calibration, fit_calibration
-from ..features import FEATURES, SIGNED
+from ...adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
+from ...calibration import Calibration, fit_calibration
+from ...features import FEATURES, SIGNED
+from ..data.split import DEV, TEST, assign_partition
 from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1
-from .split import DEV, TEST, assign_partition
 from .tables import interval_text, markdown_table
 
 LETTERS = {"restandardise": "R", "quantile": "Q", "mixture": "M"}

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibration import Calibration
-from ..errors import InputError
-from ..features import SIGNED, signed_features
-from .bootstrap import group_draws
+from ...calibration import Calibration
+from ...errors import InputError
+from ...features import SIGNED, signed_features
+from ..statistics.bootstrap import group_draws
 from .tables import interval_text, markdown_table
 
 METRICS = ("precision", "recall", "f1", "flag rate")

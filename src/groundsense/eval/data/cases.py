@@ -12,12 +12,12 @@ from typing import Literal
 
 import pandas as pd
 
-from ..text import Span
-from ..verification import SentenceInput
+from ...text import Span
+from ...verification import SentenceInput
 
 SentenceType = Literal["baseless", "conflict"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[4]
 
 
 def data_root(root: str | Path | None = None) -> Path:

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..calibration import shipped_calibration
-from .benchmark_result import partitioned
-from .bootstrap import source_bootstrap
-from .detector_inputs import has_token_rows, token_threshold_sweep, tuned_thresholds, with_token_features
-from .extract import FeatureSet
-from .methods import answer_mean
+from ...calibration import shipped_calibration
+from ..caches.detector_inputs import has_token_rows, token_threshold_sweep, tuned_thresholds, with_token_features
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
+from ..statistics.methods import answer_mean
 from .tables import interval_cells, markdown_table
 
 
@@ -30,7 +30,7 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     ``sensitivity`` is the shipped detector's sentence score (higher = more suspicious),
     aligned with ``sentences``; without it that aggregation is left out. The token-level
     aggregations are added where ``sentences`` carries the token features
-    (:func:`.detector_inputs.with_token_features`).
+    (:func:`..caches.detector_inputs.with_token_features`).
     """
     case = sentences["case_id"]
     by = sentences.groupby(case, sort=False)

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibration import LOGISTIC_FEATURES, Calibration, logistic_score
-from ..errors import InputError
-from ..fitting import fit_weights, fitted_rows
-from ..thresholds import best_f1_threshold
-from .benchmark_result import partitioned
-from .bootstrap import source_bootstrap
-from .detector_inputs import detector_table
-from .extract import FeatureSet
+from ...calibration import LOGISTIC_FEATURES, Calibration, logistic_score
+from ...errors import InputError
+from ...fitting import fit_weights, fitted_rows
+from ...thresholds import best_f1_threshold
+from ..caches.detector_inputs import detector_table
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
 from .operating import flag_metrics, paired_f1
 from .tables import interval_text, markdown_table
 

@@ -6,7 +6,7 @@ Each full-mode feature set (benchmark x scorer x configuration) is evaluated wit
 leave-one-out features) contribute their cost and their gap methods' place on the cost
 frontier. With more than one benchmark under one configuration, a transfer matrix trains
 LightGBM (the six grounding features) on one benchmark's dev partition and scores another's
-test partition. Each set's partitions and cost come from :mod:`.benchmark_result`, the sections
+test partition. Each set's partitions and cost come from :mod:`..statistics.benchmark_result`, the sections
 beyond the paper's tables (signed sensitivity, verifiers, cascade, attribution, cost frontier)
 from :mod:`.analyses`.
 """
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..features import GROUNDING
+from ...features import GROUNDING
+from ..caches.extract import FeatureSet
+from ..caches.layout import cache_folder
+from ..statistics.benchmark_result import BenchmarkResult, evaluate_set, partitioned
+from ..statistics.methods import lightgbm_scores, method_scores
+from ..statistics.metrics import MEAN, auc_or_nan
 from . import analyses, figures
-from .benchmark_result import BenchmarkResult, evaluate_set, partitioned
-from .extract import FeatureSet
-from .layout import cache_folder
-from .methods import lightgbm_scores, method_scores
-from .metrics import MEAN, auc_or_nan
 from .tables import bracketed, frame_numbers, interval_cells, json_safe, markdown_table
 
 
@@ -55,7 +55,7 @@ def write_report(
 
     ``verifiers`` is the root of the verifier score cache and ``attribution`` of the
     attribution pairs and ratings (see :mod:`analyses`; by default those of ``runs/``,
-    :func:`.layout.cache_folder`); where they hold nothing for a set, its sections say where
+    :func:`..caches.layout.cache_folder`); where they hold nothing for a set, its sections say where
     they looked.
     """
     out = Path(out)

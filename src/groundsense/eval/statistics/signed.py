@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..features import GROUNDING, SIGNED, signed_features
+from ...features import GROUNDING, SIGNED, signed_features
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import logistic_scores
 from .metrics import auc_or_nan

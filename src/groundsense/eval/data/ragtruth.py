@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..text import segment_sentences
+from ...text import segment_sentences
 from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, overlaps
 
 DEFAULT_FILE = Path("ragtruth") / "ragtruth.jsonl.gz"

@@ -16,8 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ..calibration import STANDARDISED, sensitivity_score, standardisation
-from ..features import BASELINES, GROUNDING
+from ...calibration import STANDARDISED, sensitivity_score, standardisation
+from ...features import BASELINES, GROUNDING
 
 ABLATIONS: dict[str, Sequence[str]] = {
     **{feature: [feature] for feature in GROUNDING},

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..progress import track
-from ..verifiers.base import model_slug
-from ..verifiers.rater import SupportRater
-from ..verifiers.rating_scale import SCALE
+from ...progress import track
+from ...verifiers.base import model_slug
+from ...verifiers.rater import SupportRater
+from ...verifiers.rating_scale import SCALE
 from .attribution import RATING_COLUMNS
 from .store import write_table
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cases import Case
+from ..data.cases import Case
 
 CASE_COLUMNS = ["case_id", "source_id", "task", "benchmark", "split"]
 # Stable Parquet types whichever rows a part holds (error rows lack most columns; a type may be all null).

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import GroundsenseError
-from ..progress import track
-from ..verifiers import ModelVerifier, Verdicts
-from .cases import Case
+from ...errors import GroundsenseError
+from ...progress import track
+from ...verifiers import ModelVerifier, Verdicts
+from ..data.cases import Case
 from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, write_cases, write_json
 
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .benchmark_result import partitioned
-from .bootstrap import source_bootstrap
-from .extract import FeatureSet
-from .methods import method_scores, two_pass_scores
-from .split import assign_partition
+from ..caches.extract import FeatureSet
+from ..data.split import assign_partition
+from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
+from ..statistics.methods import method_scores, two_pass_scores
 from .tables import frame_numbers, json_safe, markdown_table
 
 KEYS = ["case_id", "sentence_index"]

@@ -1,5 +1,5 @@
 """Which scorer, at what cost: every scorer and mode cached for one benchmark's answers, side by
-side. For each feature set, on its seeded test partition (:func:`.benchmark_result.partitioned`):
+side. For each feature set, on its seeded test partition (:func:`..statistics.benchmark_result.partitioned`):
 span AUC of the sentence gap and, in full mode, of the standardised sum (the library's
 ``sensitivity`` score, its statistics fitted on the dev partition); answer-level AUC of the
 lowest sentence gap and, in full mode, of the highest standardised sum; each with a 95%
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .benchmark_result import MODE_PASSES, partitioned
-from .bootstrap import source_bootstrap
-from .extract import FeatureSet
-from .methods import standardised_sum
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import MODE_PASSES, partitioned
+from ..statistics.bootstrap import source_bootstrap
+from ..statistics.methods import standardised_sum
 from .tables import interval_cells, markdown_table
 
 SPAN = {"gap": "span AUC, sentence gap", "sum": "span AUC, standardised sum"}

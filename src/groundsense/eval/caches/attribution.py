@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from ..features import support_chunk
-from ..lexical import lexical_chunk
-from ..verifiers.rating_scale import SCALE
-from .cases import Case
+from ...features import support_chunk
+from ...lexical import lexical_chunk
+from ...verifiers.rating_scale import SCALE
+from ..data.cases import Case
 
 if TYPE_CHECKING:  # the scorer loads torch: the report reads ratings without it
-    from ..scorer import Scorer
+    from ...scorer import Scorer
 
 WHICH = ("detector", "random", "lexical")
 SUPPORTED = ("full", "partial")
@@ -37,7 +37,7 @@ _ORDINAL = {"contradicts": 0, "none": 1, "partial": 2, "full": 3}
 def case_chunks(cases: Sequence[Case], scorer: Scorer, config: Mapping) -> dict[str, list[str]]:
     """Each case's chunk texts exactly as the detector scored them (same evidence cut and
     chunking: :func:`evidence.build_evidence` with the feature set's ``k`` and context cap)."""
-    from ..evidence import build_evidence
+    from ...evidence import build_evidence
 
     chunks = {}
     for case in cases:

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..caches.attribution import attribution_summary
+from ..caches.verifier_scores import load_verifier_cache
+from ..statistics.benchmark_result import BenchmarkResult
+from ..statistics.compare import DETECTORS, VerifierComparison, compare_verifier, flagging_table, table7, table8
+from ..statistics.escalation import cascade_table
+from ..statistics.frontier import frontier_table
+from ..statistics.signed import CANDIDATE, KIND_MIN_AUC, kind_separation
 from . import figures
-from .attribution import attribution_summary
-from .benchmark_result import BenchmarkResult
-from .compare import DETECTORS, VerifierComparison, compare_verifier, flagging_table, table7, table8
-from .escalation import cascade_table
-from .frontier import frontier_table
-from .signed import CANDIDATE, KIND_MIN_AUC, kind_separation
 from .tables import bracketed, frame_numbers, interval_cells, markdown_table
-from .verifier_scores import load_verifier_cache
 
 VERIFIER_HINT = ("a verifier writes its scores there (one folder per verifier: config.json and part-*.parquet, "
                  "format in docs/evaluation.md, \"Verifier scores\")")

@@ -20,12 +20,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ..features import TOKEN_FEATURES
-from ..fitting import REGULARISATION  # C of the logistic regression, fixed in the protocol
-from .answers import answer_table
-from .benchmark_result import partitioned
-from .bootstrap import source_bootstrap
-from .detector_inputs import (
+from ...features import TOKEN_FEATURES
+from ...fitting import REGULARISATION  # C of the logistic regression, fixed in the protocol
+from ..caches.detector_inputs import (
     SENTENCE_INPUTS,
     detector_table,
     has_token_rows,
@@ -35,8 +32,11 @@ from .detector_inputs import (
     uses_token_features,
     with_token_features,
 )
-from .extract import FeatureSet
-from .methods import lightgbm_scores
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
+from ..statistics.methods import lightgbm_scores
+from .answers import answer_table
 from .tables import interval_text, markdown_table
 
 CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
