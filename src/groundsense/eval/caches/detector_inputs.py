@@ -1,7 +1,8 @@
 """The trained detector's inputs: each scored sentence's features as table columns
-(:func:`detector_table`), the token-level aggregations added at dev-tuned thresholds
-(:func:`with_token_features`, :func:`tuned_thresholds`), and each feature's orientation as a
-suspicion score. Used by the detector-selection protocol (:mod:`..reports.selection`).
+(:func:`detector_table`, with the answer-relative :func:`relative_features`), the token-level
+aggregations (:func:`token_features`) added at dev-tuned thresholds (:func:`with_token_features`,
+:func:`tuned_thresholds`), and each feature's orientation as a suspicion score. Used by the
+detector-selection protocol (:mod:`..reports.selection`); the shipped detector uses none of them.
 """
 
 from __future__ import annotations
@@ -11,16 +12,88 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...features import (
-    GROUNDING,
-    RELATIVE,
-    SIGNED,
-    TOKEN_FEATURES,
-    relative_features,
-    signed_features,
-    token_features,
-)
+from ...features import GROUNDING, SIGNED, signed_features
 from .extract import TOKEN_COLUMNS, FeatureSet
+
+# Token-level aggregations of one sentence's per-token scores (candidates beyond the paper's
+# means; where each comes from is in docs/token-features.md). A token is *evidence-dependent*
+# when the scorer finds it surprising without the context: no-context surprisal above
+# DEPENDENT_NATS.
+TOKEN_FEATURES = (
+    "gap_dep", "gap_wdep", "gap_min", "gap_q10", "gap_q25", "gap_low20",
+    "tokdrop_mean", "tokdrop_dep", "tokdrop_q10",
+    "unresolved_share", "surprisal_dep", "surprisal_max", "surprisal_q90", "jsd_max", "dep_share",
+)
+DEPENDENT_NATS = 2.0
+UNRESOLVED_NATS = 2.0
+
+
+def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DEPENDENT_NATS,
+                   unresolved_nats: float = UNRESOLVED_NATS) -> dict[str, float]:
+    """The :data:`TOKEN_FEATURES` of one sentence from its tokens' rows ([conditions, n], as
+    in :func:`groundsense.features.sentence_features`); NaN where undefined (no token; no leave-one-out rows).
+    The two thresholds default to their a-priori values; the detector selection tunes them on
+    dev partitions (docs/detector-selection.md, "Token thresholds").
+
+    Orientation as the means': gap and drop aggregations are larger when the context
+    supports the sentence; ``unresolved_share`` and the surprisals are larger when it does not.
+    """
+    logp, jsd = np.asarray(logp, dtype=float), np.asarray(jsd, dtype=float)
+    if logp.shape[1] == 0:
+        return dict.fromkeys(TOKEN_FEATURES, np.nan)
+    gap = logp[0] - logp[1]
+    surprisal, surprisal_noctx = -logp[0], -logp[1]
+    dependent = surprisal_noctx > dependent_nats
+    tokdrop = (logp[0] - logp[2:]).max(axis=0) if len(logp) > 2 else np.full(gap.shape, np.nan)
+    low = np.sort(gap)[: max(1, int(np.ceil(0.2 * gap.size)))]
+
+    def over_dependent(values: np.ndarray) -> float:
+        return float(values[dependent].mean()) if dependent.any() else float(values.mean())
+
+    return {
+        "gap_dep": over_dependent(gap),
+        "gap_wdep": float((gap * surprisal_noctx.clip(0)).sum() / max(surprisal_noctx.clip(0).sum(), 1e-9)),
+        "gap_min": float(gap.min()),
+        "gap_q10": float(np.quantile(gap, 0.1)),
+        "gap_q25": float(np.quantile(gap, 0.25)),
+        "gap_low20": float(low.mean()),
+        "tokdrop_mean": float(tokdrop.mean()),
+        "tokdrop_dep": over_dependent(tokdrop),
+        "tokdrop_q10": float(np.quantile(tokdrop, 0.1)),
+        "unresolved_share": float((surprisal[dependent] > unresolved_nats).mean()) if dependent.any() else 0.0,
+        "surprisal_dep": over_dependent(surprisal),
+        "surprisal_max": float(surprisal.max()),
+        "surprisal_q90": float(np.quantile(surprisal, 0.9)),
+        "jsd_max": float(jsd[1].max()),
+        "dep_share": float(dependent.mean()),
+    }
+
+
+RELATIVE = ("gap_rel", "surprisal_rel")
+
+
+def relative_features(values: dict[str, np.ndarray], answer: np.ndarray) -> dict[str, np.ndarray]:
+    """Each sentence's gap and surprisal minus the token-weighted mean of its answer's
+    (``answer`` gives each sentence's answer; NaN sentences are left out of the means).
+
+    A domain's overall offset (transcripts are less predictable than product manuals)
+    cancels in these, which should help a detector on a domain it never saw.
+    """
+    answer = np.asarray(answer)
+    n = np.nan_to_num(np.asarray(values["n_tokens"], dtype=float))
+    out = {}
+    for name, feature in (("gap_rel", "gap"), ("surprisal_rel", "surprisal")):
+        x = np.asarray(values[feature], dtype=float)
+        ok = np.isfinite(x) & (n > 0)
+        mean = np.full(x.shape, np.nan)
+        for a in np.unique(answer):
+            mine = answer == a
+            weight = n[mine & ok]
+            if weight.sum() > 0:
+                mean[mine] = (x[mine & ok] * weight).sum() / weight.sum()
+        out[name] = x - mean
+    return out
+
 
 SENTENCE_INPUTS = [*GROUNDING, "surprisal", "log_n_tokens", *SIGNED, *RELATIVE]
 # Features that grow when the context supports the sentence: negated to score suspicion.

@@ -20,10 +20,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ...features import TOKEN_FEATURES
 from ...fitting import REGULARISATION  # C of the logistic regression, fixed in the protocol
 from ..caches.detector_inputs import (
     SENTENCE_INPUTS,
+    TOKEN_FEATURES,
     detector_table,
     has_token_rows,
     suspicion,
