@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from groundsense.eval.statistics.gasp_analysis import reference_dir, reproduce_analysis
+from groundsense.eval.data.locations import reference_dir
+from groundsense.eval.statistics.gasp_analysis import reproduce_analysis
 
 MODEL = "Qwen2.5-1.5B-Instruct_K5"
 _INTERVAL = re.compile(r"^- (.+?): ([0-9.]+)\s+\[([0-9.]+), ([0-9.]+)\]$")

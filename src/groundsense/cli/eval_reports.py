@@ -95,8 +95,11 @@ def answers(caches, reference, output, resamples, seed, partial):
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
     partition, and the conditions that move it (scorer, task, answer cap, reference features).
     Caches kept with token rows (`eval extract --token-rows`) add token-level aggregations."""
+    from ..eval.data.locations import reference_dir
     from ..eval.reports.answers import answer_report
 
+    if reference:
+        reference_dir(reference)  # a clear error for a folder that is not there
     sets, served = {}, set()
     for cache in caches:
         for s in load_sets(cache, partial=partial):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import pandas as pd
@@ -16,17 +14,6 @@ from ...text import Span
 from ...verification import SentenceInput
 
 SentenceType = Literal["baseless", "conflict"]
-
-PROJECT_ROOT = Path(__file__).resolve().parents[4]
-
-
-def data_root(root: str | Path | None = None) -> Path:
-    """Benchmark data folder: ``root`` if given, else ``$GROUNDSENSE_DATA``, else ``<project>/../shared/data``."""
-    if root is not None:
-        return Path(root)
-    env = os.environ.get("GROUNDSENSE_DATA")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
-
 
 @dataclass(frozen=True)
 class LabelledSentence:

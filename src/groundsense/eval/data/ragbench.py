@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cases import Case, DropLog, LabelledSentence, data_root, locate_sentences
+from .cases import Case, DropLog, LabelledSentence, locate_sentences
+from .locations import benchmark_path
 
 
 def load_ragbench(
@@ -21,7 +22,7 @@ def load_ragbench(
     ``source_id`` groups rows of a subset that share their question text or their exact
     document list, transitively and across the subset's split files (see :func:`source_groups`).
     """
-    folder = Path(root) if root is not None else data_root() / "ragbench"
+    folder = Path(root) if root is not None else benchmark_path("ragbench")
     cases: list[Case] = []
     dropped = DropLog()
     for subset_dir in sorted(p for p in folder.iterdir() if p.is_dir()):

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...text import segment_sentences
-from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, overlaps
+from .cases import Case, DropLog, LabelledSentence, SentenceType, overlaps
+from .locations import BENCHMARK_PATHS, benchmark_path
 
-DEFAULT_FILE = Path("ragtruth") / "ragtruth.jsonl.gz"
 _BLANK_LINE = re.compile(r"\n\s*\n")
 _PASSAGE_PREFIX = re.compile(r"^passage \d+:\s*", re.IGNORECASE)
 
@@ -75,10 +75,10 @@ def load_ragtruth(
 
 def _resolve(path: str | Path | None) -> Path:
     if path is None:
-        return data_root() / DEFAULT_FILE
+        return benchmark_path("ragtruth")
     path = Path(path)
     if path.is_dir() and not (path / "response.jsonl").exists():
-        return path / DEFAULT_FILE.name
+        return path / BENCHMARK_PATHS["ragtruth"].name
     return path
 
 

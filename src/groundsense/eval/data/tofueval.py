@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cases import Case, DropLog, LabelledSentence, SentenceType, data_root, locate_sentences
+from .cases import Case, DropLog, LabelledSentence, SentenceType, locate_sentences
+from .locations import benchmark_path
 
 SPLITS = ("dev", "test")
 _SUMMARY_KEY = ["doc_id", "topic", "model_name"]
@@ -23,7 +24,7 @@ def load_tofueval(
     ``sent_label == "no"`` marks an unsupported sentence. Meetings are checked against the
     official ``document_ids_dev_test_split.json`` ids.
     """
-    folder = Path(root) if root is not None else data_root() / "tofueval"
+    folder = Path(root) if root is not None else benchmark_path("tofueval")
     official = json.loads((folder / "document_ids_dev_test_split.json").read_text())
     cases: list[Case] = []
     dropped = DropLog()

@@ -13,7 +13,6 @@ AUC(+sum) = 0.327 where the detector score is -sum (AUC 0.673).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ from lightgbm import LGBMClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
-from ..data.cases import PROJECT_ROOT
+from ..data.locations import reference_dir
 from .bootstrap import resample_aucs
 
 GROUND = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
@@ -48,14 +47,6 @@ AGGREGATIONS: list[tuple[str, list[str]]] = [
     ("aggregation = mean", ["gap", "jsd_noctx", "drop_mean", "jsd_loo_mean"]),
     ("aggregation = top-2 sum", ["gap", "jsd_noctx", "drop_top2", "jsd_loo_top2"]),
 ]
-
-
-def reference_dir(path: str | Path | None = None) -> Path:
-    """``path``, else ``$GROUNDSENSE_REFERENCE``, else ``<project>/../shared/reference/gasp-v1``."""
-    if path is not None:
-        return Path(path)
-    env = os.environ.get("GROUNDSENSE_REFERENCE")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "reference" / "gasp-v1"
 
 
 def load_reference_table(path: str | Path) -> pd.DataFrame:
