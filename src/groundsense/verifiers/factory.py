@@ -70,8 +70,8 @@ def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: s
     return cls(model, device=device, **parse_options(cls, options or {}))
 
 
-def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict[str, str]] | None:
-    """The class, model and options (its ``verifier_url`` as ``url``) of the verifier ``config``
+def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict] | None:
+    """The class, model and typed keyword arguments (its ``verifier_url`` as ``url``) of the verifier ``config``
     names, or None when it names none; an unknown kind, or a URL given to a kind that calls no
     server, is refused before any model loads. Entry points that load in the background (`serve`,
     MCP) or elsewhere (Ray actors) call it first."""
@@ -82,8 +82,7 @@ def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, di
     if options and "url" not in cls.options:
         raise InputError(f"verifier_url (--verifier-url) is for a verifier that calls a server; {cls.kind}: runs "
                          "here, so leave the URL out")
-    parse_options(cls, options)
-    return cls, model, options
+    return cls, model, parse_options(cls, options)
 
 
 def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Detection:
@@ -101,5 +100,5 @@ def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Dete
         return detector
     cls, model, options = checked
     shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
-    verifier = cls(shared or model, device=config.device, **parse_options(cls, options))
+    verifier = cls(shared or model, device=config.device, **options)
     return Cascade(detector, verifier, config.escalate, config.verifier_threshold)
