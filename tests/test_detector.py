@@ -10,13 +10,14 @@ import pytest
 
 from groundsense.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector, answer_summary
+from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.cases import data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
 from groundsense.result import SentenceResult
 from groundsense.text import chunk_context, segment_sentences
+from groundsense.verdicts import answer_summary
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -107,7 +108,7 @@ def test_long_context_is_cut_and_reported(scorer):
     context = " ".join(PASSAGES * 3)
     result = short.detect(answer=ANSWER, context=context)
     assert result.truncated.context and result.truncated.context_tokens_removed > 0
-    assert result.chunks[-1]["end"] < len(context)
+    assert result.chunks[-1].end < len(context)
 
 
 def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
