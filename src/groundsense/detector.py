@@ -16,7 +16,7 @@ from .scorer import Scorer
 from .stream import DetectionStream
 from .text import Span, segment_sentences
 from .validate import check_inputs, check_row, check_spans
-from .verdicts import Verdicts
+from .verdicts import Adjudicator
 
 
 class Detector(Detection):
@@ -28,8 +28,8 @@ class Detector(Detection):
     ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
     one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
     scored in, and without one nothing is flagged (with a warning; ``calibration=False`` asks
-    for no calibration and no warning): ``detector.verdicts``, a
-    :class:`~groundsense.verdicts.Verdicts`, chooses, and builds the results.
+    for no calibration and no warning): ``detector.adjudicator``, a
+    :class:`~groundsense.verdicts.Adjudicator`, chooses, and builds the results.
 
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
@@ -69,8 +69,8 @@ class Detector(Detection):
         # What this detector was built from (its siblings, :meth:`with_options`, too): the
         # scorer by the name it resolved to, a calibration file loaded.
         self.config = replace(config, scorer=self.scorer.name, calibration=calibration)
-        self.verdicts = Verdicts(self.config)  # which calibration judges, the thresholds, the result
-        self.leave_one_out = self.verdicts.leave_one_out  # None in two-pass mode
+        self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
+        self.leave_one_out = self.adjudicator.leave_one_out  # None in two-pass mode
         self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
 
     @classmethod
@@ -88,7 +88,7 @@ class Detector(Detection):
         chunks (default: K): the detector (``sensitivity`` or ``gap``), its calibration's source
         (``given``, ``shipped`` or None: nothing is flagged) and the sentence and answer thresholds."""
         return {"kind": "detector", "scorer": self.scorer.name, "mode": self.mode, "leave_one_out": self.leave_one_out,
-                "k": self.k, **self.verdicts.describe(self.k if chunks is None else chunks)}
+                "k": self.k, **self.adjudicator.describe(self.k if chunks is None else chunks)}
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detector:
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
@@ -123,14 +123,14 @@ class Detector(Detection):
         scores = self.scorer.score(
             prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked", stop=stop,
         )
-        return self.verdicts.result(answer, spans, evidence, prompt, scores, self.scorer.unfamiliar_text(prompt))
+        return self.adjudicator.result(answer, spans, evidence, prompt, scores, self.scorer.unfamiliar_text(prompt))
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> DetectionStream:
         """Check an answer while it is generated: ``stream.feed(delta)`` returns the sentences
         each piece of text finished, judged; ``stream.close()`` the whole answer's result,
         equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
-        return DetectionStream(self.scorer, self.verdicts, question, context, passages, score_every)
+        return DetectionStream(self.scorer, self.adjudicator, question, context, passages, score_every)
 
 
 def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:

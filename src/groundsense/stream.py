@@ -29,7 +29,7 @@ from .result import DetectionResult, SentenceResult
 from .scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .text import Span, is_blank, segment_sentences
 from .validate import check_evidence, check_text
-from .verdicts import Verdicts
+from .verdicts import Adjudicator
 
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 
@@ -45,20 +45,21 @@ class _Tokens(NamedTuple):
 class DetectionStream:
     """Feed an answer's text as it is generated; get each sentence's verdict when it ends.
 
-    Made by :meth:`Detector.stream`, on its scorer and its :class:`Verdicts` (whose config gives
+    Made by :meth:`Detector.stream`, on its scorer and its :class:`Adjudicator` (whose config gives
     K, the token budgets and the mode). ``feed(delta)`` returns the sentences that the new text
     finished; ``close()`` judges the rest and returns the whole answer's result. The answer
     token cap applies as in ``detect``: sentences past it come back unscored.
     """
 
-    def __init__(self, scorer: Scorer, verdicts: Verdicts, question: str = "", context: str | None = None,
+    def __init__(self, scorer: Scorer, adjudicator: Adjudicator, question: str = "", context: str | None = None,
                  passages: list[str] | None = None, score_every: int = 16):
-        if verdicts.leave_one_out == "masked":
+        if adjudicator.leave_one_out == "masked":
             raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
         check_evidence(context, passages)
         if score_every < 1:
             raise InputError("score_every must be at least 1 token")
-        self.scorer, self.verdicts, self.score_every, config = scorer, verdicts, score_every, verdicts.config
+        self.scorer, self.adjudicator, self.score_every = scorer, adjudicator, score_every
+        config = adjudicator.config
         self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
         self._cap = config.max_answer_tokens
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
@@ -162,4 +163,4 @@ class DetectionStream:
         self._prompt = replace(self._prompt, answer=EncodedAnswer(self._ids, self._offsets[:n], self._cut))
         scores = TokenScores(logp, jsd, self._conditions.tokens_processed)
         warnings = self.scorer.unfamiliar_text(self._prompt) if final else None
-        return self.verdicts.result(self.text, spans, self.evidence, self._prompt, scores, warnings)
+        return self.adjudicator.result(self.text, spans, self.evidence, self._prompt, scores, warnings)

@@ -1,13 +1,14 @@
 """The judging stage: from an answer's token scores to its :class:`DetectionResult`.
 
-:class:`Verdicts` holds what a detector configuration judges by: which calibration and score
+:class:`Adjudicator` holds what a detector configuration judges by: which calibration and score
 rule apply to an answer (they depend on how many chunks its evidence was scored in), the
 sentence and answer thresholds, each sentence's score, flag and support, and the answer's
 summary. The detector (:meth:`Detector.detect <groundsense.detector.Detector.detect>`) and the
 stream (:class:`~groundsense.stream.DetectionStream`) both build their results through it, once.
 
 Named *verdicts*, not *judge*: ``verifiers/judge.py`` is the LLM judge, a verifier a cascade
-escalates sentences to.
+escalates sentences to; and the class is no ``Verdicts``: that is a verifier's output
+(``verifiers.base.Verdicts``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Rule(NamedTuple):
     answer_threshold: float | None  # where the answer is
 
 
-class Verdicts:
+class Adjudicator:
     """The verdicts of one detector configuration: ``config`` with its scorer resolved to a name
     and its calibration loaded (a :class:`Calibration`; ``None``: the shipped ones; ``False``: none).
 
