@@ -4,6 +4,7 @@ import gzip
 import itertools
 import json
 import math
+from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from groundsense.errors import InputError
 from groundsense.eval.cases import data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
-from groundsense.result import SentenceResult
+from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.text import chunk_context, segment_sentences
 from groundsense.verdicts import answer_summary
 
@@ -187,6 +188,18 @@ def test_the_answer_verdict_is_the_answer_threshold_on_its_most_suspicious_sente
     summary = answer_summary(sentences, threshold)
     assert summary.flagged is verdict
     assert summary.score == max(s for s in scores if s is not None) and summary.threshold == threshold
+
+
+def test_a_result_is_frozen_and_its_typed_chunks_print_as_the_json_contract_says():
+    sentences = [_sentence(2.0, True)]
+    result = DetectionResult("s", "full", "exact", "sensitivity", 1.0, sentences, answer_summary(sentences, 1.0),
+                             Truncation(), chunks=[ChunkSpan(0, 0, 5), ChunkSpan(1, 7, 12, passage=1)])
+    with pytest.raises(FrozenInstanceError):
+        result.warnings = ["changed after it was built"]
+    with pytest.raises(FrozenInstanceError):
+        result.sentences[0].flagged = False
+    assert result.to_dict()["chunks"] == [{"index": 0, "start": 0, "end": 5, "passage": None},
+                                          {"index": 1, "start": 7, "end": 12, "passage": 1}]
 
 
 def test_given_sentence_spans_are_used(detector):
