@@ -83,7 +83,7 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
         small = type(detector)(scorer, k=detector.k, calibration=False, max_context_tokens=40)
         result = small.detect(answer=case.answer, context=case.context, passages=case.passages)
         text = case.context if case.context is not None else join_passages(case.passages)[0]
-        assert chunks[case.id] == [text[c["start"] : c["end"]] for c in result.chunks]
+        assert chunks[case.id] == [text[c.start : c.end] for c in result.chunks]
         assert result.truncated.context
 
 

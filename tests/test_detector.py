@@ -4,19 +4,21 @@ import gzip
 import itertools
 import json
 import math
+from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
 
 from groundsense.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector, answer_summary
+from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.data.locations import BENCHMARK_PATHS, data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
-from groundsense.result import SentenceResult
+from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.text import chunk_context, segment_sentences
+from groundsense.verdicts import answer_summary
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -107,7 +109,7 @@ def test_long_context_is_cut_and_reported(scorer):
     context = " ".join(PASSAGES * 3)
     result = short.detect(answer=ANSWER, context=context)
     assert result.truncated.context and result.truncated.context_tokens_removed > 0
-    assert result.chunks[-1]["end"] < len(context)
+    assert result.chunks[-1].end < len(context)
 
 
 def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
@@ -186,6 +188,18 @@ def test_the_answer_verdict_is_the_answer_threshold_on_its_most_suspicious_sente
     summary = answer_summary(sentences, threshold)
     assert summary.flagged is verdict
     assert summary.score == max(s for s in scores if s is not None) and summary.threshold == threshold
+
+
+def test_a_result_is_frozen_and_its_typed_chunks_print_as_the_json_contract_says():
+    sentences = [_sentence(2.0, True)]
+    result = DetectionResult("s", "full", "exact", "sensitivity", 1.0, sentences, answer_summary(sentences, 1.0),
+                             Truncation(), chunks=[ChunkSpan(0, 0, 5), ChunkSpan(1, 7, 12, passage=1)])
+    with pytest.raises(FrozenInstanceError):
+        result.warnings = ["changed after it was built"]
+    with pytest.raises(FrozenInstanceError):
+        result.sentences[0].flagged = False
+    assert result.to_dict()["chunks"] == [{"index": 0, "start": 0, "end": 5, "passage": None},
+                                          {"index": 1, "start": 7, "end": 12, "passage": 1}]
 
 
 def test_given_sentence_spans_are_used(detector):

@@ -78,7 +78,7 @@ def test_a_calibration_must_match_the_leave_one_out_kind(scorer):
     with pytest.raises(InputError, match="--loo masked"):
         Detector(scorer, calibration=exact, leave_one_out="masked")
     masked = Calibration(scorer.name, 5, stats, {"sensitivity": 0.0, "gap": 0.0}, {"leave_one_out": "masked"})
-    assert Detector(scorer, calibration=masked, leave_one_out="masked").detector == "sensitivity"
+    assert Detector(scorer, calibration=masked, leave_one_out="masked").describe()["detector"] == "sensitivity"
     with pytest.raises(InputError, match="leave_one_out must be"):
         Detector(scorer, leave_one_out="approximate")
 

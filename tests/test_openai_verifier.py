@@ -109,7 +109,7 @@ def test_cascade_escalates_to_the_server_and_reports_the_tokens(detector, judge_
     usage = result.cascade["verifier_usage"]
     assert usage["requests"] == 2 and usage["prompt_tokens"] > 100 and usage["completion_tokens"] >= 2
     context = join_passages(example["passages"])[0]  # the escalated sentences alone, on the detector's chunks
-    chunks = [context[c["start"] : c["end"]] for c in result.chunks]
+    chunks = [context[c.start : c.end] for c in result.chunks]
     alone = judge.score_sentences(example["question"], chunks, [s.text for s in escalated])
     for sentence, expected in zip(escalated, alone):
         assert 0 <= sentence.verifier_score <= 1 and sentence.verifier_score == expected

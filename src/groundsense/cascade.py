@@ -28,10 +28,11 @@ import numpy as np
 
 from .config import DetectorConfig
 from .detection import AnswerStream, Detection, Outcome, check_detection
-from .detector import answer_summary, row_arguments
+from .detector import row_arguments
 from .errors import InputError
 from .result import DetectionResult, SentenceResult
 from .text import join_passages
+from .verdicts import answer_summary
 from .verification import Verifier
 
 
@@ -158,7 +159,7 @@ class Cascade(Detection):
         missing = [i for i in chosen if i not in known]
         if missing:
             context = evidence.text()
-            chunks = [context[c["start"] : c["end"]] for c in result.chunks]
+            chunks = [context[c.start : c.end] for c in result.chunks]
             known.update(zip(missing, self.verify(evidence.question, chunks, [sentences[i].text for i in missing])))
         for i, score in known.items():
             sentences[i] = self.decided(sentences[i], score)

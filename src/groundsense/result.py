@@ -25,7 +25,7 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Support:
     """The chunk whose removal lowers the sentence's likelihood most."""
 
@@ -37,7 +37,7 @@ class Support:
     passage: int | None = None  # index in the caller's passage list, when passages were given
 
 
-@dataclass
+@dataclass(frozen=True)
 class SentenceResult:
     index: int
     start: int  # answer[start:end] == text
@@ -63,19 +63,19 @@ class SentenceResult:
         return data
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnswerSummary:
     gap: float | None  # token-weighted mean gap over scored sentences
     min_sentence_gap: float | None
     n_sentences: int
     n_flagged: int
     n_unscored: int
-    flagged: bool | None  # the block/allow verdict (see detector.answer_summary); None: not judged
+    flagged: bool | None  # the block/allow verdict (see verdicts.answer_summary); None: not judged
     score: float | None = None  # the most suspicious scored sentence's score
     threshold: float | None = None  # where the answer is flagged (None: when any sentence is)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Truncation:
     context_tokens_removed: int = 0
     answer_tokens_unscored: int = 0
@@ -92,7 +92,7 @@ class Truncation:
         return {"context": self.context, "answer": self.answer, **asdict(self)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TokenRows:
     """Per scored answer token: the passes' scores and the sentence that owns the token.
 
@@ -107,8 +107,21 @@ class TokenRows:
     offsets: Any
 
 
-@dataclass
+@dataclass(frozen=True)
+class ChunkSpan:
+    """One scored chunk of the evidence: where its text lies in the scored context string."""
+
+    index: int
+    start: int
+    end: int
+    passage: int | None = None  # index in the caller's passage list, when passages were given
+
+
+@dataclass(frozen=True)
 class DetectionResult:
+    """Built once, by :meth:`Adjudicator.result <groundsense.verdicts.Adjudicator.result>`; a changed
+    result (a cascade's verdicts) is a copy, made with :func:`dataclasses.replace`."""
+
     scorer: str
     mode: str  # "full" (K+2 conditions) or "two_pass"
     leave_one_out: str | None  # full mode: "exact" (chunk removed) or "masked" (chunk hidden); None in two-pass
@@ -117,7 +130,7 @@ class DetectionResult:
     sentences: list[SentenceResult]
     answer: AnswerSummary
     truncated: Truncation
-    chunks: list[dict] = field(default_factory=list)  # {index, start, end, passage} in the context
+    chunks: list[ChunkSpan] = field(default_factory=list)
     cascade: dict | None = None  # {verifier, escalate, threshold, n_escalated[, verifier_usage]} from a Cascade
     warnings: list[str] = field(default_factory=list)  # e.g. text the scorer was not trained for
     # Cost accounting, not part of to_dict(): tokens_processed depends on what the scorer's
@@ -138,7 +151,7 @@ class DetectionResult:
             "sentences": [s.to_dict() for s in self.sentences],
             "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},
             "truncated": self.truncated.to_dict(),
-            "chunks": self.chunks,
+            "chunks": [asdict(c) for c in self.chunks],
             "cascade": self.cascade,
             "warnings": list(self.warnings),
         }

@@ -18,21 +18,18 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import InputError
 from .evidence import build_evidence
-from .features import assign_tokens, sentence_features
 from .prompt import PromptLayout
-from .result import DetectionResult, SentenceResult, TokenRows
-from .scorer import EncodedAnswer, EncodedPrompt
+from .result import DetectionResult, SentenceResult
+from .scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .text import Span, is_blank, segment_sentences
 from .validate import check_evidence, check_text
-
-if TYPE_CHECKING:  # a stream runs on a detector, which makes streams (Detector.stream)
-    from .detector import Detector
+from .verdicts import Adjudicator
 
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 
@@ -48,20 +45,23 @@ class _Tokens(NamedTuple):
 class DetectionStream:
     """Feed an answer's text as it is generated; get each sentence's verdict when it ends.
 
-    Made by :meth:`Detector.stream`. ``feed(delta)`` returns the sentences that the new text
+    Made by :meth:`Detector.stream`, on its scorer and its :class:`Adjudicator` (whose config gives
+    K, the token budgets and the mode). ``feed(delta)`` returns the sentences that the new text
     finished; ``close()`` judges the rest and returns the whole answer's result. The answer
     token cap applies as in ``detect``: sentences past it come back unscored.
     """
 
-    def __init__(self, detector: Detector, question: str = "", context: str | None = None,
+    def __init__(self, scorer: Scorer, adjudicator: Adjudicator, question: str = "", context: str | None = None,
                  passages: list[str] | None = None, score_every: int = 16):
-        if detector.leave_one_out == "masked":
+        if adjudicator.leave_one_out == "masked":
             raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
         check_evidence(context, passages)
         if score_every < 1:
             raise InputError("score_every must be at least 1 token")
-        self.detector, scorer, self.score_every = detector, detector.scorer, score_every
-        self.evidence = build_evidence(scorer, context, passages, detector.k, detector.max_context_tokens)
+        self.scorer, self.adjudicator, self.score_every = scorer, adjudicator, score_every
+        config = adjudicator.config
+        self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
+        self._cap = config.max_answer_tokens
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
         self._lead = layout.answer_lead
         self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
@@ -70,7 +70,7 @@ class DetectionStream:
             scorer.tokenize(layout.middle), EncodedAnswer([], np.zeros((0, 2), dtype=np.int64), 0),
         )
         self._conditions = scorer.open_conditions(
-            self._prompt.prefix, self._prompt.chunks, self._prompt.middle, leave_one_out=detector.mode == "full"
+            self._prompt.prefix, self._prompt.chunks, self._prompt.middle, leave_one_out=config.mode == "full"
         )
         self.text = ""  # the answer so far
         self._ids: list[int] = []  # scored tokens (final)
@@ -100,10 +100,9 @@ class DetectionStream:
             raise InputError("the answer is empty: feed the answer text before closing the stream")
         self.closed = True
         self._score(self._final_tokens(final=True))
-        result = self._judge(self._pending_sentences())
+        result = self._judge(self._pending_sentences(), final=True)
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
-        result.warnings = self.detector.scorer.unfamiliar_text(self._prompt)
         return result
 
     @property
@@ -122,7 +121,7 @@ class DetectionStream:
     def _final_tokens(self, final: bool) -> _Tokens:
         """The answer's tokens now, and how many of them can no longer change."""
         text = self._lead + self.text
-        enc = self.detector.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         spans = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
         trailing = _TRAILING.search(text)
         boundary = len(text) if final else (trailing.start() if trailing else 0)
@@ -135,10 +134,10 @@ class DetectionStream:
 
     def _score(self, tokens: _Tokens) -> None:
         """Score the final tokens not scored yet, up to the answer cap."""
-        cap = self.detector.max_answer_tokens
+        cap = self._cap
         new = tokens.ids[len(self._ids) : min(tokens.final, cap)]
         if new:
-            scores = self.detector.scorer.score_next(self._conditions, new)
+            scores = self.scorer.score_next(self._conditions, new)
             self._logp.append(scores.logp)
             self._jsd.append(scores.jsd)
             self._ids += new
@@ -153,19 +152,15 @@ class DetectionStream:
         start = self._spans[-1].end if self._spans else 0
         return [Span(start + s.start, start + s.end) for s in segment_sentences(self.text[start:])]
 
-    def _judge(self, ended: list[Span]) -> DetectionResult:
-        """Freeze ``ended`` and judge every frozen sentence over the tokens scored so far."""
+    def _judge(self, ended: list[Span], final: bool = False) -> DetectionResult:
+        """Freeze ``ended`` and judge every frozen sentence over the tokens scored so far (``final``:
+        the whole answer's, with the scorer's warnings about its text)."""
         self._spans += ended
         spans, n = self._spans, len(self._ids)
         rows = self._conditions.rows
         logp = np.concatenate(self._logp, axis=1) if self._logp else np.zeros((rows, 0))
         jsd = np.concatenate(self._jsd, axis=1) if self._jsd else np.zeros((rows, 0))
-        offsets = self._offsets[:n]
-        owner = assign_tokens(offsets, spans) if spans and n else np.full(n, -1)
-        features = sentence_features(logp, jsd, owner, len(spans))
-        self._prompt = replace(self._prompt, answer=EncodedAnswer(self._ids, offsets, self._cut))
-        result = self.detector.build_result(self.text, spans, self.evidence, self._prompt.answer, features,
-                                            self._conditions.tokens_processed)
-        result.prompt_tokens = len(self._prompt.condition_ids())
-        result.tokens = TokenRows(logp, jsd, owner, offsets)
-        return result
+        self._prompt = replace(self._prompt, answer=EncodedAnswer(self._ids, self._offsets[:n], self._cut))
+        scores = TokenScores(logp, jsd, self._conditions.tokens_processed)
+        warnings = self.scorer.unfamiliar_text(self._prompt) if final else None
+        return self.adjudicator.result(self.text, spans, self.evidence, self._prompt, scores, warnings)

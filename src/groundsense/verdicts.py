@@ -1,0 +1,204 @@
+"""The judging stage: from an answer's token scores to its :class:`DetectionResult`.
+
+:class:`Adjudicator` holds what a detector configuration judges by: which calibration and score
+rule apply to an answer (they depend on how many chunks its evidence was scored in), the
+sentence and answer thresholds, each sentence's score, flag and support, and the answer's
+summary. The detector (:meth:`Detector.detect <groundsense.detector.Detector.detect>`) and the
+stream (:class:`~groundsense.stream.DetectionStream`) both build their results through it, once.
+
+Named *verdicts*, not *judge*: ``verifiers/judge.py`` is the LLM judge, a verifier a cascade
+escalates sentences to; and the class is no ``Verdicts``: that is a verifier's output
+(``verifiers.base.Verdicts``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+import numpy as np
+
+from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
+from .config import DetectorConfig
+from .errors import InputError
+from .evidence import Evidence
+from .features import FEATURES, SIGNED, assign_tokens, sentence_features, support_chunk
+from .result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, Support, TokenRows, Truncation
+from .scorer import EncodedPrompt, TokenScores
+from .text import Span
+
+log = logging.getLogger(__name__)
+
+
+class Rule(NamedTuple):
+    """What judges an answer whose evidence was scored in some number of chunks."""
+
+    calibration: Calibration | None  # None: nothing is flagged
+    detector: str  # the score rule: "sensitivity" or "gap"
+    threshold: float | None  # where a sentence is flagged
+    answer_threshold: float | None  # where the answer is
+
+
+class Adjudicator:
+    """The verdicts of one detector configuration: ``config`` with its scorer resolved to a name
+    and its calibration loaded (a :class:`Calibration`; ``None``: the shipped ones; ``False``: none).
+
+    Made, it has refused a calibration fitted on the other leave-one-out kind and a target recall
+    or precision that a calibration which may judge cannot meet, and warned when nothing will be
+    flagged for want of a calibration.
+    """
+
+    def __init__(self, config: DetectorConfig):
+        self.config = config
+        self.leave_one_out = config.leave_one_out if config.mode == "full" else None  # two-pass mode has none
+        given = config.calibration
+        if isinstance(given, Calibration) and self.leave_one_out and given.leave_one_out != self.leave_one_out:
+            raise InputError(
+                f"the calibration was fitted on {given.leave_one_out} leave-one-out features, not "
+                f"{self.leave_one_out} ones: fit one with `groundsense calibrate --loo {self.leave_one_out}`"
+            )
+        if given is None and shipped_calibration(config.scorer, None) is None:
+            log.warning("no calibration for scorer %s: scores are -gap and nothing is flagged; "
+                        "run `groundsense calibrate` to make one", config.scorer)
+        self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
+        _, detector = self.calibration_for(config.k)  # that of an answer scored in K chunks
+        if any(target is not None for target in config.targets):
+            self._check_targets(detector)
+
+    def calibration_for(self, chunks: int) -> tuple[Calibration | None, str]:
+        """The calibration and the detector (``sensitivity`` or ``gap``) that judge an answer
+        whose evidence was scored in ``chunks`` chunks (passages ignore K).
+
+        A given calibration judges every answer. Otherwise the ``sensitivity`` detector, whose
+        statistics depend on the chunks, takes the shipped calibration fitted on answers
+        scored in as many; the ``gap`` detector, whose threshold depends neither on the
+        chunks nor on the leave-one-out rows, takes any shipped one where there is none, in
+        two-pass mode, and in masked mode (the shipped ones are fitted on exact features).
+        """
+        given = self.config.calibration
+        if isinstance(given, Calibration):
+            return given, "sensitivity" if self.config.mode == "full" else "gap"
+        if given is False:
+            return None, "gap"
+        if chunks not in self._calibrations:
+            scorer = self.config.scorer
+            fitted = shipped_calibration(scorer, chunks) if self.leave_one_out == "exact" else None
+            found = (fitted, "sensitivity") if fitted else (shipped_calibration(scorer, None), "gap")
+            self._calibrations[chunks] = found
+        return self._calibrations[chunks]
+
+    def rule(self, chunks: int) -> Rule:
+        """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
+        detector, and where that detector flags a sentence and the answer (the fitted thresholds,
+        or those meeting the config's target)."""
+        calibration, detector = self.calibration_for(chunks)
+        if calibration is None:
+            return Rule(None, detector, None, None)
+        targets = self.config.targets
+        return Rule(calibration, detector, *(calibration.threshold(detector, level, *targets) for level in LEVELS))
+
+    def describe(self, chunks: int) -> dict:
+        """What judges an answer scored in ``chunks`` chunks: the detector, its calibration's
+        source (``given``, ``shipped`` or None: nothing is flagged) and the two thresholds."""
+        rule = self.rule(chunks)
+        source = "given" if isinstance(self.config.calibration, Calibration) else "shipped"
+        return {"detector": rule.detector, "calibration": None if rule.calibration is None else source,
+                "threshold": rule.threshold, "answer_threshold": rule.answer_threshold}
+
+    def result(self, answer: str, spans: list[Span], evidence: Evidence, prompt: EncodedPrompt,
+               scores: TokenScores, warnings: list[str] | None = None) -> DetectionResult:
+        """The result of ``answer``'s sentences ``spans`` from the token ``scores`` of ``prompt``
+        (as scored so far, for a stream); ``warnings``: about the text, for the reader."""
+        encoded, n = prompt.answer, len(prompt.answer.offsets)
+        owner = assign_tokens(encoded.offsets, spans) if spans and n else np.full(n, -1)
+        features = sentence_features(scores.logp, scores.jsd, owner, len(spans))
+        values = features.values
+        scored_until = len(answer) if not encoded.tokens_cut else int(encoded.offsets[-1, 1])
+        unscored = [
+            "past the answer token cap" if span.end > scored_until
+            else "no answer token" if values["n_tokens"][i] == 0
+            else None
+            for i, span in enumerate(spans)
+        ]
+        rule = self.rule(len(evidence.chunks))
+        score = rule.calibration.score(rule.detector, values) if rule.calibration else gap_score(values)
+        sentences = []
+        for i, span in enumerate(spans):
+            scored = unscored[i] is None
+            sentences.append(
+                SentenceResult(
+                    index=i, start=span.start, end=span.end, text=span.of(answer),
+                    score=float(score[i]) if scored else None,
+                    flagged=bool(score[i] >= rule.threshold) if scored and rule.threshold is not None else None,
+                    features={name: float(values[name][i]) for name in FEATURES + SIGNED},
+                    drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
+                    support=_support(evidence, features.drops[i]) if scored else None,
+                    status="scored" if scored else "unscored", reason=unscored[i],
+                )
+            )
+        return DetectionResult(
+            scorer=self.config.scorer, mode=self.config.mode, leave_one_out=self.leave_one_out,
+            detector=rule.detector, threshold=rule.threshold, sentences=sentences,
+            answer=answer_summary(sentences, rule.answer_threshold),
+            truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
+            chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
+            warnings=list(warnings or []), tokens_processed=scores.tokens_processed,
+            prompt_tokens=len(prompt.condition_ids()),  # what one full-context pass feeds
+            tokens=TokenRows(scores.logp, scores.jsd, owner, encoded.offsets),
+        )
+
+    def _check_targets(self, detector: str) -> None:
+        """A target recall or precision needs the labelled curve of every calibration that may judge,
+        and must be reached by each detector that may: the ``gap`` judges answers scored in
+        chunk counts the calibration was not fitted on, so a full-mode target must suit it too."""
+        given, scorer = self.config.calibration, self.config.scorer
+        if isinstance(given, Calibration):
+            calibrations = [given]
+        else:
+            shipped = (shipped_calibration(scorer, n) for n in (None, self.config.k))
+            calibrations = [c for c in shipped if c is not None] if given is None else []
+        if not calibrations:
+            raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
+                             f"{scorer} has none: fit one with `groundsense calibrate`")
+        for calibration in calibrations:
+            for each in dict.fromkeys((detector, "gap")):  # in order: the message names the first
+                try:
+                    calibration.threshold(each, "sentence", *self.config.targets)
+                except InputError as exc:
+                    if each == detector:
+                        raise
+                    raise InputError(f"{exc}. It must reach it too: it judges the answers scored in a number of "
+                                     f"chunks that the {detector} calibration was not fitted on") from None
+
+
+def answer_summary(sentences: list[SentenceResult], threshold: float | None = None) -> AnswerSummary:
+    """The answer-level summary of its sentence results. The answer is flagged when its most
+    suspicious sentence reaches ``threshold`` (None: when any sentence is flagged); it is
+    cleared only when every sentence was judged, so a failure never reads as supported."""
+    scored = [s for s in sentences if s.status == "scored"]
+    n = np.array([s.features["n_tokens"] for s in scored])
+    gaps = np.array([s.features["gap"] for s in scored])
+    n_flagged = sum(bool(s.flagged) for s in sentences)
+    top = max((s.score for s in scored), default=None)
+    blocked = n_flagged > 0 if threshold is None else top is not None and top >= threshold
+    undecided = any(s.flagged is None for s in sentences)
+    return AnswerSummary(
+        gap=float((gaps * n).sum() / n.sum()) if scored else None,
+        min_sentence_gap=float(gaps.min()) if scored else None,
+        n_sentences=len(sentences),
+        n_flagged=n_flagged,
+        n_unscored=len(sentences) - len(scored),
+        flagged=True if blocked else (None if undecided else False),
+        score=top,
+        threshold=threshold,
+    )
+
+
+def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:
+    """The chunk whose removal lowers the sentence's likelihood most, if any does."""
+    k = support_chunk(drops)
+    if k is None:
+        return None
+    chunk = evidence.chunks[k]
+    return Support(k, chunk.content.start, chunk.content.end, chunk.content.of(evidence.context), float(drops[k]),
+                   chunk.passage)
