@@ -1,4 +1,6 @@
 import os
+import sys
+from collections import Counter
 
 import pytest
 import torch
@@ -159,3 +161,24 @@ def hub_offline(monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture
+def validator_calls(monkeypatch) -> Counter:
+    """How often a test calls each request validator (``check_row``, ``check_inputs``,
+    ``check_spans``): the real ones, wrapped wherever a groundsense module holds them."""
+    from groundsense import validate
+
+    counts: Counter = Counter()
+    for name in ("check_row", "check_inputs", "check_spans"):
+        original = getattr(validate, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            counts[_name] += 1
+            return _original(*args, **kwargs)
+
+        for module in [m for key, m in list(sys.modules.items()) if key.startswith("groundsense") and m is not None]:
+            for attribute, value in list(vars(module).items()):
+                if value is original:
+                    monkeypatch.setattr(module, attribute, counted)
+    return counts

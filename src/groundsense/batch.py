@@ -8,8 +8,10 @@ order), which depends only on the input. A rerun skips the lines already written
 removing a record cut off by a kill), so a killed and resumed run writes the same file as
 an uninterrupted one. Resuming assumes the same input.
 
-The pieces below (:func:`parse_line`, :func:`evidence_key`, :func:`score_rows`) are shared
-with the Ray engine (:mod:`groundsense.scale`), so both write the same records.
+Each row's record is :func:`row_runner.run_row`'s, as the service's and the Ray engine's are;
+internal errors are shown in full (the file should say what went wrong). The pieces below
+(:func:`parse_line`, :func:`evidence_key`, :func:`score_rows`) are shared with the Ray engine
+(:mod:`groundsense.scale`), so both write the same records.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from .detection import Detection, check_detection
 from .errors import InputError
 from .inputs import decode, parse_json
-from .validate import check_object, echo_id
+from .row_runner import error_record, run_row
+from .validate import check_object
 
 Row = dict | InputError  # a parsed input row, or the error its line raised
 
@@ -101,20 +104,16 @@ def by_evidence(rows: list[tuple[int, Row]]) -> list[tuple[int, Row]]:
 
 
 def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], progress: bool = False) -> Iterator[dict]:
-    """One batch record per ``(line, row)``, in order: ``{id, line, **to_dict()}`` or
-    ``{id, line, error: {type, message}}``; ``detection``: any :class:`Detection` (a detector,
-    a cascade), whose ``iter_detect`` judges each row on its own."""
+    """One batch record per ``(line, row)``, in order: :func:`row_runner.run_row`'s record (its
+    ``id`` first) with the ``line`` after the ``id``; a row its line could not give (bad JSON)
+    gets its error record. ``detection``: any :class:`Detection` (a detector, a cascade)."""
+    from .progress import track
+
+    check_detection(detection)
     rows = list(rows)
-    outcomes = check_detection(detection).iter_detect([row if isinstance(row, dict) else {} for _, row in rows],
-                                                      progress=progress)
-    for (number, row), outcome in zip(rows, outcomes):
-        record: dict = {"id": echo_id(row), "line": number}
-        error = row if isinstance(row, InputError) else outcome.error
-        if error is not None:
-            record["error"] = {"type": type(error).__name__, "message": str(error)}
-        else:
-            record.update(outcome.result.to_dict())
-        yield record
+    for number, row in track(rows, "Scoring answers", enabled=progress):
+        record = error_record(None, row) if isinstance(row, InputError) else run_row(detection, row)
+        yield {"id": record["id"], "line": number, **record}
 
 
 def run_batch(detection: Detection, source: Path, out: Path, progress: bool = True) -> BatchSummary:

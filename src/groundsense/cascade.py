@@ -5,8 +5,9 @@ escalated to a slower verifier (an LLM judge, a fact-checker), which decides tho
 :class:`DetectionResult` with, on each escalated sentence, ``verifier_score`` set and
 ``flagged`` replaced by ``verifier_score >= threshold``; the other sentences keep the
 detector's score and flag. The fraction applies to the sentences handed over at once: one
-answer for :meth:`Cascade.detect` and for each row of :meth:`Cascade.iter_detect` (what
-`batch`, `serve` and the Ray engine run, so a record never depends on the rows beside it),
+answer for :meth:`Cascade.detect` and for each request row of :meth:`Cascade.detect_checked`,
+which ``iter_detect`` and :func:`~groundsense.row_runner.run_row` (so `batch`, `serve` and the
+Ray engine) call, so a record never depends on the rows beside it;
 all rows for :meth:`Cascade.detect_many` (which escalates about ``escalate`` of their
 sentences, while a single short answer escalates at least one). The same rule
 (:func:`escalation_mask`) drives the offline cascade analysis. A cascade is a
@@ -21,17 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .config import DetectorConfig
-from .detection import AnswerStream, Detection, Outcome, check_detection
-from .detector import row_arguments
+from .detection import AnswerStream, Detection, check_detection
 from .errors import InputError
 from .result import DetectionResult, SentenceResult
 from .text import join_passages
+from .validate import CheckedRow, check_row
 from .verdicts import answer_summary
 from .verification import Verifier
 
@@ -100,23 +101,20 @@ class Cascade(Detection):
         result = self.detector.detect(answer, context, passages, question, sentences, stop=stop)
         return self._escalated([(_Evidence(question, context, passages), result)])[0]
 
-    def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
-        """Each row as :meth:`detect` would judge it (its own answer's share escalated), keeping
-        going past bad rows: so a batch's records do not depend on which rows share a run."""
-        for outcome in self.detector.iter_detect(rows, progress):
-            if outcome.error is None:
-                try:
-                    outcome = replace(outcome, result=self._escalated([(_Evidence.of(outcome.row), outcome.result)])[0])
-                except Exception as exc:  # noqa: BLE001 - one row's verifier failure must not stop the others
-                    outcome = replace(outcome, result=None, error=exc)
-            yield outcome
+    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
+        """:meth:`detect` on a checked request row (its own answer's share escalated): what
+        ``iter_detect`` runs on each row, so a batch's records do not depend on which rows share a run."""
+        result = self.detector.detect_checked(row, stop)
+        return self._escalated([(_Evidence.of(row), result)])[0]
 
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
         """Detect on every row, then escalate the most suspicious ``escalate`` share of all
-        their scored sentences; the first bad row raises."""
-        rows = list(rows)
-        results = self.detector.detect_many(rows, progress)
-        return self._escalated([(_Evidence.of(row), result) for row, result in zip(rows, results)])
+        their scored sentences; a bad row raises before any is scored."""
+        from .progress import track
+
+        checked = [check_row(row) for row in rows]
+        results = [self.detector.detect_checked(row) for row in track(checked, "Scoring answers", enabled=progress)]
+        return self._escalated([(_Evidence.of(row), result) for row, result in zip(checked, results)])
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> CascadeStream:
@@ -223,8 +221,8 @@ class _Evidence:
     passages: list[str] | None
 
     @classmethod
-    def of(cls, row: Mapping) -> _Evidence:
-        arguments = row_arguments(row)
+    def of(cls, row: CheckedRow) -> _Evidence:
+        arguments = row.arguments
         return cls(arguments["question"], arguments["context"], arguments["passages"])
 
     def text(self) -> str:

@@ -1,10 +1,11 @@
 """The detection interface: what every entry point composes through.
 
-A :class:`Detection` checks answers against their evidence: ``detect`` one answer, ``iter_detect``
-and ``detect_many`` many (request rows), ``with_options`` for a request's ``k`` and ``mode``,
-``stream`` an answer as it is generated, ``config`` (the :class:`DetectorConfig` it was built from)
-and ``describe()`` (what it is, for logs, probes and headers). The plain
-:class:`~groundsense.detector.Detector` and the :class:`~groundsense.cascade.Cascade` implement it;
+A :class:`Detection` checks answers against their evidence: ``detect`` one answer,
+``detect_checked`` one request row already checked, ``iter_detect`` and ``detect_many`` many
+(request rows), ``with_options`` for a request's ``k`` and ``mode``, ``stream`` an answer as it
+is generated, ``config`` (the :class:`DetectorConfig` it was built from) and ``describe()``
+(what it is, for logs, probes and headers). The plain :class:`~groundsense.detector.Detector`
+and the :class:`~groundsense.cascade.Cascade` implement it;
 ``groundsense.verifiers.make_detection(config)`` builds the one a config describes. `detect`,
 `batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any object that
 implements it, so a later detector plugs in everywhere at once.
@@ -23,7 +24,7 @@ from typing import Protocol, runtime_checkable
 from .config import DetectorConfig
 from .errors import InputError
 from .result import DetectionResult, SentenceResult
-from .validate import check_row
+from .validate import CheckedRow, check_row
 
 
 @dataclass(frozen=True)
@@ -76,16 +77,20 @@ class Detection(Protocol):
         raise InputError(f"this detection ({self.describe()['kind']}) takes no per-request k or mode: "
                          f"leave options out, or ask for k={self.config.k}, mode={self.config.mode}")
 
+    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
+        """Detect on a request row that :func:`validate.check_row` accepted, whose ``options``
+        choose ``k`` and ``mode``. By default through ``detect``; a detection whose ``detect``
+        checks its inputs overrides this to skip that, so that a request is checked once."""
+        return self.with_options(**row.options).detect(**row.arguments, stop=stop)
+
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
-        """Detect on each row (checked by :func:`validate.check_row`; its ``options`` choose
-        ``k`` and ``mode``), keeping going past bad rows: each yields an :class:`Outcome`
-        with its result or its error."""
+        """Detect on each row (checked by :func:`validate.check_row`, then :meth:`detect_checked`),
+        keeping going past bad rows: each yields an :class:`Outcome` with its result or its error."""
         from .progress import track
 
         for index, row in enumerate(track(rows, "Scoring answers", enabled=progress)):
             try:
-                checked = check_row(row)
-                yield Outcome(index, row, result=self.with_options(**checked.options).detect(**checked.arguments))
+                yield Outcome(index, row, result=self.detect_checked(check_row(row)))
             except Exception as exc:  # noqa: BLE001 - one bad row must not stop the others
                 yield Outcome(index, row, error=exc)
 
@@ -108,8 +113,8 @@ class Detection(Protocol):
 def check_detection(detection: object) -> Detection:
     """``detection`` itself, when it implements :class:`Detection`; else a clear error."""
     if not isinstance(detection, Detection):
-        missing = [name for name in ("config", "detect", "describe", "with_options", "iter_detect", "detect_many",
-                                     "stream") if not hasattr(detection, name)]
+        missing = [name for name in ("config", "detect", "describe", "with_options", "detect_checked", "iter_detect",
+                                     "detect_many", "stream") if not hasattr(detection, name)]
         raise TypeError(f"a {type(detection).__name__} is not a groundsense Detection: it lacks {', '.join(missing)} "
                         "(subclass groundsense.detection.Detection to inherit all but config, detect and describe)")
     return detection

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from .result import DetectionResult
 from .scorer import Scorer
 from .stream import DetectionStream
 from .text import Span, segment_sentences
-from .validate import check_inputs, check_row, check_spans
+from .validate import CheckedRow, check_inputs, check_spans
 from .verdicts import Adjudicator
 
 
@@ -116,7 +116,21 @@ class Detector(Detection):
         scorer's conditions, cancels the work when it returns True (``errors.Cancelled``).
         """
         check_inputs(answer, context, passages)
-        spans = _sentence_spans(answer, sentences)
+        spans = None if sentences is None else check_spans(sentences, answer)
+        return self._detect(answer, context, passages, question, spans, stop)
+
+    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
+        """:meth:`detect` on a request row :func:`validate.check_row` accepted, not checked again."""
+        arguments = row.arguments
+        return self.with_options(**row.options)._detect(
+            arguments["answer"], arguments["context"], arguments["passages"], arguments["question"], row.spans, stop)
+
+    def _detect(self, answer: str, context: str | None, passages: list[str] | None, question: str,
+                spans: Sequence[Span] | None, stop: Callable[[], bool] | None) -> DetectionResult:
+        """:meth:`detect` on checked inputs (``spans`` None: the answer is segmented)."""
+        spans = list(segment_sentences(answer) if spans is None else spans)
+        if not spans:
+            raise InputError("the answer has no sentence to score")
         evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
         chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
         prompt = self.scorer.encode(question or "", chunk_texts, answer, self.max_answer_tokens)
@@ -131,16 +145,3 @@ class Detector(Detection):
         each piece of text finished, judged; ``stream.close()`` the whole answer's result,
         equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
         return DetectionStream(self.scorer, self.adjudicator, question, context, passages, score_every)
-
-
-def _sentence_spans(answer: str, sentences: list[tuple[int, int]] | None) -> list[Span]:
-    spans = segment_sentences(answer) if sentences is None else check_spans(sentences, answer)
-    if not spans:
-        raise InputError("the answer has no sentence to score")
-    return spans
-
-
-def row_arguments(row: Mapping) -> dict:
-    """``detect`` keyword arguments from an input row (``question``, ``context`` or
-    ``passages``, ``answer``, optional ``sentences``), checked by :func:`validate.check_row`."""
-    return check_row(row).arguments

@@ -39,12 +39,15 @@ EMPTY_EVIDENCE = (
 
 @dataclass(frozen=True)
 class CheckedRow:
-    """A valid request: its ``id``, the keyword arguments of ``Detector.detect`` and the
-    detector ``options`` it asks for (``k``, ``mode``; only those given)."""
+    """A valid request: its ``id``, the keyword arguments of ``Detector.detect``, the
+    detector ``options`` it asks for (``k``, ``mode``; only those given) and its checked
+    sentence ``spans`` (None: the answer is to be segmented). ``Detection.detect_checked``
+    takes one as it is, so that a request is checked once."""
 
     id: str | int | None
     arguments: dict
     options: dict = field(default_factory=dict)
+    spans: tuple[Span, ...] | None = None
 
 
 def check_text(value: object, name: str) -> str:
@@ -180,13 +183,12 @@ def check_row(row: object) -> CheckedRow:
         raise InputError("the input has no 'answer' field: give the answer text to check")
     check_inputs(row["answer"], row.get("context"), row.get("passages"))
     sentences = row.get("sentences")
-    if sentences is not None:
-        check_spans(sentences, row["answer"])
+    spans = None if sentences is None else tuple(check_spans(sentences, row["answer"]))
     arguments = {
         "answer": row["answer"], "context": row.get("context"), "passages": row.get("passages"),
         "question": question, "sentences": sentences,
     }
-    return CheckedRow(row_id, arguments, check_options(row.get("options")))
+    return CheckedRow(row_id, arguments, check_options(row.get("options")), spans)
 
 
 def echo_id(row: object) -> str | int | None:

@@ -141,10 +141,10 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
 def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, monkeypatch, caplog):
     from groundsense.detector import Detector
 
-    def broken(self, **kwargs):
+    def broken(self, row, stop=None):
         raise RuntimeError("secret detail from /home/someone/notes.txt")
 
-    monkeypatch.setattr(Detector, "detect", broken)
+    monkeypatch.setattr(Detector, "detect_checked", broken)
     response = client.post("/v1/detect", json=REQUEST)
     assert response.status_code == 500
     body = response.json()

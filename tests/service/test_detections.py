@@ -1,5 +1,6 @@
 """`serve` with a cascade configured by its ``GROUNDSENSE_*`` variables (the judge verifier on the
-real default scorer), and with a third party's detection handed to the app."""
+real default scorer), and with a third party's detection handed to the app; a request checked once
+on its way through (counted by wrapping the real validators)."""
 
 import json
 
@@ -76,6 +77,25 @@ def test_the_app_serves_any_object_that_implements_the_interface(detector, wait_
         wait_ready(client.get)
         assert client.get("/readyz").json()["detection"]["kind"] == "wrapped"
         result = client.post("/v1/detect", json=ROW).json()
-        assert result == detector.detect(**ROW).to_dict()
+        assert result == {"id": None, **detector.detect(**ROW).to_dict()}  # a record: its id first, null
         refused = client.post("/v1/detect", json={**ROW, "options": {"k": 3}})
         assert refused.status_code == 422 and "per-request k or mode" in refused.json()["error"]
+
+
+def test_a_request_is_checked_once_on_its_way_through_the_service(detector, scorer, wait_ready, validator_calls):
+    from groundsense.cascade import Cascade
+    from groundsense.verifiers.judge import JudgeVerifier
+
+    spanned = {**ROW, "id": "b", "sentences": [[0, len(ROW["answer"])]]}
+    cascade = Cascade(detector, JudgeVerifier(scorer), escalate=0.5)
+    with TestClient(create_app(ServiceSettings(timeout_s=300), detection=lambda: cascade)) as client:
+        wait_ready(client.get)
+        validator_calls.clear()
+        single = client.post("/v1/detect", json=spanned)
+        assert single.status_code == 200 and single.json()["cascade"]["n_escalated"] == 1
+        assert validator_calls == {"check_row": 1, "check_inputs": 1, "check_spans": 1}
+        validator_calls.clear()
+        batch = client.post("/v1/detect/batch", json=[{**ROW, "id": "a"}, spanned, {**ROW, "answer": ""}]).json()
+        assert [r["id"] for r in batch] == ["a", "b", None] and "answer is empty" in batch[2]["error"]["message"]
+        assert batch[1]["sentences"] == single.json()["sentences"]
+        assert validator_calls == {"check_row": 3, "check_inputs": 3, "check_spans": 1}

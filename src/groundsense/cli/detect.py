@@ -39,7 +39,7 @@ def detect(example, question, question_file, context, context_file, passage_file
     row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
     checked = check_row(row)  # validated before the scorer loads
     config = DetectorConfig(**{**detector_options, **checked.options})
-    result = common.make_detection(config).detect(**checked.arguments)  # a bad verifier spec fails before loading
+    result = common.make_detection(config).detect_checked(checked)  # a bad verifier spec fails before loading
     if as_json:
         data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

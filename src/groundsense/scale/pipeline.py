@@ -12,8 +12,9 @@ The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
    evidence once;
 3. ``map_batches`` with :class:`ScoreRows`, a callable class: each actor loads the scorer
    once and turns a batch into batch records (:func:`groundsense.batch.score_rows`, the
-   code the local ``batch`` runs) in the Arrow schema of :mod:`.schema`. A row that fails
-   becomes an error record; an actor that dies is restarted by Ray and its batch retried.
+   code the local ``batch`` runs: :func:`groundsense.row_runner.run_row` on each row) in the
+   Arrow schema of :mod:`.schema`. A row that fails becomes an error record; an actor that
+   dies is restarted by Ray and its batch retried.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ full (with Retry-After), 503 scorer not ready or failed to load, 504 request tim
 
 Request bodies are read and checked by the same core functions as the command line
 (:func:`inputs.decode`, :func:`inputs.parse_json`, :func:`validate.check_row`), so both
-accept and refuse the same inputs with the same messages. The pydantic models below only
-document the request in the OpenAPI schema.
+accept and refuse the same inputs with the same messages, and each is scored into its record
+by :func:`row_runner.run_row`, as in `batch` and the Ray engine (internal errors hidden behind
+the request id). The pydantic models below only document the request in the OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ..detection import Detection, check_detection
-from ..errors import Cancelled, GroundsenseError, InputError
+from ..errors import GroundsenseError, InputError
 from ..inputs import decode, example_names, load_example, parse_json
+from ..row_runner import error_record, internal_error, run_row
 from ..validate import MAX_K, CheckedRow, check_row, echo_id
 from ..verifiers import check_verifier
 from ..weights import display_name
@@ -77,10 +79,6 @@ class ApiError(Exception):
         self.status, self.message, self.retry_after, self.request_id = status, message, retry_after, request_id
 
 
-def internal_error(request_id: str) -> str:
-    return f"internal error (request id {request_id}); the details are in the server's log"
-
-
 class Scoring:
     """What the worker thread owns: the detection (a detector, or a cascade when the settings
     name a verifier; one per K and mode through ``with_options``) and what it is."""
@@ -96,28 +94,11 @@ class Scoring:
 
         return cls(make_detection(settings.detector))
 
-    def run(self, row: CheckedRow, stop) -> dict:
-        detection = self.detection.with_options(**row.options)
-        result = detection.detect(**row.arguments, stop=stop).to_dict()
-        return result if row.id is None else {"id": row.id, **result}
-
     def timed(self, rows: list[CheckedRow], stop, request_id: str) -> list[dict]:
-        """Score rows in order until ``stop()``; an error becomes that row's error record."""
+        """Each row's record (:func:`row_runner.run_row`, internal errors hidden behind ``request_id``),
+        in order, until ``stop()``."""
         started = time.perf_counter()
-        results = []
-        for row in rows:
-            if stop():
-                raise Cancelled("the request timed out")
-            try:
-                results.append(self.run(row, stop))
-            except GroundsenseError as exc:
-                results.append({"id": row.id, "error": {"type": type(exc).__name__, "message": str(exc)}})
-            except Cancelled:
-                raise
-            except Exception:
-                log.exception("internal error scoring an item of request %s", request_id)
-                results.append({"id": row.id, "error": {
-                    "type": "InternalError", "message": internal_error(request_id), "request_id": request_id}})
+        results = [run_row(self.detection, row, stop, request_id) for row in rows]
         elapsed = (time.perf_counter() - started) / max(len(rows), 1)
         self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * elapsed
         return results
@@ -251,11 +232,11 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
         if len(rows) > settings.max_batch_items:
             raise ApiError(413, f"at most {settings.max_batch_items} items per batch; split the list")
         checked: list[CheckedRow | dict] = []
-        for row in rows:
+        for row in rows:  # checked here, so that a batch of bad items needs no scorer
             try:
                 checked.append(check_row(row))
             except InputError as exc:
-                checked.append({"id": echo_id(row), "error": {"type": type(exc).__name__, "message": str(exc)}})
+                checked.append(error_record(echo_id(row), exc))
         scored = iter(await score([item for item in checked if isinstance(item, CheckedRow)]))
         results = [next(scored) if isinstance(item, CheckedRow) else item for item in checked]
         current_record().note(*results)

@@ -30,6 +30,7 @@ from starlette.responses import StreamingResponse
 
 from ..errors import GroundsenseError, InputError
 from ..inputs import decode, parse_json
+from ..row_runner import internal_error
 from ..validate import CheckedRow, check_delta, check_stream_head
 from .limits import BodyTooLarge
 from .observe import RequestRecord, current_record
@@ -126,7 +127,7 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
         result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
         record.note(result)  # the request's outcome, for the metrics and the request log
         record.texts.append({"question": question, "answer": stream.text})
-        yield event("result", result=result if row_id is None else {"id": row_id, **result})
+        yield event("result", result={"id": row_id, **result})  # a record, as run_row's
     except StepFailed as exc:
         yield event("error", status=exc.status, error=exc.message)
     except GroundsenseError as exc:
@@ -138,5 +139,4 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
     except Exception:  # noqa: BLE001 - fail closed, never echo the details
         request_id = uuid.uuid4().hex[:12]
         log.exception("internal error in a stream, request id %s", request_id)
-        yield event("error", status=500, error=f"internal error (request id {request_id}); the details are in "
-                                             "the server's log", request_id=request_id)
+        yield event("error", status=500, error=internal_error(request_id), request_id=request_id)

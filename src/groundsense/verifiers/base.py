@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..validate import check_inputs
 from ..verification import SentenceInput, Verifier
 
 VERSION = 1  # bump when a verifier's scores change for the same configuration
@@ -51,9 +52,14 @@ class ModelVerifier(Verifier):
     n_parameters: int
     params: dict
 
-    @abstractmethod
     def verify(self, sentences: SentenceInput) -> Verdicts:
-        """Score every sentence of ``sentences``; raise on input it cannot score."""
+        """Score every sentence of ``sentences``; raise an InputError on input it cannot score."""
+        check_inputs(sentences.answer, sentences.context, sentences.passages)
+        return self.verdicts(sentences)
+
+    @abstractmethod
+    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+        """:meth:`verify` on a checked input."""
 
     @property
     def name(self) -> str:
@@ -62,8 +68,9 @@ class ModelVerifier(Verifier):
 
     def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]:
         """The sentences scored against the detector's ``chunks``, given as the passages (so
-        the evidence is the detector's)."""
-        return self.verify(SentenceInput.from_texts(question, chunks, sentences)).score.tolist()
+        the evidence is the detector's). Not checked again: a cascade hands over the text of a
+        request it checked (call :meth:`verify` for a check)."""
+        return self.verdicts(SentenceInput.from_texts(question, chunks, sentences)).score.tolist()
 
     def config(self) -> dict:
         """What makes two runs comparable (the cache key hashes it), plus the model size."""

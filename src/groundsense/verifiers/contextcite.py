@@ -29,7 +29,6 @@ from ..errors import InputError
 from ..evidence import build_evidence
 from ..features import assign_tokens
 from ..scorer import Scorer
-from ..validate import check_inputs
 from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
 
@@ -87,9 +86,8 @@ class ContextCiteVerifier(ModelVerifier):
         self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
                        "ablations": ablations, "keep_prob": keep_prob, "alpha": alpha, "variant": variant, "seed": seed}
 
-    def verify(self, sentences: SentenceInput) -> Verdicts:
+    def verdicts(self, sentences: SentenceInput) -> Verdicts:
         p = self.params
-        check_inputs(sentences.answer, sentences.context, sentences.passages)
         evidence = build_evidence(self.scorer, sentences.context, sentences.passages, p["k"], p["max_context_tokens"])
         prompt = self.scorer.encode(sentences.question, [evidence.chunk_text(c) for c in evidence.chunks],
                                     sentences.answer, p["max_answer_tokens"])

@@ -19,7 +19,6 @@ from ..errors import VerifierUnavailable
 from ..evidence import build_evidence
 from ..prompt import JUDGE_NO, JUDGE_YES, JudgeLayout
 from ..scorer import Scorer
-from ..validate import check_inputs
 from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
 
@@ -50,8 +49,7 @@ class JudgeVerifier(ModelVerifier):
             raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
                                       "it cannot be the judge")
 
-    def verify(self, sentences: SentenceInput) -> Verdicts:
-        check_inputs(sentences.answer, sentences.context, sentences.passages)
+    def verdicts(self, sentences: SentenceInput) -> Verdicts:
         scorer = self.scorer
         evidence = build_evidence(scorer, sentences.context, sentences.passages, self.k, self.max_context_tokens)
         layout = JudgeLayout.for_tokenizer(scorer.tokenizer, sentences.question)

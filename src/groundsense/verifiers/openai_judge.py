@@ -36,7 +36,6 @@ import numpy as np
 from ..errors import InputError, VerifierError, VerifierUnavailable
 from ..prompt import JUDGE_NO, JUDGE_YES, judge_message
 from ..text import join_passages
-from ..validate import check_inputs
 from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts
 
@@ -97,8 +96,7 @@ class OpenAIVerifier(ModelVerifier):
     def server(self) -> str:
         return f"the verifier server {self.url} (model {self.model_name!r})"
 
-    def verify(self, sentences: SentenceInput) -> Verdicts:
-        check_inputs(sentences.answer, sentences.context, sentences.passages)
+    def verdicts(self, sentences: SentenceInput) -> Verdicts:
         context = sentences.context if sentences.context is not None else join_passages(sentences.passages)[0]
         requests = [self.request(context, sentences.question, sentence) for sentence in sentences.texts()]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:

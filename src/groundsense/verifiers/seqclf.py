@@ -21,7 +21,6 @@ import torch
 from ..config import DEFAULTS
 from ..errors import InputError, VerifierUnavailable
 from ..text import chunk_context, join_passages
-from ..validate import check_inputs
 from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
 
@@ -88,8 +87,7 @@ class SequenceClassifierVerifier(ModelVerifier):
         self.params = {"label": None if self.binary else label, "premise": premise, "k": k,
                        "max_length": self.max_length}
 
-    def verify(self, sentences: SentenceInput) -> Verdicts:
-        check_inputs(sentences.answer, sentences.context, sentences.passages)
+    def verdicts(self, sentences: SentenceInput) -> Verdicts:
         texts = premises(sentences, self.premise, self.k)
         hypotheses = sentences.texts()
         pairs = [(p, s) for s in hypotheses for p in texts]  # sentence-major: rows of [S, P]
