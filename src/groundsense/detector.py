@@ -39,7 +39,9 @@ class Detector(Detection):
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
     of the full context (cheaper; see docs/performance.md). The shipped calibrations are
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
-    ``sensitivity`` pass a calibration fitted with masked features.
+    ``sensitivity`` pass a calibration fitted with masked features. ``precision`` (on a CPU):
+    ``fp32``, or the faster, approximate ``bf16`` or ``int8`` scorer (see docs/performance.md);
+    the shipped calibrations, fitted on fp32 features, serve every precision.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -58,22 +60,23 @@ class Detector(Detection):
         leave_one_out: str = DEFAULTS.leave_one_out,
         target_recall: float | None = None,
         target_precision: float | None = None,
+        precision: str = DEFAULTS.precision,
     ):
         config = DetectorConfig(  # checked before the scorer loads
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
-            device=device, target_recall=target_recall, target_precision=target_precision,
+            device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
         )
         k = config.k
-        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device, precision=precision)
         self.k, self.mode = k, mode
         self.leave_one_out = leave_one_out if mode == "full" else None  # two-pass mode has none
         self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         # What this detector was built from (its siblings, :meth:`with_options`, too): the
-        # scorer by the name it resolved to, a calibration file loaded.
-        self.config = replace(config, scorer=self.scorer.name, calibration=calibration)
+        # scorer by the name it resolved to and at its precision, a calibration file loaded.
+        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
         if isinstance(calibration, Calibration) and mode == "full" and calibration.leave_one_out != leave_one_out:
             raise InputError(
                 f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
@@ -160,8 +163,8 @@ class Detector(Detection):
         calibration, detector, threshold, answer_threshold = self.flag_thresholds(self.k if chunks is None else chunks)
         given = isinstance(self.config.calibration, Calibration)
         return {
-            "kind": "detector", "scorer": self.scorer.name, "mode": self.mode, "leave_one_out": self.leave_one_out,
-            "k": self.k, "detector": detector,
+            "kind": "detector", "scorer": self.scorer.name, "precision": self.scorer.precision, "mode": self.mode,
+            "leave_one_out": self.leave_one_out, "k": self.k, "detector": detector,
             "calibration": None if calibration is None else "given" if given else "shipped",
             "threshold": threshold, "answer_threshold": answer_threshold,
         }
@@ -244,7 +247,8 @@ class Detector(Detection):
                 )
             )
         return DetectionResult(
-            scorer=self.scorer.name, mode=self.mode, leave_one_out=self.leave_one_out, detector=detector,
+            scorer=self.scorer.name, precision=self.scorer.precision, mode=self.mode, leave_one_out=self.leave_one_out,
+            detector=detector,
             threshold=threshold, sentences=sentences, answer=answer_summary(sentences, answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[

@@ -136,7 +136,8 @@ def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
     from ..eval.scorer_cost import scorer_report
 
     sets = [s for cache in caches for s in load_sets(cache, partial=partial)
-            if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"]
+            if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"
+            and s.config.get("precision", "fp32") == "fp32"]
     if not sets:
         raise Failure(f"no {benchmark} feature sets under {', '.join(map(str, caches))}: "
                       f"extract some first (groundsense eval extract {benchmark} --scorer NAME --mode MODE)")
