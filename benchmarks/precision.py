@@ -6,12 +6,12 @@ leave-one-out, evidence encoded once per answer) in fp32 against faster numeric 
 Candidates, each a copy of the default scorer's model in one process:
 
 - ``fp32``: the default;
-- ``int8``: what ``precision="int8"`` loads (``groundsense.scorer.loading.quantise``): every
-  ``nn.Linear``, the vocabulary head included, dynamically quantised, per-tensor weight scales;
+- ``int8``: what ``precision="int8"`` loads (``groundsense.scorer.loading.at_precision``):
+  every ``nn.Linear``, the vocabulary head included, dynamically quantised, per-tensor weight scales;
 - ``int8-per-channel``: the same with a weight scale per output channel;
 - ``int8-decoder``: the decoder's linear layers only, the vocabulary head left in fp32;
-- ``bf16``: the model's weights and activations in bfloat16 (on a CPU without AVX-512 BF16 or
-  AMX, torch emulates it).
+- ``bf16``: what ``precision="bf16"`` loads: the model's weights, activations and KV cache in
+  bfloat16 (fast where the CPU has AVX-512 BF16 or AMX; on one without, torch emulates it).
 
 Every round runs each candidate on the same answers in turn (the order rotating between
 rounds), each run starting with an empty evidence cache, so that the machine's load, which
@@ -37,12 +37,12 @@ import torch
 from speed import Encoder, emit_json, features, load_test_cases, pick_cases, results_machine, table
 
 from groundsense.scorer import Scorer
-from groundsense.scorer.loading import quantise
+from groundsense.scorer.loading import at_precision
 
 
 def dynamic_int8(model, per_channel: bool = False, head: bool = True):
-    """``model`` with its linear layers quantised as ``quantise`` does, with per-channel
-    weight scales or without the vocabulary head."""
+    """``model`` with its linear layers quantised as ``at_precision(model, "int8")`` does, with
+    per-channel weight scales or without the vocabulary head."""
     from torch.ao.quantization import default_dynamic_qconfig, per_channel_dynamic_qconfig, quantize_dynamic
 
     qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
@@ -55,10 +55,10 @@ def dynamic_int8(model, per_channel: bool = False, head: bool = True):
 
 CANDIDATES = {
     "fp32": lambda model: model,
-    "int8": lambda model: quantise(model, "int8"),
+    "int8": lambda model: at_precision(model, "int8"),
     "int8-per-channel": lambda model: dynamic_int8(model, per_channel=True),
     "int8-decoder": lambda model: dynamic_int8(model, head=False),
-    "bf16": lambda model: model.to(torch.bfloat16),
+    "bf16": lambda model: at_precision(model, "bf16"),
 }
 
 
