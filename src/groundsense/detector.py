@@ -40,8 +40,9 @@ class Detector(Detection):
     of the full context (cheaper; see docs/performance.md). The shipped calibrations are
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
     ``sensitivity`` pass a calibration fitted with masked features. ``precision`` (on a CPU):
-    ``fp32``, or the faster, approximate ``bf16`` or ``int8`` scorer (see docs/performance.md);
-    the shipped calibrations, fitted on fp32 features, serve every precision.
+    ``fp32``, or the faster, approximate ``bf16`` or ``int8`` scorer (see docs/performance.md).
+    The shipped calibrations, fitted on fp32 features, serve bf16 too, but not int8, whose
+    features differ more: at int8 pass a calibration fitted at int8.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -82,9 +83,9 @@ class Detector(Detection):
                 f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
                 f"{leave_one_out} ones: fit one with `groundsense calibrate --loo {leave_one_out}`"
             )
-        if calibration is None and shipped_calibration(self.scorer.name, None) is None:
-            log.warning("no calibration for scorer %s: scores are -gap and nothing is flagged; "
-                        "run `groundsense calibrate` to make one", self.scorer.name)
+        if calibration is None and self._shipped(None) is None:
+            log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
+                        "run `groundsense calibrate` to make one", self.scorer.name, self.scorer.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         # Those of an answer scored in K chunks (a context string of K sentences or more).
         self.calibration, self.detector = self.calibration_for(k)
@@ -108,10 +109,16 @@ class Detector(Detection):
         if given is False:
             return None, "gap"
         if chunks not in self._calibrations:
-            fitted = shipped_calibration(self.scorer.name, chunks) if self.leave_one_out == "exact" else None
-            found = (fitted, "sensitivity") if fitted else (shipped_calibration(self.scorer.name, None), "gap")
+            fitted = self._shipped(chunks) if self.leave_one_out == "exact" else None
+            found = (fitted, "sensitivity") if fitted else (self._shipped(None), "gap")
             self._calibrations[chunks] = found
         return self._calibrations[chunks]
+
+    def _shipped(self, chunks: int | None) -> Calibration | None:
+        """The calibration shipped for the scorer and ``chunks`` (None: any). None at int8: the
+        shipped ones are fitted on fp32 features, which int8's are not near (bf16's are;
+        docs/performance.md, "Numeric precision")."""
+        return None if self.scorer.precision == "int8" else shipped_calibration(self.scorer.name, chunks)
 
     def flag_thresholds(self, chunks: int) -> tuple[Calibration | None, str, float | None, float | None]:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
@@ -131,7 +138,7 @@ class Detector(Detection):
         if isinstance(given, Calibration):
             calibrations = [given]
         else:
-            shipped = (shipped_calibration(self.scorer.name, n) for n in (None, self.k))
+            shipped = (self._shipped(n) for n in (None, self.k))
             calibrations = [c for c in shipped if c is not None] if given is None else []
         if not calibrations:
             raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
