@@ -115,9 +115,10 @@ def answers(caches, reference, output, resamples, seed, partial):
 
 def _answers_held(features) -> tuple:
     """What makes two cached sets the same for `eval answers`: benchmark, configuration (token
-    rows aside; old caches' unrecorded leave-one-out is exact) and answers."""
+    rows aside; old caches' unrecorded leave-one-out is exact, their precision fp32) and answers."""
     config = {**{k: v for k, v in features.config.items() if k != "token_rows"},
-              "leave_one_out": features.config.get("leave_one_out", "exact")}
+              "leave_one_out": features.config.get("leave_one_out", "exact"),
+              "precision": features.config.get("precision", "fp32")}
     return features.benchmark, tuple(sorted(config.items())), frozenset(features.rows["case_id"])
 
 
