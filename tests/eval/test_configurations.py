@@ -44,7 +44,7 @@ def test_a_leave_one_out_feature_without_signal_loses_significantly(exact):
     drop = result.span.loc["drop_max"]
     assert drop["auc_a"] > 0.65 and abs(drop["auc_b"] - 0.5) < 0.1
     assert drop["significant"] and drop["lo"] > 0
-    assert result.answer.loc["drop_max", "auc_a"] > result.answer.loc["drop_max", "auc_b"]  # its most suspicious sentence
+    assert result.answer.loc["drop_max", "auc_a"] > result.answer.loc["drop_max", "auc_b"]  # per answer too
     assert result.span.loc["sentence gap", "diff"] == 0  # the no-context view is untouched
     assert abs(result.agreement.loc["drop_max", "pearson"]) < 0.2
     assert result.agreement.loc["gap", "spearman"] == pytest.approx(1.0)
