@@ -29,7 +29,7 @@ from speed import emit_json, load_test_cases, pick_cases, results_machine  # noq
 
 from groundsense.cascade import Cascade  # noqa: E402
 from groundsense.detector import Detector  # noqa: E402
-from groundsense.eval.rows import case_row  # noqa: E402
+from groundsense.eval.data.rows import case_row  # noqa: E402
 from groundsense.verifiers import make_verifier  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from groundsense.eval.cases import data_root
+from groundsense.eval.data.locations import benchmark_path
 from groundsense.scorer import Scorer
 from groundsense.scorer.divergence import Distributions, jsd
 
@@ -41,7 +41,7 @@ def two_kl_form(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
 
 def real_distributions(tokens: int, cut: int) -> tuple[torch.Tensor, torch.Tensor]:
     scorer = Scorer()
-    with gzip.open(data_root() / "ragtruth" / "ragtruth.jsonl.gz", "rt", encoding="utf-8") as lines:
+    with gzip.open(benchmark_path("ragtruth"), "rt", encoding="utf-8") as lines:
         row = json.loads(next(line for line in lines if len(json.loads(line)["context"]) > 4 * (tokens + cut)))
     ids = scorer.tokenize(row["context"])[: tokens + cut + 100]
     with torch.inference_mode():

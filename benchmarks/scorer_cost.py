@@ -28,7 +28,7 @@ from speed import emit_json, load_test_cases, pick_cases, results_machine  # noq
 
 from groundsense.detector import Detector  # noqa: E402
 from groundsense.errors import ScorerUnavailable  # noqa: E402
-from groundsense.eval.rows import case_row  # noqa: E402
+from groundsense.eval.data.rows import case_row  # noqa: E402
 from groundsense.scorer import Scorer  # noqa: E402
 from groundsense.weights import BUILTINS, DEFAULT_SCORER  # noqa: E402
 

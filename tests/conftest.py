@@ -5,7 +5,7 @@ import torch
 from hypothesis import settings
 
 from groundsense.detector import Detector
-from groundsense.eval.cases import data_root
+from groundsense.eval.data.locations import data_root
 from groundsense.scorer import Scorer
 
 # What loads the real default scorer: the session's scorer and detector here; in

@@ -12,7 +12,7 @@ from groundsense.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector, answer_summary
 from groundsense.errors import InputError
-from groundsense.eval.cases import data_root
+from groundsense.eval.data.locations import BENCHMARK_PATHS, data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.reference import independent_token_scores
 from groundsense.result import SentenceResult
@@ -27,7 +27,7 @@ ANSWER = (
     "The bridge's main span is 4,200 feet long. "
     "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."
 )
-RAGTRUTH = data_root() / "ragtruth" / "ragtruth.jsonl.gz"
+RAGTRUTH = data_root() / BENCHMARK_PATHS["ragtruth"]
 
 
 def test_copied_sentence_reacts_more_than_an_invented_one_and_finds_its_passage(detector):

@@ -1,7 +1,6 @@
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from groundsense.features import assign_tokens, sentence_features, signed_features, support_chunk
@@ -93,47 +92,3 @@ def test_support_is_the_largest_positive_drop():
     assert support_chunk(np.array([0.1, np.nan, 0.3])) == 2
     assert support_chunk(np.array([-0.1, 0.0])) is None
     assert support_chunk(np.array([])) is None
-
-
-def test_token_features_aggregate_a_sentence_s_tokens():
-    from groundsense.features import token_features
-
-    # 4 tokens; rows: full, no context, without chunk 0, without chunk 1
-    logp = np.array([
-        [-0.1, -3.0, -0.5, -0.2],
-        [-0.2, -4.0, -3.0, -0.1],
-        [-0.1, -3.5, -2.0, -0.2],
-        [-0.3, -3.0, -0.6, -0.2],
-    ])
-    jsd = np.array([[0, 0, 0, 0], [0.1, 0.4, 0.3, 0.0], [0, 0.1, 0.2, 0], [0.1, 0, 0, 0]], dtype=float)
-    f = token_features(logp, jsd)
-    gap = logp[0] - logp[1]  # [0.1, 1.0, 2.5, -0.1]
-    dependent = np.array([False, True, True, False])  # no-context surprisal > 2 nats
-    assert f["gap_dep"] == pytest.approx(gap[dependent].mean())
-    assert f["gap_wdep"] == pytest.approx((gap * -logp[1]).sum() / -logp[1].sum())
-    assert f["gap_min"] == pytest.approx(-0.1) and f["gap_low20"] == pytest.approx(-0.1)
-    assert f["tokdrop_mean"] == pytest.approx(np.mean([0.2, 0.5, 1.5, 0.0]))
-    assert f["tokdrop_dep"] == pytest.approx(np.mean([0.5, 1.5]))
-    assert f["unresolved_share"] == pytest.approx(0.5)  # token 1 stays surprising (3 nats) with the context
-    assert f["surprisal_max"] == pytest.approx(3.0) and f["jsd_max"] == pytest.approx(0.4)
-    assert f["dep_share"] == pytest.approx(0.5)
-
-
-def test_token_features_without_dependent_tokens_or_leave_one_out_rows():
-    from groundsense.features import TOKEN_FEATURES, token_features
-
-    logp = np.array([[-0.1, -0.2], [-0.3, -0.4]])
-    f = token_features(logp, np.zeros_like(logp))
-    assert f["gap_dep"] == pytest.approx(0.2)  # no dependent token: the mean over all
-    assert f["unresolved_share"] == 0.0 and np.isnan(f["tokdrop_mean"])
-    assert all(np.isnan(v) for v in token_features(np.zeros((2, 0)), np.zeros((2, 0))).values())
-    assert set(f) == set(TOKEN_FEATURES)
-
-
-def test_relative_features_subtract_the_answer_s_token_weighted_mean():
-    from groundsense.features import relative_features
-
-    values = {"gap": np.array([1.0, 3.0, 5.0]), "surprisal": np.array([2.0, 2.0, 8.0]), "n_tokens": np.array([1, 3, 4])}
-    out = relative_features(values, np.array(["a", "a", "b"]))
-    assert out["gap_rel"] == pytest.approx([1.0 - 2.5, 3.0 - 2.5, 0.0])
-    assert out["surprisal_rel"] == pytest.approx([0.0, 0.0, 0.0])

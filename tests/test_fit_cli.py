@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from groundsense.cli import cli
-from groundsense.eval.ragtruth import load_ragtruth
-from groundsense.eval.rows import case_row
+from groundsense.eval.data.ragtruth import load_ragtruth
+from groundsense.eval.data.rows import case_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 

@@ -88,7 +88,27 @@ def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification" in imported_modules(PACKAGE / "cascade.py")  # from .verification import
     assert "groundsense.detector" in imported_modules(PACKAGE / "stream.py")  # under TYPE_CHECKING
     assert "groundsense.detector" not in runtime_imports(PACKAGE / "stream.py")
-    assert layer_part("groundsense.eval.cases") == "eval" and layer_part("groundsense.detector") == "core"
+    assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.detector") == "core"
+
+
+EVAL_ORDER = ("data", "caches", "statistics", "reports")
+
+
+def eval_part(module: str) -> str | None:
+    """The subpackage of ``eval`` (:data:`EVAL_ORDER`) that ``module`` is in, if any."""
+    parts = module.split(".")
+    return parts[2] if parts[1:2] == ["eval"] and len(parts) > 2 and parts[2] in EVAL_ORDER else None
+
+
+def test_eval_subpackages_import_only_the_ones_before_them():
+    """data -> caches -> statistics -> reports (docs/architecture.md): no import goes back up the chain."""
+    backward = set()
+    for path in (PACKAGE / "eval").rglob("*.py"):
+        source = eval_part(module_name(path))
+        for target in map(eval_part, imported_modules(path)):
+            if source and target and EVAL_ORDER.index(target) > EVAL_ORDER.index(source):
+                backward.add(f"{module_name(path)} ({source}) imports {target}")
+    assert not backward, "\n".join(sorted(backward))
 
 
 @pytest.mark.parametrize("part", sorted(LAYERS))

@@ -12,7 +12,7 @@ from groundsense.calibration import Calibration
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
 from groundsense.errors import InputError
-from groundsense.eval.extract import ExtractionConfig
+from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.features import GROUNDING
 from groundsense.reference import masked_token_scores
 from groundsense.scorer import Scorer

@@ -10,7 +10,7 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
 from groundsense.errors import InputError
-from groundsense.eval.extract import ExtractionConfig
+from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.inputs import load_example
 from groundsense.scorer import Scorer
 from groundsense.scorer.loading import check_precision

@@ -3,7 +3,7 @@ regression of the detector-selection protocol's candidate A (C = 0.1, standardis
 over the per-sentence features the detector computes at detect time
 (:data:`groundsense.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
 weights a reader can inspect (``Calibration.weights``). How well it does against the
-training-free score is measured outside the core (:mod:`groundsense.eval.few_labels`).
+training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
 """
 
 from __future__ import annotations

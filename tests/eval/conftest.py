@@ -1,6 +1,6 @@
 import pytest
 
-from groundsense.eval.ragtruth import load_ragtruth
+from groundsense.eval.data.ragtruth import load_ragtruth
 
 
 @pytest.fixture(scope="session")

@@ -7,16 +7,16 @@ import pandas as pd
 import pytest
 from test_report import feature_set
 
-from groundsense.eval.attribution import attribution_pairs, attribution_summary
-from groundsense.eval.benchmark_result import cost_table, evaluate_set, partitioned
-from groundsense.eval.compare import compare_verifier, flagging_table, table7, table8
-from groundsense.eval.escalation import cascade_scores, cascade_table
-from groundsense.eval.frontier import frontier_table
-from groundsense.eval.metrics import auc_or_nan
-from groundsense.eval.report import write_report
-from groundsense.eval.signed import kind_separation, with_signed
-from groundsense.eval.store import write_part
-from groundsense.eval.verifier_scores import join_scores, load_verifier_cache
+from groundsense.eval.caches.attribution import attribution_pairs, attribution_summary
+from groundsense.eval.caches.store import write_part
+from groundsense.eval.caches.verifier_scores import join_scores, load_verifier_cache
+from groundsense.eval.reports.report import write_report
+from groundsense.eval.statistics.benchmark_result import cost_table, evaluate_set, partitioned
+from groundsense.eval.statistics.compare import compare_verifier, flagging_table, table7, table8
+from groundsense.eval.statistics.escalation import cascade_scores, cascade_table
+from groundsense.eval.statistics.frontier import frontier_table
+from groundsense.eval.statistics.metrics import auc_or_nan
+from groundsense.eval.statistics.signed import kind_separation, with_signed
 from groundsense.features import GROUNDING
 
 

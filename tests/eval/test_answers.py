@@ -7,17 +7,18 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.answers import (
+from groundsense.errors import InputError
+from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.data.locations import reference_dir
+from groundsense.eval.reports.answers import (
     answer_table,
     partition_answers,
     reference_answers,
     token_aggregations,
     truncated_answers,
 )
-from groundsense.eval.extract import load_cache
 
 ROOT = Path(__file__).parents[2]
-REFERENCE = ROOT.parent / "shared" / "reference" / "gasp-v1"
 TOKENS = ROOT / "results" / "tokens"
 
 
@@ -48,9 +49,12 @@ def test_partitions_cover_the_answers_and_the_shipped_score_is_used(ragtruth):
     assert truncated_answers(ragtruth) and truncated_answers(ragtruth) <= set(ragtruth.sentences["case_id"])
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="the reference features (../shared/reference) are absent")
 def test_reference_answers_reproduce_the_published_response_features():
-    answers = reference_answers(REFERENCE)
+    try:
+        reference = reference_dir()
+    except InputError as exc:
+        pytest.skip(f"the reference features are absent: {exc}")
+    answers = reference_answers(reference)
     assert len(answers) == 400 and answers["label"].mean() == 0.5
     # the response CSV's own mean gap and JSD, oriented as suspicion
     assert roc_auc_score(answers["label"], answers["mean gap"]) == pytest.approx(0.7394, abs=1e-4)

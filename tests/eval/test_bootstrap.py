@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.bootstrap import group_aucs, group_draws, resample_aucs, source_bootstrap, weighted_auc
+from groundsense.eval.statistics.bootstrap import group_aucs, group_draws, resample_aucs, source_bootstrap, weighted_auc
 
 
 def test_weighted_auc_equals_sklearn_with_sample_weights_and_ties():

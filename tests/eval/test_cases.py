@@ -1,8 +1,7 @@
-from pathlib import Path
 
 import pytest
 
-from groundsense.eval.cases import Case, DropLog, LabelledSentence, data_root, locate_sentences, overlaps
+from groundsense.eval.data.cases import Case, DropLog, LabelledSentence, locate_sentences, overlaps
 
 
 def test_locate_sentences_moves_a_cursor_and_tolerates_reflowed_whitespace():
@@ -43,12 +42,3 @@ def test_drop_log_summary_counts_reasons_without_detail():
     assert "2  sentence not found" in log.summary()
     assert list(log.to_frame()["case_id"]) == ["a", "c", "e"]
 
-
-@pytest.mark.data
-def test_data_root_precedence(monkeypatch, tmp_path):
-    monkeypatch.delenv("GROUNDSENSE_DATA", raising=False)
-    assert data_root().parts[-2:] == ("shared", "data")
-    assert (data_root() / "README.md").exists()
-    monkeypatch.setenv("GROUNDSENSE_DATA", str(tmp_path))
-    assert data_root() == tmp_path
-    assert data_root("/elsewhere") == Path("/elsewhere")

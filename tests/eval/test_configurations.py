@@ -8,9 +8,9 @@ from click.testing import CliRunner
 from test_report import CONFIG, feature_set
 
 from groundsense.cli import cli
-from groundsense.eval.configurations import compare
-from groundsense.eval.extract import FeatureSet
-from groundsense.eval.store import write_part
+from groundsense.eval.caches.extract import FeatureSet
+from groundsense.eval.caches.store import write_part
+from groundsense.eval.reports.configurations import compare
 
 
 def variant(base: FeatureSet, key: str, **columns) -> FeatureSet:

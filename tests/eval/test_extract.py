@@ -13,9 +13,16 @@ from groundsense.cli import cli
 from groundsense.cli.eval_options import load_sets
 from groundsense.config import DetectorConfig
 from groundsense.detector import Detector
-from groundsense.eval.extract import ExtractionConfig, extract, load_cache
-from groundsense.eval.rows import case_row
-from groundsense.eval.store import cached_case_ids, ordered, planned_case_ids, read_parts, record_plan, write_cases
+from groundsense.eval.caches.extract import ExtractionConfig, extract, load_cache
+from groundsense.eval.caches.store import (
+    cached_case_ids,
+    ordered,
+    planned_case_ids,
+    read_parts,
+    record_plan,
+    write_cases,
+)
+from groundsense.eval.data.rows import case_row
 from groundsense.features import FEATURES
 
 pytestmark = pytest.mark.data  # reads the benchmark data
@@ -144,7 +151,7 @@ def token_run(tmp_path_factory, scorer, short_cases):
 
 
 def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
-    from groundsense.eval.detector_inputs import token_rows
+    from groundsense.eval.caches.detector_inputs import token_rows
     from groundsense.features import sentence_features
 
     summary, rows = token_run

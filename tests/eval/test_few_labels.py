@@ -1,4 +1,4 @@
-"""The few-label fit against the training-free score on held-out sources (groundsense.eval.few_labels),
+"""The few-label fit against the training-free score on held-out sources (groundsense.eval.reports.few_labels),
 on synthetic features where the truth is known."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from groundsense.calibration import Calibration
 from groundsense.errors import InputError
-from groundsense.eval.few_labels import (
+from groundsense.eval.reports.few_labels import (
     DRAWS,
     SIZES,
     compare,

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.methods import add_answer_columns, standardised_sum
-from groundsense.eval.metrics import breakdown_by_type, evaluate, response_table, threshold_report
+from groundsense.eval.statistics.methods import add_answer_columns, standardised_sum
+from groundsense.eval.statistics.metrics import breakdown_by_type, evaluate, response_table, threshold_report
 from groundsense.features import GROUNDING
 
 
@@ -94,7 +94,7 @@ def test_evaluate_end_to_end_on_synthetic_features():
 
 
 def test_evaluate_scores_only_test_sources():
-    from groundsense.eval.split import assign_partition
+    from groundsense.eval.data.split import assign_partition
 
     table = synthetic_table(seed=3)
     partition = assign_partition(table, seed=0)

@@ -4,9 +4,9 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 from test_report import feature_set
 
+from groundsense.eval.caches.extract import FeatureSet
 from groundsense.eval.calibration_set import fit_from_features
-from groundsense.eval.extract import FeatureSet
-from groundsense.eval.operating import (
+from groundsense.eval.reports.operating import (
     POINTS,
     OperatingPoint,
     answer_outcomes,
@@ -91,8 +91,8 @@ def _write_cache(root, benchmark, seed):
     from test_report import CONFIG
 
     from groundsense.config import DetectorConfig
-    from groundsense.eval.extract import ExtractionConfig, write_config
-    from groundsense.eval.store import write_part
+    from groundsense.eval.caches.extract import ExtractionConfig, write_config
+    from groundsense.eval.caches.store import write_part
 
     config = ExtractionConfig(DetectorConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"}))
     folder = root / benchmark / config.key

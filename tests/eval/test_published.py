@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from groundsense.cli import cli
-from groundsense.eval import figures
-from groundsense.eval.figures import plt
+from groundsense.eval.reports import figures
+from groundsense.eval.reports.figures import plt
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = {"docs/results": "results/features", "docs/results/split": "results/split-features"}

@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from groundsense.eval.cases import data_root
-from groundsense.eval.ragbench import load_ragbench, source_groups
+from groundsense.eval.data.locations import benchmark_path
+from groundsense.eval.data.ragbench import load_ragbench, source_groups
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 
@@ -13,7 +13,7 @@ def test_offsets_round_trip_up_to_whitespace():
     rows = {
         (subset, row["id"]): row
         for subset in ("covidqa", "msmarco")
-        for _, row in pd.read_parquet(data_root() / "ragbench" / subset / "test-00000-of-00001.parquet").iterrows()
+        for _, row in pd.read_parquet(benchmark_path("ragbench") / subset / "test-00000-of-00001.parquet").iterrows()
     }
     exact = 0
     for case in cases:

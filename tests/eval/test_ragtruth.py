@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from groundsense.eval.ragtruth import load_ragtruth, sentence_type, split_passages
+from groundsense.eval.data.ragtruth import load_ragtruth, sentence_type, split_passages
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.errors import InputError
-from groundsense.eval.attribution import attribution_summary
-from groundsense.eval.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings
+from groundsense.eval.caches.attribution import attribution_summary
+from groundsense.eval.caches.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings
 from groundsense.prompt import JudgeLayout
 from groundsense.verifiers.judge import option_probabilities
 from groundsense.verifiers.rater import SupportRater

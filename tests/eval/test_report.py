@@ -4,11 +4,11 @@ from pathlib import Path
 import pytest
 from test_metrics import synthetic_table
 
-from groundsense.eval.benchmark_result import PASSES, cost_table
-from groundsense.eval.extract import FeatureSet
-from groundsense.eval.layout import cache_folder
-from groundsense.eval.report import write_report
-from groundsense.eval.tables import markdown_table
+from groundsense.eval.caches.extract import FeatureSet
+from groundsense.eval.caches.layout import cache_folder
+from groundsense.eval.reports.report import write_report
+from groundsense.eval.reports.tables import markdown_table
+from groundsense.eval.statistics.benchmark_result import PASSES, cost_table
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
           "n_parameters": 1_000_000}
@@ -80,8 +80,8 @@ def test_report_command_reads_the_parquet_cache(tmp_path):
 
     from groundsense.cli import cli
     from groundsense.config import DetectorConfig
-    from groundsense.eval.extract import ExtractionConfig, write_config
-    from groundsense.eval.store import write_part
+    from groundsense.eval.caches.extract import ExtractionConfig, write_config
+    from groundsense.eval.caches.store import write_part
 
     fs = feature_set("ragtruth", 0)
     config = ExtractionConfig(DetectorConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"}))

@@ -1,7 +1,7 @@
 import pytest
 
-from groundsense.eval.ragtruth import load_ragtruth
-from groundsense.eval.sampling import even_allocation, sample_ragtruth
+from groundsense.eval.data.ragtruth import load_ragtruth
+from groundsense.eval.data.sampling import even_allocation, sample_ragtruth
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 

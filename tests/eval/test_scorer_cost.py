@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.benchmark_result import partitioned
-from groundsense.eval.extract import TWO_PASS_FEATURES, load_cache
-from groundsense.eval.scorer_cost import ANSWER, SPAN, scorer_table
+from groundsense.eval.caches.extract import TWO_PASS_FEATURES, load_cache
+from groundsense.eval.reports.scorer_cost import ANSWER, SPAN, scorer_table
+from groundsense.eval.statistics.benchmark_result import partitioned
 
 CACHE = Path(__file__).resolve().parents[2] / "results" / "features"
 

@@ -6,10 +6,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from groundsense.eval.benchmark_result import partitioned
-from groundsense.eval.detector_inputs import detector_table, suspicion, token_threshold_sweep, tuned_thresholds
-from groundsense.eval.extract import load_cache
-from groundsense.eval.selection import (
+from groundsense.eval.caches.detector_inputs import detector_table, suspicion, token_threshold_sweep, tuned_thresholds
+from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.reports.selection import (
     CANDIDATES,
     Transfer,
     apply_rule,
@@ -18,6 +17,7 @@ from groundsense.eval.selection import (
     selection_report,
     transfer_table,
 )
+from groundsense.eval.statistics.benchmark_result import partitioned
 
 RESULTS = Path(__file__).parents[2] / "results"
 CACHE = RESULTS / "features"

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from groundsense.eval.split import assign_partition, split_sources
+from groundsense.eval.data.split import assign_partition, split_sources
 
 
 def _table(n_sources=50):

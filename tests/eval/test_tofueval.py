@@ -3,8 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from groundsense.eval.cases import data_root
-from groundsense.eval.tofueval import load_tofueval, sentence_type
+from groundsense.eval.data.locations import benchmark_path
+from groundsense.eval.data.tofueval import load_tofueval, sentence_type
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 
@@ -23,8 +23,8 @@ def test_loads_summaries_and_reports_drops():
 
 def test_offsets_round_trip_to_the_labelled_sentences():
     cases, _ = load_tofueval(splits=["test"])
-    rows = pd.read_csv(data_root() / "tofueval" / "meetingbank_factual_eval_test.csv")
-    split = json.loads((data_root() / "tofueval" / "document_ids_dev_test_split.json").read_text())
+    rows = pd.read_csv(benchmark_path("tofueval") / "meetingbank_factual_eval_test.csv")
+    split = json.loads((benchmark_path("tofueval") / "document_ids_dev_test_split.json").read_text())
     official = set(split["test"]["meetingbank"])
     for case in cases:
         doc_id, topic, model = case.id.split(":", 2)[2].split("|")

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from groundsense.cli import cli
-from groundsense.eval.cases import Case, LabelledSentence
-from groundsense.eval.store import read_parts
-from groundsense.eval.verifier_scores import load_verifier_cache
-from groundsense.eval.verify import verdict_rows, verify
+from groundsense.eval.caches.store import read_parts
+from groundsense.eval.caches.verifier_scores import load_verifier_cache
+from groundsense.eval.caches.verify import verdict_rows, verify
+from groundsense.eval.data.cases import Case, LabelledSentence
 from groundsense.verifiers import Verdicts
 from groundsense.verifiers.judge import JudgeVerifier
 

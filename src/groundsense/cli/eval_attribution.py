@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS, DEFAULT_SPLITS
-from ..eval.layout import cache_folder
+from ..eval.caches.layout import cache_folder
+from ..eval.data.benchmarks import BENCHMARKS, DEFAULT_SPLITS
 from ..interrupts import resumable
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import DEFAULT_CACHE, load_sets, partial_option
+from .eval_options import DEFAULT_CACHE, data_option, load_sets, partial_option
 
 
 @click.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)
 @click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@data_option
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--scorer", "-m", default=None, metavar="NAME",
               help="The feature set's scorer [default: the only one cached].")
@@ -22,12 +23,12 @@ from .eval_options import DEFAULT_CACHE, load_sets, partial_option
               help="Output root [default: attribution/ beside the feature cache].")
 @click.option("--seed", type=int, default=0, show_default=True)
 @partial_option
-def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
+def attribution_pairs(benchmark, data, cache, scorer, attribution, seed, partial):
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
-    from ..eval.attribution import attribution_pairs as pairs_of
-    from ..eval.attribution import case_chunks
-    from ..eval.benchmarks import load_benchmark
+    from ..eval.caches.attribution import attribution_pairs as pairs_of
+    from ..eval.caches.attribution import case_chunks
+    from ..eval.data.benchmarks import load_benchmark
     from ..scorer import Scorer
 
     # the detector's drops, not the masked approximation
@@ -40,7 +41,7 @@ def attribution_pairs(benchmark, cache, scorer, attribution, seed, partial):
     table = features.table
     wanted = set(table["case_id"])
     splits = sorted(set(table["split"].dropna())) or DEFAULT_SPLITS[benchmark]
-    cases = [c for c in load_benchmark(benchmark, splits)[0] if c.id in wanted]
+    cases = [c for c in load_benchmark(benchmark, splits, data=data)[0] if c.id in wanted]
     chunks = case_chunks(cases, Scorer(features.config["scorer"], device="cpu"), features.config)
     pairs = pairs_of(table[table["case_id"].isin(chunks)], chunks, seed)
     folder = (attribution or cache_folder("attribution", cache)) / benchmark / features.key
@@ -70,7 +71,7 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
       groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct \
 --cache results/features
     """
-    from ..eval.rating import rate_pairs, ratings_path, read_pairs
+    from ..eval.caches.rating import rate_pairs, ratings_path, read_pairs
     from ..verifiers.rater import SupportRater
 
     root = (attribution or cache_folder("attribution", cache)) / benchmark

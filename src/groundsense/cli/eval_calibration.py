@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS
+from ..eval.data.benchmarks import BENCHMARKS
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
 from .eval_options import emit_report, load_sets, markdown_report_options, partial_option, report_command
 
@@ -65,8 +65,8 @@ def operating(caches, calibration, output, resamples, seed, partial):
     `detect --target-recall/--target-precision` offers, with source-level intervals; and on each
     benchmark's test partition, the same calibration adapted without labels on its dev partition."""
     from ..calibration import Calibration, shipped_calibration
-    from ..eval.adapted_operating import adapted_section
-    from ..eval.operating import operating_report
+    from ..eval.reports.adapted_operating import adapted_section
+    from ..eval.reports.operating import operating_report
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -84,7 +84,7 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
     measured on its test partition for sentences and answers, with source-level intervals; the
     rule chosen on dev, and whether adaptation is adopted."""
     from ..calibration import Calibration, shipped_calibration
-    from ..eval.adapted_operating import adaptation_report
+    from ..eval.reports.adapted_operating import adaptation_report
     from ..weights import DEFAULT_SCORER
 
     base = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -123,7 +123,7 @@ def learning_curve(caches, output, seed, partial):
     benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
     times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
     from ..calibration import shipped_calibration
-    from ..eval.few_labels import learning_curve_report
+    from ..eval.reports.few_labels import learning_curve_report
     from ..weights import DEFAULT_SCORER
 
     chosen = _first_sets(caches, DEFAULT_SCORER, partial)

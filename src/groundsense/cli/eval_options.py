@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS
-from ..eval.layout import cache_folder
+from ..eval.caches.layout import cache_folder
+from ..eval.data.benchmarks import BENCHMARKS
 
 DEFAULT_CACHE = cache_folder("features")  # under runs/ in the working directory (gitignored)
 DEFAULT_VERIFIER_CACHE = cache_folder("verifiers")
@@ -20,10 +20,18 @@ def _sample_option(value: str) -> str:
     return value
 
 
+def data_option(func):
+    """``--data``: the benchmark data folder (:func:`groundsense.eval.data.locations.data_root`)."""
+    return click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        help="The benchmark data folder, holding ragtruth/, tofueval/ and ragbench/ "
+                             "[default: $GROUNDSENSE_DATA, else ../shared/data beside a source checkout].")(func)
+
+
 def case_options(func):
     """The options that select a benchmark's cases, shared by ``extract`` and ``verify``."""
     options = [
         click.argument("benchmark", type=click.Choice(BENCHMARKS)),
+        data_option,
         click.option("--sample", default="paper", show_default=True, callback=lambda _c, _p, v: _sample_option(v),
                      help="paper (RAGTruth: a paper-style 300 hallucinated + 300 clean; others: all), full, "
                           "or N answers (balanced)."),
@@ -38,12 +46,12 @@ def case_options(func):
     return func
 
 
-def cases_for(benchmark: str, sample: str, splits: tuple[str, ...], subsets: str | None) -> list:
+def cases_for(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ...], subsets: str | None) -> list:
     """The cases the :func:`case_options` select, saying on stderr what was loaded, dropped and kept."""
-    from ..eval.benchmarks import selected_cases
-    from ..eval.cases import cases_summary
+    from ..eval.data.benchmarks import selected_cases
+    from ..eval.data.cases import cases_summary
 
-    cases, loaded = selected_cases(benchmark, sample, splits, subsets.split(",") if subsets else None)
+    cases, loaded = selected_cases(benchmark, sample, splits, subsets.split(",") if subsets else None, data)
     click.echo(loaded, err=True)
     click.echo(cases_summary(cases), err=True)
     return cases
@@ -58,10 +66,10 @@ def partial_option(func):
 
 
 def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> list:
-    """The feature sets cached under ``cache`` (:func:`groundsense.eval.extract.load_cache`).
+    """The feature sets cached under ``cache`` (:func:`groundsense.eval.caches.extract.load_cache`).
     One whose extraction has not finished (a run still going, or stopped) is left out unless
     ``partial``; either way stderr says so."""
-    from ..eval.extract import load_cache
+    from ..eval.caches.extract import load_cache
 
     kept = []
     for s in load_cache(cache, scorer):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..eval.benchmarks import BENCHMARKS
-from ..eval.layout import cache_folder
+from ..eval.caches.layout import cache_folder
+from ..eval.data.benchmarks import BENCHMARKS
 from .common import CONTEXT_SETTINGS, Failure
 from .eval_options import (
     DEFAULT_CACHE,
@@ -36,7 +36,7 @@ from .eval_options import (
 def report(cache, scorer, output, resamples, seed, verifiers, attribution, partial):
     """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
     comparisons and attribution ratings where those caches exist."""
-    from ..eval.report import write_report
+    from ..eval.reports.report import write_report
 
     sets = load_sets(cache, scorer, partial)
     if not sets:
@@ -63,7 +63,7 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution, parti
 def selection(cache, split_cache, candidate, scorer, output, resamples, seed, partial):
     """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
     transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
-    from ..eval.selection import selection_report
+    from ..eval.reports.selection import selection_report
 
     sets = {s.benchmark: s for s in load_sets(cache, scorer, partial) if s.full_exact}
     if set(sets) != set(BENCHMARKS):
@@ -95,8 +95,11 @@ def answers(caches, reference, output, resamples, seed, partial):
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
     partition, and the conditions that move it (scorer, task, answer cap, reference features).
     Caches kept with token rows (`eval extract --token-rows`) add token-level aggregations."""
-    from ..eval.answers import answer_report
+    from ..eval.data.locations import reference_dir
+    from ..eval.reports.answers import answer_report
 
+    if reference:
+        reference_dir(reference)  # a clear error for a folder that is not there
     sets, served = {}, set()
     for cache in caches:
         for s in load_sets(cache, partial=partial):
@@ -134,7 +137,7 @@ def _answers_held(features) -> tuple:
 def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
     """Which scorer, at what cost: span and answer-level AUC and the recorded seconds per
     answer of every scorer and mode cached for one benchmark's answers."""
-    from ..eval.scorer_cost import scorer_report
+    from ..eval.reports.scorer_cost import scorer_report
 
     sets = [s for cache in caches for s in load_sets(cache, partial=partial)
             if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"
@@ -174,7 +177,7 @@ def compare(key_a, key_b, cache, benchmark, output, resamples, seed, partial):
     A - B, and the agreement (Pearson, Spearman) of each feature. Where either is a two-pass
     extraction, only the two-pass methods and the no-context features are compared.
     """
-    from ..eval.configurations import compare as run_compare
+    from ..eval.reports.configurations import compare as run_compare
 
     sets = load_sets(cache, partial=partial)
     chosen = []

@@ -11,7 +11,7 @@ from ..config import DetectorConfig
 from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
-from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for
+from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for, data_option
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -21,13 +21,13 @@ from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, c
 @click.option("--token-rows", is_flag=True,
               help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")
 @click.option("--no-progress", is_flag=True)
-def extract(benchmark, sample, splits, subsets, limit, cache, token_rows, no_progress, **detector_options):
+def extract(benchmark, data, sample, splits, subsets, limit, cache, token_rows, no_progress, **detector_options):
     """Score a benchmark's cases into the feature cache, under a key of the detector settings
     that change features (all but --device); rerun to resume."""
-    from ..eval.extract import extract as run_extract
+    from ..eval.caches.extract import extract as run_extract
 
     config = DetectorConfig(**detector_options, calibration=False)
-    cases = cases_for(benchmark, sample, splits, subsets)
+    cases = cases_for(benchmark, data, sample, splits, subsets)
     detector = common.make_detection(config)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
@@ -56,19 +56,19 @@ def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_VERIFIER_CACHE,
               show_default=True)
 @click.option("--no-progress", is_flag=True)
-def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cache, no_progress):
+def verify(benchmark, data, sample, splits, subsets, limit, spec, options, device, cache, no_progress):
     """Score the same cases as `eval extract` with a verifier into the verifier cache; rerun to resume.
 
     \b
       groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
-    from ..eval.verify import verify as run_verify
+    from ..eval.caches.verify import verify as run_verify
     from ..verifiers import make_verifier
 
     # before the cases load (a minute for RAGTruth), so a bad spec fails fast
     verifier = make_verifier(spec, options, device=device)
-    cases = cases_for(benchmark, sample, splits, subsets)
+    cases = cases_for(benchmark, data, sample, splits, subsets)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
@@ -77,13 +77,14 @@ def verify(benchmark, sample, splits, subsets, limit, spec, options, device, cac
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("case_id")
-def case(case_id):
+@data_option
+def case(case_id, data):
     """Print one case as a JSON row for `groundsense detect` or `batch`.
 
     \b
       groundsense eval case ragtruth:ID | groundsense detect
     """
-    from ..eval.benchmarks import find_case
-    from ..eval.rows import case_row
+    from ..eval.data.benchmarks import find_case
+    from ..eval.data.rows import case_row
 
-    click.echo(json.dumps(case_row(find_case(case_id)), ensure_ascii=False))
+    click.echo(json.dumps(case_row(find_case(case_id, data)), ensure_ascii=False))

@@ -33,8 +33,8 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
     """
     from ..calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
     from ..calibration_data import labelled_rows, read_scored
-    from ..eval.few_labels import compare, cross_validate
-    from ..eval.tables import markdown_table
+    from ..eval.reports.few_labels import compare, cross_validate
+    from ..eval.reports.tables import markdown_table
     from ..fitting import REGULARISATION, fit_detector, fitted_rows
 
     if not labelled_rows(source)[1]:  # before any scoring

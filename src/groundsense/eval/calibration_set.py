@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..calibration import Calibration, fit_calibration
 from ..features import FEATURES
-from .extract import FeatureSet
+from .caches.extract import FeatureSet
 
 
 def fit_from_features(features: FeatureSet, target_recall: float | None = None,

@@ -1,0 +1,242 @@
+"""The few-label fit (:mod:`groundsense.fitting`) against the training-free score, on answers
+the fit never saw: the source-grouped cross-validation `groundsense fit` runs on a team's
+labels before it writes a file, and the learning curve on each benchmark's dev partition
+(`groundsense eval learning-curve`): how many labelled answers a team needs before the fit
+pays off.
+
+Both sides are judged on the same sentences. The fitted side's weights and both sides'
+thresholds (each at its best F1) come from the training answers only; the training-free side
+is a fixed score (the shipped calibration's ``sensitivity`` score), so it learns nothing from
+the labels but its threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...calibration import LOGISTIC_FEATURES, Calibration, logistic_score
+from ...errors import InputError
+from ...fitting import fit_weights, fitted_rows
+from ...thresholds import best_f1_threshold
+from ..caches.detector_inputs import detector_table
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
+from .operating import flag_metrics, paired_f1
+from .tables import interval_text, markdown_table
+
+FOLDS = 5
+SIDES = ("fitted", "default")
+SIZES = (50, 100, 200, 500)  # labelled answers drawn per fit in the learning curve
+DRAWS = 20
+MIN_EVALUATED = 100  # answers left to judge on below which a size's row is marked unreadable
+GOAL = (200, 0.03, 2)  # the issue's goal: +0.03 mean AUC at 200 answers on at least two benchmarks
+
+
+@dataclass
+class HeldOut:
+    """Sentences judged by both sides, each by a fit that never saw them: labels, groups,
+    scores and flags per side (:data:`SIDES`)."""
+
+    labels: np.ndarray
+    groups: np.ndarray
+    scores: dict[str, np.ndarray]
+    flags: dict[str, np.ndarray]
+
+
+def _take(features: Mapping[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
+    return {name: np.asarray(values)[rows] for name, values in features.items()}
+
+
+def fit_and_judge(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
+                  train: np.ndarray, test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fit on the ``train`` rows and judge the ``test`` rows: each side's scores and its flags
+    at the best-F1 threshold on the training rows."""
+    weights = fit_weights(_take(features, train), labels[train])
+    both = {"fitted": logistic_score(weights, dict(features)), "default": np.asarray(default, float)}
+    scores, flags = {}, {}
+    for side, score in both.items():
+        threshold = best_f1_threshold(score[train], labels[train])
+        scores[side], flags[side] = score[test], score[test] >= threshold
+    return scores, flags
+
+
+def cross_validate(features: Mapping[str, np.ndarray], labels: np.ndarray, groups: np.ndarray, default: np.ndarray,
+                   folds: int = FOLDS) -> HeldOut:
+    """Out-of-fold judgements of every sentence (all with every feature finite) by grouped
+    ``folds``-fold cross-validation: a group (a source) lies wholly in one fold."""
+    from sklearn.model_selection import GroupKFold
+
+    labels, groups = np.asarray(labels, dtype=int), np.asarray(groups)
+    if len(set(groups)) < folds:
+        raise InputError(f"{folds}-fold cross-validation needs at least {folds} sources (rows without a 'source' "
+                         f"are one each), not {len(set(groups))}: label more answers")
+    scores = {side: np.zeros(len(labels)) for side in SIDES}
+    flags = {side: np.zeros(len(labels), dtype=bool) for side in SIDES}
+    for train, test in GroupKFold(folds).split(labels, labels, groups):
+        if labels[train].min() == labels[train].max():
+            raise InputError("a cross-validation fold's training answers hold only supported or only unsupported "
+                             "sentences: label more answers, or more varied ones")
+        fold_scores, fold_flags = fit_and_judge(features, labels, default, train, test)
+        for side in SIDES:
+            scores[side][test], flags[side][test] = fold_scores[side], fold_flags[side]
+    return HeldOut(labels, groups, scores, flags)
+
+
+@dataclass
+class Comparison:
+    """Each side's span AUC and F1, and fitted minus default, as (value, lo, hi) with 95%
+    intervals from a paired bootstrap over groups."""
+
+    auc: dict[str, tuple[float, float, float]]
+    f1: dict[str, tuple[float, float, float]]
+    sentences: int
+    unsupported: int
+    groups: int
+
+    @property
+    def better(self) -> bool:
+        """The rule for writing the fit: the AUC difference's interval lies above 0."""
+        return self.auc["fitted − default"][1] > 0
+
+    def table(self) -> pd.DataFrame:
+        def cells(metric: dict) -> dict[str, str]:
+            return {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in metric.items()}
+
+        return pd.DataFrame({"span AUC": cells(self.auc), "F1": cells(self.f1)})
+
+    def record(self) -> dict:
+        """What the written file keeps (``made_with.cross_validation``)."""
+        return {"folds": FOLDS, "sentences": self.sentences, "unsupported": self.unsupported, "groups": self.groups,
+                "auc": {k: [round(x, 4) for x in v] for k, v in self.auc.items()},
+                "f1": {k: [round(x, 4) for x in v] for k, v in self.f1.items()}}
+
+
+def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison:
+    """:class:`Comparison` of the out-of-fold judgements, resampling whole groups."""
+    boot = source_bootstrap(held.labels, held.scores, held.groups, n_resamples, seed)
+    intervals, difference = boot.intervals(), boot.difference(*SIDES)
+    auc = {side: tuple(intervals.loc[side, ["auc", "lo", "hi"]]) for side in SIDES}
+    auc["fitted − default"] = (difference["diff"], difference["lo"], difference["hi"])
+    fitted, default, f1_difference = paired_f1(held.labels, held.flags["fitted"], held.flags["default"],
+                                               held.groups, n_resamples, seed)
+    f1s = {"fitted": fitted, "default": default, "fitted − default": f1_difference}
+    y = held.labels.astype(bool)
+    return Comparison({k: tuple(map(float, v)) for k, v in auc.items()}, f1s, len(y), int(y.sum()),
+                      len(set(held.groups)))
+
+
+# The learning curve on cached benchmark features.
+
+def cached_features(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """A :func:`detector_table`'s sentence features as the detector hands them to a score."""
+    names = {"n_tokens" if n == "log_n_tokens" else n for n in LOGISTIC_FEATURES} | {"gap"}
+    return {name: table[name].to_numpy(dtype=float) for name in sorted(names)}
+
+
+def draw_answers(by_source: Mapping[str, list], n: int, rng: np.random.Generator) -> tuple[set, set]:
+    """``n`` answers drawn source by source (``by_source``: each source's answers) in a seeded
+    order, the last source cut to make ``n``: (answers drawn, sources touched)."""
+    sources = list(by_source)
+    drawn, touched = [], set()
+    for i in rng.permutation(len(sources)):
+        touched.add(sources[i])
+        drawn += by_source[sources[i]][: n - len(drawn)]
+        if len(drawn) == n:
+            break
+    return set(drawn), touched
+
+
+def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0) -> pd.DataFrame:
+    """One row per (size, draw): the answers evaluated and each side's span AUC and F1 on
+    the dev answers of the sources not drawn. A size that leaves no evaluation answers with both
+    labels, or a draw whose training sentences hold one label only, gives no row."""
+    from sklearn.metrics import roc_auc_score
+
+    dev = dev[fitted_rows(cached_features(dev))].reset_index(drop=True)
+    features, labels = cached_features(dev), dev["label"].to_numpy(dtype=int)
+    default_score = default.score("sensitivity", features)
+    answers = dev[["case_id", "source_id"]].drop_duplicates("case_id")
+    by_source = {source: list(group) for source, group in answers.groupby("source_id", sort=True)["case_id"]}
+    rng, rows = np.random.default_rng(seed), []
+    for n in SIZES:
+        if n >= len(answers):
+            continue
+        for draw in range(DRAWS):
+            drawn, touched = draw_answers(by_source, n, rng)
+            train = dev["case_id"].isin(drawn).to_numpy()
+            test = ~dev["source_id"].isin(touched).to_numpy()
+            if len(set(labels[train])) < 2 or len(set(labels[test])) < 2:
+                continue
+            scores, flags = fit_and_judge(features, labels, default_score, np.flatnonzero(train), np.flatnonzero(test))
+            row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique()}
+            y = labels[test] == 1
+            for side in SIDES:
+                tp, fp, fn = ((y & flags[side]).sum(), (~y & flags[side]).sum(), (y & ~flags[side]).sum())
+                row[f"{side} AUC"] = roc_auc_score(labels[test], scores[side])
+                row[f"{side} F1"] = flag_metrics(tp, fp, fn, len(y))["f1"]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def curve_table(draws: pd.DataFrame) -> pd.DataFrame:
+    """Per size: the draws, the mean answers evaluated, each side's mean AUC and F1, and the
+    mean difference (fitted − default) with the 2.5 and 97.5 percentiles across draws."""
+    rows = {}
+    for n, group in draws.groupby("n"):
+        row = {"draws": len(group), "answers evaluated (mean)": f"{group['answers evaluated'].mean():.0f}"}
+        for metric in ("AUC", "F1"):
+            difference = group[f"fitted {metric}"] - group[f"default {metric}"]
+            row[f"default {metric}"] = group[f"default {metric}"].mean()
+            row[f"fitted {metric}"] = group[f"fitted {metric}"].mean()
+            row[f"{metric} difference [2.5%, 97.5%]"] = interval_text(
+                difference.mean(), *np.percentile(difference, [2.5, 97.5]), sign="+")
+        rows[f"{n} answers"] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def goal_text(draws: Mapping[str, pd.DataFrame]) -> str:
+    """Whether the mean AUC difference at :data:`GOAL`'s size reaches its gain on enough benchmarks."""
+    size, gain, needed = GOAL
+    differences = {name: (d.loc[d["n"] == size, "fitted AUC"] - d.loc[d["n"] == size, "default AUC"])
+                   for name, d in draws.items() if (d["n"] == size).any()}
+    gains = {name: d.mean() for name, d in differences.items()}
+    met = [name for name, g in gains.items() if g >= gain]
+    each = "; ".join(f"{name} {d.mean():+.3f} (± {d.std() / np.sqrt(len(d)):.3f}, the standard error over the draws)"
+                     for name, d in differences.items())
+    verdict = "holds" if len(met) >= needed else f"is missed ({len(met)} of the {needed} benchmarks needed)"
+    return (f"Goal: the fit beats the default by at least {gain:+.2f} mean AUC at {size} labelled answers on at least "
+            f"{needed} benchmarks. Mean AUC differences at {size}: {each}. The goal {verdict}.")
+
+
+def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, command: str, seed: int = 0) -> str:
+    """The Markdown report of `groundsense eval learning-curve`."""
+    lines = [
+        "# The few-label fit: learning curve on the dev partitions", "", f"`{command}`", "",
+        "How many labelled answers a team needs before `groundsense fit` pays off, in each benchmark's own domain. "
+        "On each benchmark's dev partition only (the seeded source-level 60/40 split; no test partition is "
+        f"read): for each size, {DRAWS} seeded draws of that many answers, taken source by source (the last "
+        "source cut to make the size). The logistic fit (`groundsense.fitting`: C = 0.1 over the standardised "
+        "per-sentence features) is fitted on the drawn answers and judged on the dev answers of every source "
+        "not drawn, against the training-free default on the same sentences: the shipped calibration's "
+        f"`sensitivity` score (the standardised four-feature sum of {default.scorer}, fitted on RAGTruth "
+        "train). F1 is at each side's best-F1 threshold on the drawn answers. The difference is fitted − "
+        "default, as its mean over the draws and the 2.5 and 97.5 percentiles across them (the spread a team "
+        "drawing that many answers meets; not a confidence interval of the mean).", "",
+    ]
+    draws = {}
+    for name, features in sets.items():
+        dev, _ = partitioned(detector_table(features))
+        draws[name] = curve(dev, default, seed)
+        lines += [f"## {name}: dev partition of {dev['case_id'].nunique()} answers, {dev['source_id'].nunique()} "
+                  f"sources, {len(dev)} sentences ({dev['label'].mean():.1%} unsupported)", "",
+                  markdown_table(curve_table(draws[name])), ""]
+        few = draws[name].groupby("n")["answers evaluated"].mean()
+        lines += [f"At {n} answers the draws leave {m:.0f} answers on average to judge on: too few to read." for n, m in
+                  few[few < MIN_EVALUATED].items()] + ([""] if (few < MIN_EVALUATED).any() else [])
+    lines += ["## Goal", "", goal_text(draws), ""]
+    return "\n".join(lines)

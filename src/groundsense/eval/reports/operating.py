@@ -1,0 +1,211 @@
+"""The shipped flag on answers it never saw: precision, recall and F1 of a calibration's
+thresholds, with source-level bootstrap intervals, per benchmark, for sentences and for whole
+answers, and at the operating points a reviewer can pick instead of the default.
+
+Sentence level counts the scored sentences (the ones a verdict exists for). Answer level is
+the guardrail's block/allow decision and fails closed as ``answer.flagged`` does: an answer is
+blocked when its most suspicious sentence reaches the answer threshold or when one of its
+sentences could not be scored; it is unsupported when any of its sentences is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...calibration import Calibration
+from ...errors import InputError
+from ...features import SIGNED, signed_features
+from ..statistics.bootstrap import group_draws
+from .tables import interval_text, markdown_table
+
+METRICS = ("precision", "recall", "f1", "flag rate")
+
+
+def flag_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """Precision, recall, F1 and the share flagged from (weighted) counts; NaN where undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn),
+                "flag rate": (tp + fp) / n}
+
+
+def group_counts(y: np.ndarray, flagged: np.ndarray, group_index: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Per group: true positives, false positives, false negatives and items, as :func:`flag_metrics` takes
+    them (summed: the whole sample's; times a resample's group counts: that resample's)."""
+    y, flagged = np.asarray(y).astype(bool), np.asarray(flagged).astype(bool)
+    masks = (y & flagged, ~y & flagged, y & ~flagged, np.ones_like(y))
+    return [np.bincount(group_index[mask], minlength=n_groups).astype(float) for mask in masks]
+
+
+def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
+    tail = 100 * (1 - level) / 2
+    return tuple(map(float, np.nanpercentile(values, [tail, 100 - tail])))
+
+
+def flag_intervals(y: np.ndarray, flagged: np.ndarray, groups: np.ndarray, n_resamples: int = 2000,
+                   seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float, float]]:
+    """Each metric of :func:`flag_metrics`: (full-sample value, percentile interval) over
+    resamples of whole groups (sources), as the AUC bootstrap draws them."""
+    draws, group_index = group_draws(groups, n_resamples, seed)
+    counts = group_counts(y, flagged, group_index, draws.shape[1])
+    point = flag_metrics(*(c.sum() for c in counts))
+    resampled = flag_metrics(*(draws @ c for c in counts))
+    return {m: (float(point[m]), *_percentiles(resampled[m], level)) for m in METRICS}
+
+
+def paired_f1(y: np.ndarray, first: np.ndarray, second: np.ndarray, groups: np.ndarray, n_resamples: int = 2000,
+              seed: int = 0, level: float = 0.95) -> list[tuple[float, float, float]]:
+    """F1 of the flags ``first``, of ``second``, and of first − second, on the same items: each
+    (full-sample value, percentile interval) over the same resamples of whole groups."""
+    draws, group_index = group_draws(groups, n_resamples, seed)
+    points, resampled = [], []
+    for flagged in (first, second):
+        counts = group_counts(y, flagged, group_index, draws.shape[1])
+        points.append(flag_metrics(*(c.sum() for c in counts))["f1"])
+        resampled.append(flag_metrics(*(draws @ c for c in counts))["f1"])
+    points.append(points[0] - points[1])
+    resampled.append(resampled[0] - resampled[1])
+    return [(float(p), *_percentiles(r, level)) for p, r in zip(points, resampled)]
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """Where a reviewer sets the flag: the calibration's fitted thresholds (no target), or
+    those that met a target recall or precision on its labelled set (``--target-recall``,
+    ``--target-precision``)."""
+
+    target_recall: float | None = None
+    target_precision: float | None = None
+
+    @property
+    def name(self) -> str:
+        if self.target_recall is not None:
+            return f"--target-recall {self.target_recall}"
+        if self.target_precision is not None:
+            return f"--target-precision {self.target_precision}"
+        return "fitted (default)"
+
+
+def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPoint) -> pd.DataFrame:
+    """``sentences`` (every sentence that ran) with the product's judgement at ``point``:
+    ``score`` (NaN where unscored) and the sentence and answer ``threshold``s. As the detector
+    does with a shipped calibration, answers scored in a chunk count the calibration was fitted
+    on get the ``sensitivity`` detector, the others the ``gap`` and its thresholds."""
+    table = sentences
+    if set(SIGNED) & set(calibration.inputs):  # a fitted file's score reads signed features, kept as drops
+        drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
+        table = sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
+    features = {f: table[f].to_numpy(dtype=float) for f in ("gap", *calibration.inputs)}
+    served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
+    targets = (point.target_recall, point.target_precision)
+    columns = {"score": np.where(served, calibration.score("sensitivity", features),
+                                 calibration.score("gap", features))}
+    for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
+        by_detector = {d: calibration.threshold(d, level, *targets) for d in ("sensitivity", "gap")}
+        columns[column] = np.where(served, by_detector["sensitivity"], by_detector["gap"]).astype(float)
+    columns["score"] = np.where(sentences["status"].to_numpy() == "scored", columns["score"], np.nan)
+    return sentences.assign(**columns)
+
+
+def answer_outcomes(sentences: pd.DataFrame, any_sentence: bool = False) -> pd.DataFrame:
+    """Per answer of :func:`judged` sentences: source, label (any unsupported sentence) and the
+    fail-closed verdict of ``answer.flagged``: blocked when the most suspicious sentence reaches
+    the answer threshold (``any_sentence``: when any sentence reaches the sentence threshold)
+    or when a sentence could not be scored."""
+    score = sentences["score"].fillna(np.inf)  # an unscored sentence blocks
+    bar = sentences["threshold"] if any_sentence else sentences["answer_threshold"]
+    frame = sentences.assign(blocking=score >= bar)
+    by = frame.groupby("case_id", sort=False)
+    return by.agg(source_id=("source_id", "first"), label=("label", "max"), flagged=("blocking", "max"))
+
+
+def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, points: list[OperatingPoint],
+               n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per (benchmark, operating point, level): each metric as ``value [lo, hi]``, and
+    how many sentences or answers it counts. A point whose target the calibration set never
+    reached is left out."""
+    rows = []
+    for name, sentences in test_sets.items():
+        for point in points:
+            try:
+                frame = judged(calibration, sentences, point)
+            except InputError:
+                continue
+            scored = frame[frame["score"].notna()]
+            levels = {"sentence": (scored["label"], scored["score"] >= scored["threshold"], scored["source_id"])}
+            fitted = point == OperatingPoint()  # under a target, the answer verdict is already "any sentence"
+            for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True))[: 1 + fitted]:
+                answers = answer_outcomes(frame, any_sentence)
+                levels[level] = (answers["label"], answers["flagged"], answers["source_id"])
+            for level, (y, flagged, groups) in levels.items():
+                cells = flag_intervals(y.to_numpy(), flagged.to_numpy(), groups.to_numpy(), n_resamples, seed)
+                rows.append({"benchmark": name, "operating point": point.name, "level": level, "n": len(y),
+                             **_cells(cells)})
+    return pd.DataFrame(rows)
+
+
+def _rules(threshold_rule: Mapping[str, Mapping[str, str]]) -> str:
+    """A calibration's threshold rules per level (``made_with.threshold_rule``), e.g.
+    "sentence: best F1; answer: Youden's J"."""
+    def one_level(rules: Mapping[str, str]) -> str:
+        if len(set(rules.values())) == 1:
+            return next(iter(rules.values()))
+        return ", ".join(f"{detector} {rule}" for detector, rule in rules.items())
+
+    return "; ".join(f"{level}: {one_level(rules)}" for level, rules in threshold_rule.items())
+
+
+def _cells(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, str]:
+    return {m: interval_text(*values) for m, values in intervals.items()}
+
+
+POINTS = [OperatingPoint(), *(OperatingPoint(target_recall=r) for r in (0.5, 0.8, 0.9)),
+          *(OperatingPoint(target_precision=p) for p in (0.15, 0.2))]
+
+
+def thresholds_table(calibration: Calibration, points: list[OperatingPoint]) -> pd.DataFrame:
+    """Each operating point's thresholds per detector and level (— where the target was not reached)."""
+    rows = {}
+    for point in points:
+        row = {}
+        for detector in ("sensitivity", "gap"):
+            for level in ("sentence", "answer"):
+                try:
+                    row[f"{detector}, {level}"] = calibration.threshold(detector, level, point.target_recall,
+                                                                        point.target_precision)
+                except InputError:
+                    row[f"{detector}, {level}"] = np.nan
+        rows[point.name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, command: str,
+                     n_resamples: int = 2000, seed: int = 0) -> str:
+    """The Markdown report of `groundsense eval operating`."""
+    made = calibration.made_with
+    table = flag_table(test_sets, calibration, POINTS, n_resamples, seed)
+    lines = [
+        "# The shipped flag on held-out answers", "", f"`{command}`", "",
+        f"Calibration: scorer {calibration.scorer}, fitted on {made.get('source', '?')} ({made.get('answers', '?')} "
+        f"answers, {made.get('n_sentences', '?')} scored sentences, chunk counts {calibration.chunk_counts}); fitted "
+        f"thresholds: {_rules(made.get('threshold_rule', {}))}. Answers scored in another "
+        "chunk count are judged by the gap detector and its thresholds, as the detector does.", "",
+        "Precision, recall, F1 and share flagged, with 95% source-level bootstrap intervals "
+        f"({n_resamples:,} resamples), on answers the calibration never saw. *sentence*: scored sentences "
+        "(labelled unsupported when they overlap an annotated span). *answer*: `answer.flagged`, the "
+        "guardrail's block/allow verdict, against whether any sentence of the answer is unsupported; it "
+        "fails closed (an answer with a sentence past the answer cap is blocked). *answer, any sentence "
+        "flagged*: the same answers blocked as soon as one sentence is flagged instead, for comparison. An "
+        "operating point is a `detect` option; a target moves the sentence threshold along the calibration "
+        "set's curve, and the answer is then flagged when any sentence is. A target the calibration set "
+        "never reached is left out.", "",
+        "## Thresholds", "", markdown_table(thresholds_table(calibration, POINTS)), "",
+    ]
+    for name, rows in table.groupby("benchmark", sort=False):
+        sentences = test_sets[name]
+        lines += [f"## {name}: {sentences['case_id'].nunique()} answers, {len(sentences)} sentences", "",
+                  markdown_table(rows.drop(columns="benchmark").set_index("operating point")), ""]
+    return "\n".join(lines)
