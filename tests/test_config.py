@@ -15,6 +15,7 @@ SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]
 
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"mode": "three_pass"}, {"leave_one_out": "approximate"},
                                  {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}, {"device": "bogus"},
+                                 {"precision": "int4"},
                                  {"escalate": 1.5, "verifier": "judge:x"},
                                  {"verifier_threshold": -0.1, "verifier": "judge:x"},
                                  {"verifier": ""}, {"verifier_url": "http://x"}, {"escalate": 0.5}])
@@ -49,7 +50,8 @@ def test_every_command_takes_every_setting(path, left_out):
 def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     values = {"scorer": "some/model", "k": "7", "mode": "two_pass", "leave_one_out": "masked",
               "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu",
-              "target_recall": "0.8", "verifier": "openai:some-judge", "escalate": "0.3", "verifier_threshold": "0.6",
+              "precision": "int8", "target_recall": "0.8", "verifier": "openai:some-judge", "escalate": "0.3",
+              "verifier_threshold": "0.6",
               "verifier_url": "http://127.0.0.1:8080/v1"}
     assert set(values) | {"target_precision"} == set(SETTINGS)  # one target at a time: the other below
     for name, value in values.items():
@@ -57,8 +59,8 @@ def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
     assert settings.detector == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
                                                calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
-                                               device="cpu", target_recall=0.8, verifier="openai:some-judge",
-                                               escalate=0.3, verifier_threshold=0.6,
+                                               device="cpu", precision="int8", target_recall=0.8,
+                                               verifier="openai:some-judge", escalate=0.3, verifier_threshold=0.6,
                                                verifier_url="http://127.0.0.1:8080/v1")
     monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
     monkeypatch.setenv("GROUNDSENSE_TARGET_PRECISION", "0.5")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .calibration import Calibration
 from .errors import InputError
-from .validate import MODES, check_k
+from .validate import MODES, PRECISIONS, check_k
 
 LEAVE_ONE_OUT = ("exact", "masked")
 VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url")  # a cascade's; the rest a detector's
@@ -33,6 +33,9 @@ class DetectorConfig:
     for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
     ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being
     scored. ``device``: a torch device (``None``: cuda if available, else cpu).
+    ``precision``: the scorer's numbers on a CPU: ``fp32``, or the faster, approximate ``bf16``
+    (the model in bfloat16) or ``int8`` (its linear layers in int8); see docs/performance.md,
+    "Numeric precision". CUDA runs bf16 whatever it says.
     ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
     on the calibration's labelled set, for sentences and for the answer, instead of the
     fitted (best-F1) thresholds; needs a calibration fitted with labels.
@@ -52,6 +55,7 @@ class DetectorConfig:
     max_context_tokens: int = 1800
     max_answer_tokens: int = 256
     device: str | None = None
+    precision: str = "fp32"
     target_recall: float | None = None
     target_precision: float | None = None
     verifier: str | None = None
@@ -64,6 +68,8 @@ class DetectorConfig:
             raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.leave_one_out not in LEAVE_ONE_OUT:
             raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {self.leave_one_out!r}")
+        if self.precision not in PRECISIONS:
+            raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         object.__setattr__(self, "k", check_k(self.k))
         for name in ("max_context_tokens", "max_answer_tokens"):
             value = getattr(self, name)
@@ -79,6 +85,8 @@ class DetectorConfig:
             raise InputError("ask for a target recall or a target precision, not both")
         if self.device is not None:
             check_device(self.device)
+            if self.precision == "int8" and self.device.split(":")[0] != "cpu":
+                raise InputError(f"precision int8 runs on a CPU only, not on device {self.device!r}")
         self._check_verifier()
 
     def _check_verifier(self) -> None:

@@ -35,7 +35,8 @@ class Detector(Detection):
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
     of the full context (cheaper; see docs/performance.md). The shipped calibrations are
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
-    ``sensitivity`` pass a calibration fitted with masked features.
+    ``sensitivity`` pass a calibration fitted with masked features. ``precision``: ``fp32``, or the
+    faster, approximate ``bf16`` or ``int8`` (docs/performance.md); int8 needs its own calibration.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -54,21 +55,22 @@ class Detector(Detection):
         leave_one_out: str = DEFAULTS.leave_one_out,
         target_recall: float | None = None,
         target_precision: float | None = None,
+        precision: str = DEFAULTS.precision,
     ):
         config = DetectorConfig(  # checked before the scorer loads
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
-            device=device, target_recall=target_recall, target_precision=target_precision,
+            device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
         )
         k = config.k
-        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device, precision=precision)
         self.k, self.mode = k, mode
         self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         # What this detector was built from (its siblings, :meth:`with_options`, too): the
-        # scorer by the name it resolved to, a calibration file loaded.
-        self.config = replace(config, scorer=self.scorer.name, calibration=calibration)
+        # scorer by the name it resolved to and at its precision, a calibration file loaded.
+        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
         self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
         self.leave_one_out = self.adjudicator.leave_one_out  # None in two-pass mode
         self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
@@ -87,8 +89,9 @@ class Detector(Detection):
         """The scorer, mode and leave-one-out kind, and what judges an answer scored in ``chunks``
         chunks (default: K): the detector (``sensitivity`` or ``gap``), its calibration's source
         (``given``, ``shipped`` or None: nothing is flagged) and the sentence and answer thresholds."""
-        return {"kind": "detector", "scorer": self.scorer.name, "mode": self.mode, "leave_one_out": self.leave_one_out,
-                "k": self.k, **self.adjudicator.describe(self.k if chunks is None else chunks)}
+        judged_by = self.adjudicator.describe(self.k if chunks is None else chunks)
+        return {"kind": "detector", "scorer": self.scorer.name, "precision": self.scorer.precision, "mode": self.mode,
+                "leave_one_out": self.leave_one_out, "k": self.k, **judged_by}
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detector:
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector

@@ -140,10 +140,12 @@ class DetectionResult:
     # The passes' raw per-token scores, for re-aggregating features offline (``eval extract
     # --token-rows``); not part of to_dict().
     tokens: TokenRows | None = None
+    precision: str = "fp32"  # the scorer's numbers on a CPU: "fp32", "bf16" or "int8"
 
     def to_dict(self) -> dict:
         return {
             "scorer": self.scorer,
+            "precision": self.precision,
             "mode": self.mode,
             "leave_one_out": self.leave_one_out,
             "detector": self.detector,

@@ -57,9 +57,9 @@ class Adjudicator:
                 f"the calibration was fitted on {given.leave_one_out} leave-one-out features, not "
                 f"{self.leave_one_out} ones: fit one with `groundsense calibrate --loo {self.leave_one_out}`"
             )
-        if given is None and shipped_calibration(config.scorer, None) is None:
-            log.warning("no calibration for scorer %s: scores are -gap and nothing is flagged; "
-                        "run `groundsense calibrate` to make one", config.scorer)
+        if given is None and self._shipped(None) is None:
+            log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
+                        "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         _, detector = self.calibration_for(config.k)  # that of an answer scored in K chunks
         if any(target is not None for target in config.targets):
@@ -81,11 +81,16 @@ class Adjudicator:
         if given is False:
             return None, "gap"
         if chunks not in self._calibrations:
-            scorer = self.config.scorer
-            fitted = shipped_calibration(scorer, chunks) if self.leave_one_out == "exact" else None
-            found = (fitted, "sensitivity") if fitted else (shipped_calibration(scorer, None), "gap")
+            fitted = self._shipped(chunks) if self.leave_one_out == "exact" else None
+            found = (fitted, "sensitivity") if fitted else (self._shipped(None), "gap")
             self._calibrations[chunks] = found
         return self._calibrations[chunks]
+
+    def _shipped(self, chunks: int | None) -> Calibration | None:
+        """The calibration shipped for the scorer and ``chunks`` (None: any). None at int8: the
+        shipped ones are fitted on fp32 features, which int8's are not near (bf16's are;
+        docs/performance.md, "Numeric precision")."""
+        return None if self.config.precision == "int8" else shipped_calibration(self.config.scorer, chunks)
 
     def rule(self, chunks: int) -> Rule:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
@@ -137,8 +142,8 @@ class Adjudicator:
                 )
             )
         return DetectionResult(
-            scorer=self.config.scorer, mode=self.config.mode, leave_one_out=self.leave_one_out,
-            detector=rule.detector, threshold=rule.threshold, sentences=sentences,
+            scorer=self.config.scorer, precision=self.config.precision, mode=self.config.mode,
+            leave_one_out=self.leave_one_out, detector=rule.detector, threshold=rule.threshold, sentences=sentences,
             answer=answer_summary(sentences, rule.answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
@@ -155,7 +160,7 @@ class Adjudicator:
         if isinstance(given, Calibration):
             calibrations = [given]
         else:
-            shipped = (shipped_calibration(scorer, n) for n in (None, self.config.k))
+            shipped = (self._shipped(n) for n in (None, self.config.k))
             calibrations = [c for c in shipped if c is not None] if given is None else []
         if not calibrations:
             raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "

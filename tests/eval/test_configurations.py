@@ -31,6 +31,7 @@ def test_identical_configurations_agree_and_do_not_differ(exact):
     assert result.sentences == len(exact.table) and result.left_out == {"a": 0, "b": 0}
     assert (result.span["auc_a"] == result.span["auc_b"]).all()
     assert (result.span["diff"] == 0).all() and not result.span["significant"].any()
+    assert (result.answer["diff"] == 0).all() and list(result.answer.index) == list(result.span.index)
     assert {"sentence gap", "drop_max", "LightGBM + baselines"} <= set(result.span.index)
     assert np.allclose(result.agreement[["pearson", "spearman"]], 1.0)
     assert (result.agreement["max_abs_diff"] == 0).all() and "drops (per chunk)" in result.agreement.index
@@ -43,6 +44,7 @@ def test_a_leave_one_out_feature_without_signal_loses_significantly(exact):
     drop = result.span.loc["drop_max"]
     assert drop["auc_a"] > 0.65 and abs(drop["auc_b"] - 0.5) < 0.1
     assert drop["significant"] and drop["lo"] > 0
+    assert result.answer.loc["drop_max", "auc_a"] > result.answer.loc["drop_max", "auc_b"]  # per answer too
     assert result.span.loc["sentence gap", "diff"] == 0  # the no-context view is untouched
     assert abs(result.agreement.loc["drop_max", "pearson"]) < 0.2
     assert result.agreement.loc["gap", "spearman"] == pytest.approx(1.0)

@@ -27,7 +27,7 @@ from groundsense.eval.reports.figures import plt
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = {"docs/results": "results/features", "docs/results/split": "results/split-features"}
 COMPARISONS = ["docs/results/compare-qwen.md", "docs/results/compare-masked.md", "docs/results/compare-qwen-1.5b.md",
-               "docs/results/compare-qwen-0.5b-1.5b.md"]
+               "docs/results/compare-qwen-0.5b-1.5b.md", "docs/results/compare-bf16.md"]
 HEADER_LINES = 4  # title, blank, the command in backticks, blank
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import click
 
 from ..config import DEFAULTS, LEAVE_ONE_OUT, VERIFIER_FIELDS, DetectorConfig
 from ..errors import GroundsenseError
-from ..validate import MAX_K, MODES
+from ..validate import MAX_K, MODES, PRECISIONS
 from ..weights import DEFAULT_SCORER
 
 if TYPE_CHECKING:
@@ -91,6 +91,9 @@ SETTINGS = (
     _Setting("max_answer_tokens", ("--max-answer-tokens",), "Answer tokens scored; sentences past them are unscored.",
              click.IntRange(min=1)),
     _Setting("device", ("--device",), "torch device.", shown="cuda if available, else cpu"),
+    _Setting("precision", ("--precision",), "The scorer's numbers on a CPU: fp32, or the faster, approximate bf16 "
+             "(fast only on a CPU with AVX-512 BF16 or AMX) or int8 (docs/performance.md, \"Numeric precision\").",
+             click.Choice(PRECISIONS)),
     _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
              "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),

@@ -118,9 +118,10 @@ def answers(caches, reference, output, resamples, seed, partial):
 
 def _answers_held(features) -> tuple:
     """What makes two cached sets the same for `eval answers`: benchmark, configuration (token
-    rows aside; old caches' unrecorded leave-one-out is exact) and answers."""
+    rows aside; old caches' unrecorded leave-one-out is exact, their precision fp32) and answers."""
     config = {**{k: v for k, v in features.config.items() if k != "token_rows"},
-              "leave_one_out": features.config.get("leave_one_out", "exact")}
+              "leave_one_out": features.config.get("leave_one_out", "exact"),
+              "precision": features.config.get("precision", "fp32")}
     return features.benchmark, tuple(sorted(config.items())), frozenset(features.rows["case_id"])
 
 
@@ -139,7 +140,8 @@ def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
     from ..eval.reports.scorer_cost import scorer_report
 
     sets = [s for cache in caches for s in load_sets(cache, partial=partial)
-            if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"]
+            if s.benchmark == benchmark and s.config.get("leave_one_out") != "masked"
+            and s.config.get("precision", "fp32") == "fp32"]
     if not sets:
         raise Failure(f"no {benchmark} feature sets under {', '.join(map(str, caches))}: "
                       f"extract some first (groundsense eval extract {benchmark} --scorer NAME --mode MODE)")

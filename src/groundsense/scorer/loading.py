@@ -1,19 +1,23 @@
-"""Loading a scorer's model and tokenizer by name."""
+"""Loading a scorer's model and tokenizer by name, at a numeric precision."""
 
 from __future__ import annotations
+
+import warnings
 
 import torch
 
 from .. import weights
-from ..errors import ScorerUnavailable
+from ..errors import InputError, ScorerUnavailable
+from ..validate import PRECISIONS
 
 
-def load_model(name: str | None, device: torch.device) -> tuple[str, object, object]:
+def load_model(name: str | None, device: torch.device, precision: str = "fp32") -> tuple[str, object, object]:
     """``(display name, model in eval mode on device, tokenizer)`` of a built-in scorer name,
-    a local model directory or a Hugging Face id (None: the embedded default). CPU runs in
-    fp32, CUDA in bf16."""
+    a local model directory or a Hugging Face id (None: the embedded default). CPU runs at
+    ``precision`` (:func:`at_precision`); CUDA in bf16."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    check_precision(precision, device)
     name, source = weights.resolve(name)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     try:
@@ -21,4 +25,42 @@ def load_model(name: str | None, device: torch.device) -> tuple[str, object, obj
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device).eval()
     except (OSError, ValueError) as exc:
         raise ScorerUnavailable(f"cannot load scorer {name!r} from {source}: {exc}") from exc
-    return name, model, tokenizer
+    return name, at_precision(model, precision) if device.type == "cpu" else model, tokenizer
+
+
+def check_precision(precision: str, device: torch.device) -> None:
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "int8" and device.type != "cpu":
+        raise InputError(f"precision int8 runs on a CPU only, not on {device}: pass device cpu")
+
+
+def at_precision(model, precision: str):
+    """``model`` (fp32) at ``precision``, changed in place: itself for ``fp32``; for ``bf16``,
+    its weights and so its activations and KV cache in bfloat16 (fast where the CPU has
+    AVX-512 BF16 or AMX, emulated and slow where not); for ``int8``, its ``nn.Linear`` layers
+    (the decoder's projections and the vocabulary head) replaced by dynamically quantised ones
+    (int8 weights with one scale per tensor, activations quantised per call), the embeddings,
+    norms and attention left in fp32. The scorer turns logits to fp32 before its log-softmax
+    at every precision. torch marks ``torch.ao.quantization`` deprecated in favour of
+    torchao; its warnings are silenced here, the measured path being this one."""
+    if precision == "bf16":
+        return model.to(torch.bfloat16)
+    if precision == "int8":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
+            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    return model
+
+
+def n_parameters(model) -> int:
+    """The model's weights, at any precision: a quantised layer's are not torch parameters,
+    and a vocabulary head tied to the embeddings counts once, as in fp32."""
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    tied = getattr(model.config, "tie_word_embeddings", False) and model.get_output_embeddings()
+    return sum(p.numel() for p in model.parameters()) + sum(
+        m.weight().numel() + (0 if m.bias() is None else m.bias().numel())
+        for m in model.modules() if isinstance(m, DynamicLinear) and m is not tied
+    )

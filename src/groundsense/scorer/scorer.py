@@ -12,7 +12,7 @@ from .condition_caches import ConditionEncoder
 from .conditions import ConditionCaches, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
 from .evidence_cache import EvidenceCache
-from .loading import load_model
+from .loading import load_model, n_parameters
 from .masked import score_masked
 from .passes import ModelPasses
 from .token_scores import TokenScores
@@ -23,9 +23,10 @@ class Scorer(PromptEncoder):
     (:class:`PromptEncoder`) and scores their answers.
 
     ``name`` is a built-in scorer name, a local model directory or a Hugging Face id;
-    ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs in fp32; CUDA in
-    bf16. ``block_size`` bounds the answer positions whose vocabulary distributions are
-    compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
+    ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs at ``precision``:
+    ``fp32``, or the faster, approximate ``bf16`` or ``int8`` (docs/performance.md, "Numeric
+    precision"); CUDA in bf16. ``block_size`` bounds the answer positions whose vocabulary
+    distributions are compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
     evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
     ``batch_conditions`` runs the K+2 conditions over the answer tokens in one forward call
     instead of one call per condition, their caches stacked. By default (None) it does so
@@ -42,25 +43,27 @@ class Scorer(PromptEncoder):
         block_size: int = 64,
         evidence_cache_bytes: int = 512 * 2**20,
         batch_conditions: bool | None = None,
+        precision: str = "fp32",
     ):
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        name, model, tokenizer = load_model(name, device)
-        self._setup(name, model, tokenizer, device, block_size, evidence_cache_bytes, batch_conditions)
+        name, model, tokenizer = load_model(name, device, precision)
+        self._setup(name, model, tokenizer, device, block_size, evidence_cache_bytes, batch_conditions, precision)
 
     @classmethod
     def from_model(cls, model, tokenizer, name: str, **options) -> Scorer:
         """A scorer around a model already in memory (e.g. one built from a config for a
-        speed test). ``tokenizer`` may be None when prompts come pre-encoded."""
+        speed test). ``tokenizer`` may be None when prompts come pre-encoded; ``precision``
+        names the one the model is at (``fp32`` if not given)."""
         scorer = cls.__new__(cls)
         scorer._setup(name, model.eval(), tokenizer, next(model.parameters()).device, **options)
         return scorer
 
     def _setup(
         self, name: str, model, tokenizer, device: torch.device, block_size: int = 64,
-        evidence_cache_bytes: int = 512 * 2**20, batch_conditions: bool | None = None,
+        evidence_cache_bytes: int = 512 * 2**20, batch_conditions: bool | None = None, precision: str = "fp32",
     ) -> None:
         super().__init__(tokenizer)
-        self.name, self.model, self.device = name, model, device
+        self.name, self.model, self.device, self.precision = name, model, device, precision
         self.block_size = block_size
         self.batch_tails = device.type == "cuda" if batch_conditions is None else batch_conditions
         self.batch_steps = True if batch_conditions is None else batch_conditions
@@ -74,7 +77,7 @@ class Scorer(PromptEncoder):
 
     @property
     def n_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+        return n_parameters(self.model)
 
     @torch.inference_mode()
     def score(

@@ -62,24 +62,28 @@ class ExtractionConfig:
         return {
             "scorer": d.scorer, "k": d.k, "mode": d.mode, "max_context_tokens": d.max_context_tokens,
             "max_answer_tokens": d.max_answer_tokens, "leave_one_out": d.leave_one_out if d.mode == "full" else None,
-            "token_rows": self.token_rows,
+            "token_rows": self.token_rows, "precision": d.precision,
         }
 
     @property
     def key(self) -> str:
-        """Folder name: readable scorer, mode (``full-masked`` for masked leave-one-out) and K,
-        plus a hash of :meth:`record`, and ``-tokens`` when token rows are kept. Exact
-        leave-one-out and no token rows, the only kinds before the options existed, stay out
-        of the hash, so that older caches keep their keys."""
+        """Folder name: readable scorer, mode (``full-masked`` for masked leave-one-out, then
+        ``-bf16`` or ``-int8`` for a precision other than fp32) and K, plus a hash of
+        :meth:`record`, and ``-tokens`` when token rows are kept. Exact leave-one-out, no token
+        rows and fp32, the only kinds before the options existed, stay out of the hash, so that
+        older caches keep their keys."""
         fields = self.record()
         masked = fields["leave_one_out"] == "masked"
         if not masked:
             del fields["leave_one_out"]
         if not self.token_rows:
             del fields["token_rows"]
+        if fields["precision"] == "fp32":
+            del fields["precision"]
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
         scorer = re.sub(r"[^A-Za-z0-9._-]+", "_", fields["scorer"])
         mode = "full-masked" if masked else fields["mode"]
+        mode += f"-{fields['precision']}" if "precision" in fields else ""
         return f"{scorer}__{mode}-k{fields['k']}{'-tokens' if self.token_rows else ''}-{digest}"
 
 
@@ -199,9 +203,10 @@ class FeatureSet:
 
     @property
     def full_exact(self) -> bool:
-        """Full mode with exact leave-one-out: the detector's own features (older caches
-        record no leave-one-out kind and are exact)."""
-        return self.config["mode"] == "full" and self.config.get("leave_one_out", "exact") == "exact"
+        """Full mode with exact leave-one-out, in fp32: the detector's own features (older
+        caches record neither and are both)."""
+        return (self.config["mode"] == "full" and self.config.get("leave_one_out", "exact") == "exact"
+                and self.config.get("precision", "fp32") == "fp32")
 
     @property
     def errors(self) -> pd.DataFrame:

@@ -1,11 +1,12 @@
 """Paired comparison of two cached feature sets of one benchmark, e.g. exact against masked
-leave-one-out, or two scorers on the same answers: span AUC of each method under each configuration, the source-level
-paired bootstrap interval of their difference, and how well the features agree.
+leave-one-out, or two scorers on the same answers: span and answer AUC of each method under each configuration, the
+source-level paired bootstrap interval of their difference, and how well the features agree.
 
 Only sentences scored under both configurations count. Both tables get the same seeded
 source-level 60/40 development/test split (the one :func:`metrics.evaluate` draws); trained
 methods are fitted on each configuration's own development rows, and every AUC and
-difference is taken on the shared test rows, resampled by source in pairs. Where either
+difference is taken on the shared test rows, resampled by source in pairs. An answer's score
+is its most suspicious sentence's, its label whether any sentence is unsupported. Where either
 side is a two-pass extraction, only what two passes give is compared: the methods of
 :func:`methods.two_pass_scores` and the no-context features.
 """
@@ -39,6 +40,7 @@ class Comparison:
     answers: int
     left_out: dict[str, int]  # scored sentences of each side without a partner in the other
     span: pd.DataFrame  # per method: auc_a, auc_b, diff (a - b), lo, hi, significant
+    answer: pd.DataFrame  # the same, per answer
     agreement: pd.DataFrame  # per feature: pearson, spearman, max_abs_diff, mean_abs_diff
 
     def report(self) -> str:
@@ -48,6 +50,9 @@ class Comparison:
             f"(left out, scored on one side only: A {self.left_out['a']}, B {self.left_out['b']}).", "",
             "Span-level AUC on the test partition; A - B with a 95% source-level paired bootstrap interval:", "",
             markdown_table(self.span), "",
+            "Answer-level AUC on the test partition (an answer's score: its most suspicious sentence's); "
+            "A - B as above:", "",
+            markdown_table(self.answer), "",
             "Feature agreement over all shared sentences"
             + (" (drops: every chunk's drop, paired):" if DROPS in self.agreement.index else ":"), "",
             markdown_table(self.agreement), "",
@@ -57,6 +62,7 @@ class Comparison:
         """JSON-safe numbers (NaN becomes null)."""
         return json_safe({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
                           "left_out": self.left_out, "span": frame_numbers(self.span),
+                          "answer": frame_numbers(self.answer),
                           "agreement": frame_numbers(self.agreement)})
 
 
@@ -109,16 +115,24 @@ def compare(a: FeatureSet, b: FeatureSet, seed: int = 0, n_resamples: int = 2000
                                        for t in (table_a, table_b))
     if set(test["label"]) != {0, 1}:
         raise ValueError("the shared test partition lacks grounded or unsupported sentences: compare more answers")
-    boot = source_bootstrap(
-        test["label"].to_numpy(),
-        {**{f"{m} [A]": s for m, s in scores_a.items()}, **{f"{m} [B]": s for m, s in scores_b.items()}},
-        test["source_id"].to_numpy(), n_resamples, seed,
-    )
-    span = pd.DataFrame.from_dict(
+    paired = {**{f"{m} [A]": s for m, s in scores_a.items()}, **{f"{m} [B]": s for m, s in scores_b.items()}}
+    span = paired_aucs(test, paired, list(scores_a), n_resamples, seed)
+    answers = pd.DataFrame(paired, index=test.index).assign(**{c: test[c] for c in ("case_id", "source_id", "label")})
+    answers = answers.groupby("case_id", sort=False).agg(
+        {"source_id": "first", "label": "max", **dict.fromkeys(paired, "max")})
+    answer = paired_aucs(answers, {m: answers[m].to_numpy() for m in paired}, list(scores_a), n_resamples, seed)
+    return Comparison(a.key, b.key, len(table_a), int(table_a["case_id"].nunique()), left_out, span, answer,
+                      agreement(table_a, table_b, full))
+
+
+def paired_aucs(rows: pd.DataFrame, paired: dict[str, np.ndarray], methods: list[str], n_resamples: int,
+                seed: int) -> pd.DataFrame:
+    """Per method, the AUC of its ``[A]`` and ``[B]`` scores of ``rows`` (with ``label`` and
+    ``source_id``) and their difference's source-level paired bootstrap interval."""
+    boot = source_bootstrap(rows["label"].to_numpy(), paired, rows["source_id"].to_numpy(), n_resamples, seed)
+    return pd.DataFrame.from_dict(
         {m: {"auc_a": boot.point[f"{m} [A]"], "auc_b": boot.point[f"{m} [B]"],
              **boot.difference(f"{m} [A]", f"{m} [B]")}
-         for m in scores_a},
+         for m in methods},
         orient="index",
     )
-    return Comparison(a.key, b.key, len(table_a), int(table_a["case_id"].nunique()), left_out, span,
-                      agreement(table_a, table_b, full))

@@ -40,6 +40,7 @@ class BenchmarkResult:
     def title(self) -> str:
         c = self.features.config
         mode = c["mode"] + (" (masked leave-one-out)" if c.get("leave_one_out") == "masked" else "")
+        mode += f", {c['precision']}" if c.get("precision", "fp32") != "fp32" else ""
         return f"{self.features.benchmark} — {c['scorer']}, {mode}, K={c['k']} ({self.features.key})"
 
 
