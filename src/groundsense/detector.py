@@ -62,9 +62,8 @@ class Detector(Detection):
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
         )
-        k = config.k
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device, precision=precision)
-        self.k, self.mode = k, mode
+        self.k, self.mode = config.k, mode
         self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
@@ -73,7 +72,7 @@ class Detector(Detection):
         self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
         self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
         self.leave_one_out = self.adjudicator.leave_one_out  # None in two-pass mode
-        self._siblings: dict[tuple[int, str], Detector] = {(k, mode): self}
+        self._siblings: dict[tuple[int, str], Detector] = {(self.k, mode): self}
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
