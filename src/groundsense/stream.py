@@ -7,10 +7,12 @@ grows with the answer, and a finished sentence costs only its own tokens under e
 condition. The final result equals :meth:`Detector.detect` on the whole answer with the same
 sentence spans (the stream's own segmentation, frozen sentence by sentence).
 
-A token is scored once it can no longer change: the answer is re-tokenised as it grows, and
-the tokens that end before its last run of whitespace are final (byte-level BPE tokenizers,
-the scorers' kind, never merge across whitespace). A sentence is judged once the next one
-has begun and its tokens are final.
+A token is scored once it can no longer change: the tokens that end before the answer's last
+run of whitespace are final (:class:`~groundsense.stream_tokens.FinalTokens`, which tokenises
+only the answer's unfinished tail). A sentence is judged once the next one has begun and its
+tokens are final. Final tokens are scored as soon as the text reaches a sentence's end mark
+(so that the sentence's verdict waits on its last word only), when a sentence ends, and
+whenever ``score_every`` of them are waiting.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,21 +30,16 @@ from .features import assign_tokens, sentence_features
 from .prompt import PromptLayout
 from .result import DetectionResult, SentenceResult, TokenRows
 from .scorer import EncodedAnswer, EncodedPrompt
+from .stream_tokens import FinalTokens
 from .text import Span, is_blank, segment_sentences
 from .validate import check_evidence, check_text
 
 if TYPE_CHECKING:  # a stream runs on a detector, which makes streams (Detector.stream)
     from .detector import Detector
 
-_TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
-
-
-class _Tokens(NamedTuple):
-    ids: list[int]  # the answer's tokens as it reads now
-    offsets: np.ndarray  # [n, 2] character spans in the answer
-    final: int  # how many of them can no longer change
-    boundary: int  # the answer position up to which every token is final
-    complete: bool  # the answer is finished
+# The text may have just finished a sentence: an end mark (closing quotes or brackets after it),
+# or a line break, then only whitespace.
+_MAY_END = re.compile(r"(?:[.!?…][\"')\]”’]*|[\n\r\v\f\x85\u2028\u2029])\s*\Z")
 
 
 class DetectionStream:
@@ -63,7 +60,7 @@ class DetectionStream:
         self.detector, scorer, self.score_every = detector, detector.scorer, score_every
         self.evidence = build_evidence(scorer, context, passages, detector.k, detector.max_context_tokens)
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
-        self._lead = layout.answer_lead
+        self._tokens = FinalTokens(scorer.tokenizer, layout.answer_lead)
         self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
             scorer.encode_prefix(layout.prefix),
             [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
@@ -86,10 +83,13 @@ class DetectionStream:
         if self.closed:
             raise InputError("this stream is closed: start a new one for another answer")
         self.text += check_text(delta, "delta")
-        tokens = self._final_tokens(final=False)
-        ended = [s for s in self._pending_sentences()[:-1] if s.end <= tokens.boundary]
-        if ended or tokens.final - len(self._ids) >= self.score_every:
-            self._score(tokens)
+        became_final = self._tokens.advance(self.text)
+        # A sentence ends once the next has begun and its tokens are final: without a newly final
+        # token there is nothing to segment again.
+        ended = [s for s in self._pending_sentences()[:-1] if s.end <= self._tokens.boundary] if became_final else []
+        waiting = len(self._tokens.ids) - len(self._ids)
+        if ended or waiting >= self.score_every or (waiting and _MAY_END.search(self.text)):
+            self._score()
         return self._judge(ended).sentences[-len(ended):] if ended else []
 
     def close(self) -> DetectionResult:
@@ -99,7 +99,8 @@ class DetectionStream:
         if is_blank(self.text):
             raise InputError("the answer is empty: feed the answer text before closing the stream")
         self.closed = True
-        self._score(self._final_tokens(final=True))
+        self._tokens.advance(self.text, complete=True)
+        self._score()
         result = self._judge(self._pending_sentences())
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
@@ -119,34 +120,18 @@ class DetectionStream:
         """:meth:`close` in a worker thread, for an event loop."""
         return await asyncio.to_thread(self.close)
 
-    def _final_tokens(self, final: bool) -> _Tokens:
-        """The answer's tokens now, and how many of them can no longer change."""
-        text = self._lead + self.text
-        enc = self.detector.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        spans = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
-        trailing = _TRAILING.search(text)
-        boundary = len(text) if final else (trailing.start() if trailing else 0)
-        n_final = len(enc.input_ids) if final else int(np.searchsorted(spans[:, 1], boundary, side="right"))
-        if enc.input_ids[: len(self._ids)] != self._ids:
-            raise RuntimeError("the scorer's tokenizer re-split text it had already produced; "
-                               "this scorer cannot stream")
-        return _Tokens(enc.input_ids, np.clip(spans - len(self._lead), 0, None), n_final,
-                       max(0, boundary - len(self._lead)), final)
-
-    def _score(self, tokens: _Tokens) -> None:
+    def _score(self) -> None:
         """Score the final tokens not scored yet, up to the answer cap."""
-        cap = self.detector.max_answer_tokens
-        new = tokens.ids[len(self._ids) : min(tokens.final, cap)]
+        cap, final = self.detector.max_answer_tokens, self._tokens.ids
+        new = final[len(self._ids) : cap]
         if new:
             scores = self.detector.scorer.score_next(self._conditions, new)
             self._logp.append(scores.logp)
             self._jsd.append(scores.jsd)
             self._ids += new
-            self._offsets = tokens.offsets[: len(self._ids)]
-        if tokens.complete:
-            self._cut = max(0, len(tokens.ids) - cap)
-        elif tokens.final > cap:
-            self._cut = tokens.final - cap
+            self._offsets = self._tokens.offsets[: len(self._ids)]
+        if self._tokens.complete or len(final) > cap:
+            self._cut = max(0, len(final) - cap)
 
     def _pending_sentences(self) -> list[Span]:
         """The sentences of the text after the judged ones, by the built-in segmenter."""
