@@ -4,11 +4,13 @@
   strings, whatever the Unicode (emoji, combining marks, CRLF, NUL, zero-width characters).
 - ``check_row`` answers any JSON-like value with a request or an ``InputError``, nothing else.
 - A stream fed any split of an answer ends equal to ``detect`` with the same spans (within 1e-4):
-  on the tiny random model in the fast tier, on the real default scorer in the slow one.
+  on the tiny random model in the fast tier, on the real default scorer in the slow one. Its
+  final tokens, tokenised piece by piece, are always the start of the whole text's tokens.
 """
 
 from itertools import pairwise
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from test_stream import assert_same
 from groundsense import Detector
 from groundsense.errors import InputError
 from groundsense.evidence import build_evidence
+from groundsense.stream_tokens import FinalTokens
 from groundsense.text import _NEWLINES, chunk_context, invisible, is_blank, join_passages, segment_sentences
 from groundsense.validate import FIELDS, MAX_K, MODES, check_delta, check_row, check_stream_head, echo_id
 
@@ -232,6 +235,23 @@ def assert_stream_equals_detect(detector, answer, pieces, score_every, evidence)
         if sentence.support:
             support = sentence.support
             assert stream.evidence.context[support.start : support.end] == support.text
+
+
+@given(split_answers(), st.sampled_from(["", " ", "\n"]))
+@example(("One.\r\nTwo 😀 three.", ["One.\r", "\nTwo 😀", " three."]), " ")
+def test_final_tokens_fed_piece_by_piece_are_the_whole_texts(tiny_scorer, split, lead):
+    answer, pieces = split
+    tokens, so_far = FinalTokens(tiny_scorer.tokenizer, lead), ""
+    for piece in pieces:
+        so_far += piece
+        tokens.advance(so_far)
+        whole = tiny_scorer.tokenizer(lead + so_far, add_special_tokens=False).input_ids
+        assert tokens.ids == whole[: len(tokens.ids)]
+        assert all(end <= tokens.boundary for _, end in tokens.offsets)  # every final token ends by the boundary
+    tokens.advance(answer, complete=True)
+    assert tokens.complete and tokens.ids == tiny_scorer.tokenizer(lead + answer, add_special_tokens=False).input_ids
+    expected = tiny_scorer.token_offsets(lead + answer) - len(lead)
+    assert np.array_equal(tokens.offsets, np.clip(expected, 0, None))
 
 
 evidence_forms = st.sampled_from([{"passages": PASSAGES}, {"context": " ".join(PASSAGES)}])

@@ -7,10 +7,12 @@ grows with the answer, and a finished sentence costs only its own tokens under e
 condition. The final result equals :meth:`Detector.detect` on the whole answer with the same
 sentence spans (the stream's own segmentation, frozen sentence by sentence).
 
-A token is scored once it can no longer change: the answer is re-tokenised as it grows, and
-the tokens that end before its last run of whitespace are final (byte-level BPE tokenizers,
-the scorers' kind, never merge across whitespace). A sentence is judged once the next one
-has begun and its tokens are final.
+A token is scored once it can no longer change: the tokens that end before the answer's last
+run of whitespace are final (:class:`~groundsense.stream_tokens.FinalTokens`, which tokenises
+only the answer's unfinished tail). A sentence is judged once the next one has begun and its
+tokens are final. Final tokens are scored as soon as the text reaches a sentence's end mark
+(so that the sentence's verdict waits on its last word only), when a sentence ends, and
+whenever ``score_every`` of them are waiting.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -27,19 +28,14 @@ from .evidence import build_evidence
 from .prompt import PromptLayout
 from .result import DetectionResult, SentenceResult
 from .scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
+from .stream_tokens import FinalTokens
 from .text import Span, is_blank, segment_sentences
 from .validate import check_evidence, check_text
 from .verdicts import Adjudicator
 
-_TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
-
-
-class _Tokens(NamedTuple):
-    ids: list[int]  # the answer's tokens as it reads now
-    offsets: np.ndarray  # [n, 2] character spans in the answer
-    final: int  # how many of them can no longer change
-    boundary: int  # the answer position up to which every token is final
-    complete: bool  # the answer is finished
+# The text may have just finished a sentence: an end mark (closing quotes or brackets after it),
+# or a line break, then only whitespace.
+_MAY_END = re.compile(r"(?:[.!?…][\"')\]”’]*|[\n\r\v\f\x85\u2028\u2029])\s*\Z")
 
 
 class DetectionStream:
@@ -63,7 +59,7 @@ class DetectionStream:
         self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
         self._cap = config.max_answer_tokens
         layout = PromptLayout.for_tokenizer(scorer.tokenizer, question or "")
-        self._lead = layout.answer_lead
+        self._tokens = FinalTokens(scorer.tokenizer, layout.answer_lead)
         self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
             scorer.encode_prefix(layout.prefix),
             [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
@@ -86,10 +82,13 @@ class DetectionStream:
         if self.closed:
             raise InputError("this stream is closed: start a new one for another answer")
         self.text += check_text(delta, "delta")
-        tokens = self._final_tokens(final=False)
-        ended = [s for s in self._pending_sentences()[:-1] if s.end <= tokens.boundary]
-        if ended or tokens.final - len(self._ids) >= self.score_every:
-            self._score(tokens)
+        became_final = self._tokens.advance(self.text)
+        # A sentence ends once the next has begun and its tokens are final: without a newly final
+        # token there is nothing to segment again.
+        ended = [s for s in self._pending_sentences()[:-1] if s.end <= self._tokens.boundary] if became_final else []
+        waiting = len(self._tokens.ids) - len(self._ids)
+        if ended or waiting >= self.score_every or (waiting and _MAY_END.search(self.text)):
+            self._score()
         return self._judge(ended).sentences[-len(ended):] if ended else []
 
     def close(self) -> DetectionResult:
@@ -99,7 +98,8 @@ class DetectionStream:
         if is_blank(self.text):
             raise InputError("the answer is empty: feed the answer text before closing the stream")
         self.closed = True
-        self._score(self._final_tokens(final=True))
+        self._tokens.advance(self.text, complete=True)
+        self._score()
         result = self._judge(self._pending_sentences(), final=True)
         if not result.sentences:
             raise InputError("the answer has no sentence to score")
@@ -118,34 +118,18 @@ class DetectionStream:
         """:meth:`close` in a worker thread, for an event loop."""
         return await asyncio.to_thread(self.close)
 
-    def _final_tokens(self, final: bool) -> _Tokens:
-        """The answer's tokens now, and how many of them can no longer change."""
-        text = self._lead + self.text
-        enc = self.scorer.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        spans = np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
-        trailing = _TRAILING.search(text)
-        boundary = len(text) if final else (trailing.start() if trailing else 0)
-        n_final = len(enc.input_ids) if final else int(np.searchsorted(spans[:, 1], boundary, side="right"))
-        if enc.input_ids[: len(self._ids)] != self._ids:
-            raise RuntimeError("the scorer's tokenizer re-split text it had already produced; "
-                               "this scorer cannot stream")
-        return _Tokens(enc.input_ids, np.clip(spans - len(self._lead), 0, None), n_final,
-                       max(0, boundary - len(self._lead)), final)
-
-    def _score(self, tokens: _Tokens) -> None:
+    def _score(self) -> None:
         """Score the final tokens not scored yet, up to the answer cap."""
-        cap = self._cap
-        new = tokens.ids[len(self._ids) : min(tokens.final, cap)]
+        cap, final = self._cap, self._tokens.ids
+        new = final[len(self._ids) : cap]
         if new:
             scores = self.scorer.score_next(self._conditions, new)
             self._logp.append(scores.logp)
             self._jsd.append(scores.jsd)
             self._ids += new
-            self._offsets = tokens.offsets[: len(self._ids)]
-        if tokens.complete:
-            self._cut = max(0, len(tokens.ids) - cap)
-        elif tokens.final > cap:
-            self._cut = tokens.final - cap
+            self._offsets = self._tokens.offsets[: len(self._ids)]
+        if self._tokens.complete or len(final) > cap:
+            self._cut = max(0, len(final) - cap)
 
     def _pending_sentences(self) -> list[Span]:
         """The sentences of the text after the judged ones, by the built-in segmenter."""
