@@ -58,7 +58,7 @@ class Answer:
 def answer(detector: Detector, case) -> Answer:
     evidence = {"passages": case.passages} if case.passages is not None else {"context": case.context}
     deltas = token_deltas(detector, case.answer)
-    ends = [len(text) for text in accumulate(deltas)]
+    ends = list(accumulate(map(len, deltas)))
     return Answer({"id": str(case.id), "question": case.question, **evidence}, case.answer, deltas, ends)
 
 
