@@ -3,7 +3,9 @@ with ``/v1/detect``, the errors, and verdicts written while the request is still
 
 import json
 import socket
+import threading
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -101,3 +103,71 @@ def test_a_verdict_arrives_while_the_answer_is_still_being_sent(live_server):
             assert data, f"the connection closed before the result: {received!r}"
             received += data
     assert received.startswith(b"HTTP/1.1 200")
+
+
+END = b"\r\n0\r\n\r\n"  # a chunked body's last chunk
+
+
+def _events(received: bytes) -> list[dict]:
+    """The NDJSON events of a raw chunked HTTP response."""
+    body, events = received.split(b"\r\n\r\n", 1)[1], b""
+    while (size := int(body.split(b"\r\n", 1)[0], 16)) > 0:
+        data_start = body.index(b"\r\n") + 2
+        events, body = events + body[data_start : data_start + size], body[data_start + size + 2 :]
+    return [json.loads(line) for line in events.splitlines() if line.strip()]
+
+
+def _read_until(sock: socket.socket, marker: bytes, received: bytes = b"") -> bytes:
+    while marker not in received:
+        data = sock.recv(65536)
+        assert data, f"the connection closed before {marker!r}: {received!r}"
+        received += data
+    return received
+
+
+def _open(port: int, *lines) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=600)
+    sock.sendall(b"POST /v1/detect/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(ndjson(*lines)))
+    return sock
+
+
+def test_two_concurrent_streams_both_equal_detect(live_server):
+    """Stream A is admitted and has its first verdict; stream B then opens and sends its whole
+    answer in one delta (fed in pieces) while A sends the rest of its answer word by word.
+    Both end with a result equal to /v1/detect: the server's queue holds one job, but the
+    steps of admitted streams are never refused."""
+    other = load_example("clinical-summary")
+    heads = {"a": HEAD, "b": {"id": "s2", "question": other["question"], "context": other["context"]}}
+    answers = {"a": EXAMPLE["answer"], "b": other["answer"]}
+    cut = answers["a"].index(" Its main span") + len(" Its")
+    received = {}
+    with _open(live_server.port, heads["a"], {"delta": answers["a"][:cut]}) as a:
+        received["a"] = _read_until(a, b'"event": "sentence"')
+        with _open(live_server.port, heads["b"], {"delta": answers["b"]}) as b:
+            received["b"] = _read_until(b, b"\r\n\r\n")  # B is admitted (its open ran) before A goes on
+
+            def rest_of_a():
+                for word in words(answers["a"][cut:]):
+                    a.sendall(_chunk(ndjson({"delta": word})))
+                a.sendall(b"0\r\n\r\n")
+                received["a"] = _read_until(a, END, received["a"])
+
+            sender = threading.Thread(target=rest_of_a)
+            sender.start()
+            b.sendall(b"0\r\n\r\n")
+            received["b"] = _read_until(b, END, received["b"])
+            sender.join(600)
+            assert not sender.is_alive()
+    for name in ("a", "b"):
+        assert received[name].startswith(b"HTTP/1.1 200")
+        events = _events(received[name])
+        assert [e["event"] for e in events] == ["sentence"] * (len(events) - 1) + ["result"]
+        result = events[-1]["result"]
+        assert result["id"] == heads[name]["id"]
+        spans = [[s["start"], s["end"]] for s in result["sentences"]]
+        whole = httpx.post(live_server.url + "/v1/detect", timeout=300,
+                           json={**heads[name], "answer": answers[name], "sentences": spans}).json()
+        assert [s["flagged"] for s in result["sentences"]] == [s["flagged"] for s in whole["sentences"]]
+        assert [s["score"] for s in result["sentences"]] == pytest.approx(
+            [s["score"] for s in whole["sentences"]], abs=1e-4)

@@ -12,8 +12,11 @@ scorer not ready, 413 body too large). Once the response has begun, a failure en
 ``{"event": "error", "status": ..., "error": "..."}`` and no result: a stream that ends
 without a ``result`` event was not judged (fail closed). Every scoring step (opening the
 stream, which encodes the evidence; each delta; the close) is a job on the same scorer queue
-as ``/v1/detect`` with the same timeout; a step of an admitted stream waits for a queue slot
-instead of being refused.
+as ``/v1/detect`` with the same timeout. Opening is new work, refused with 429 when the queue
+is full; the later steps of an admitted stream are never refused and run before new work
+(:mod:`.worker`). A long delta is fed in pieces of at most :data:`STEP_CHARS` characters, one
+job each, so that one stream's burst of text holds the scorer no longer than an ordinary
+step before the other streams' steps get their turn.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from .settings import ServiceSettings
 from .worker import QueueFull, ScoringWorker
 
 log = logging.getLogger(__name__)
+
+STEP_CHARS = 64  # answer characters per scoring step: about the stream's 16 tokens between scorings
 
 
 class StepFailed(Exception):
@@ -81,10 +86,10 @@ class StreamSteps:
         self.worker, self.settings = worker, settings
 
     async def run(self, job: Callable[[Any], Any], admitted: bool) -> Any:
-        """``job(state)`` on the worker. Not yet ``admitted``: a full queue is a 429 at once;
-        admitted: wait for a slot within the timeout."""
+        """``job(state)`` on the worker. Not yet ``admitted``: new work, a 429 at once when the
+        queue is full; admitted: a step of the stream."""
         try:
-            return await self.worker.run(job, self.settings.timeout_s, wait_for_slot=admitted)
+            return await self.worker.run(job, self.settings.timeout_s, step=admitted)
         except QueueFull:
             raise StepFailed(429, "the scorer is busy: too many requests are waiting") from None
         except asyncio.TimeoutError:
@@ -121,9 +126,11 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
     try:
         async for line in lines:
             delta = check_delta(line)
-            # delta bound per step: the job runs on the worker's thread, not in this loop
-            for sentence in await steps.run(lambda _state, delta=delta: stream.feed(delta), admitted=True):
-                yield event("sentence", sentence=sentence.to_dict())
+            for start in range(0, len(delta), STEP_CHARS):
+                piece = delta[start : start + STEP_CHARS]
+                # piece bound per step: the job runs on the worker's thread, not in this loop
+                for sentence in await steps.run(lambda _state, piece=piece: stream.feed(piece), admitted=True):
+                    yield event("sentence", sentence=sentence.to_dict())
         result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
         record.note(result)  # the request's outcome, for the metrics and the request log
         record.texts.append({"question": question, "answer": stream.text})

@@ -1,22 +1,31 @@
 """One thread owns the model; requests reach it through a bounded queue.
 
 A model is not safe to call from many threads at once, and a CPU has no spare capacity
-for a second copy, so the service scores one request at a time and refuses new ones with
-429 when the queue is full rather than letting latency grow without bound.
+for a second copy, so the service scores one job at a time and refuses new work with 429
+when the queue is full rather than letting latency grow without bound.
+
+Two kinds of job wait: new work (a whole request, or the opening of a stream) and the
+steps of streams already admitted (each delta, the close). A stream has at most one step
+waiting, so steps are never refused, and they run before new work: a verdict due to a
+reader does not wait behind another request's evidence encoding. New work that has waited
+:data:`PATIENCE_S` runs next all the same, so that busy streams cannot starve it. Steps
+run in the order they came, which interleaves concurrent streams step by step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+PATIENCE_S = 1.0  # new work waits at most this long behind stream steps (plus the job running)
 
 
 class QueueFull(Exception):
@@ -26,7 +35,11 @@ class QueueFull(Exception):
 class ScoringWorker:
     def __init__(self, load: Callable[[], Any], queue_size: int):
         self._load = load
-        self._jobs: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.queue_size = queue_size
+        self._new: deque[tuple[float, Callable, Future]] = deque()  # (queued at, job, future), oldest first
+        self._steps: deque[tuple[float, Callable, Future]] = deque()
+        self._changed = threading.Condition()
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="groundsense-scorer", daemon=True)
         self.ready = threading.Event()
         self.load_error: BaseException | None = None
@@ -39,14 +52,13 @@ class ScoringWorker:
     def stop(self, timeout: float = 120.0) -> None:
         """Cancel the queued jobs, let the running one finish, and end the thread (a
         process must not exit while the model is mid-computation on it)."""
-        while True:
-            try:
-                item = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                item[1].cancel()
-        self._jobs.put(None)
+        with self._changed:
+            for _, _, future in (*self._new, *self._steps):
+                future.cancel()
+            self._new.clear()
+            self._steps.clear()
+            self._stopping = True
+            self._changed.notify()
         self._thread.join(timeout)
 
     def unavailable(self) -> str | None:
@@ -59,32 +71,39 @@ class ScoringWorker:
 
     @property
     def pending(self) -> int:
-        return self._jobs.qsize()
+        """Jobs waiting, of both kinds."""
+        return len(self._new) + len(self._steps)
 
-    def submit(self, job: Callable[[Any], Any]) -> Future:
-        """Queue ``job(state)``; raises :class:`QueueFull` instead of waiting."""
+    def submit(self, job: Callable[[Any], Any], step: bool = False) -> Future:
+        """Queue ``job(state)``: as new work, or raise :class:`QueueFull` when ``queue_size``
+        jobs wait already; as a ``step`` of an admitted stream, always."""
         future: Future = Future()
-        try:
-            self._jobs.put_nowait((job, future))
-        except queue.Full:
-            raise QueueFull from None
+        with self._changed:
+            if not step and self.pending >= self.queue_size:
+                raise QueueFull
+            (self._steps if step else self._new).append((time.monotonic(), job, future))
+            self._changed.notify()
         return future
 
-    async def run(self, job: Callable[[Any], Any], timeout_s: float, wait_for_slot: bool = False) -> Any:
-        """``job(state)``'s result, within ``timeout_s`` (queueing included). A full queue
-        raises :class:`QueueFull` at once or, ``wait_for_slot``, when no slot frees in time;
-        running out of time raises :class:`asyncio.TimeoutError` and cancels a queued job (a
-        running one stops only where the job checks a stop flag)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                future = self.submit(job)
-                break
-            except QueueFull:
-                if not wait_for_slot or time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.05)
-        return await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
+    async def run(self, job: Callable[[Any], Any], timeout_s: float, step: bool = False) -> Any:
+        """``job(state)``'s result, within ``timeout_s`` (queueing included); new work (not a
+        ``step``) raises :class:`QueueFull` at once when the queue is full. Running out of time
+        raises :class:`asyncio.TimeoutError` and cancels a queued job (a running one stops only
+        where the job checks a stop flag)."""
+        future = self.submit(job, step)
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout=timeout_s)
+
+    def _next(self) -> tuple[Callable, Future] | None:
+        """The job to run next (None: stop): a step, unless new work has waited its patience
+        or no step waits."""
+        with self._changed:
+            while not (self._new or self._steps or self._stopping):
+                self._changed.wait()
+            if self._stopping:
+                return None
+            overdue = self._new and time.monotonic() - self._new[0][0] >= PATIENCE_S
+            _, job, future = (self._new if overdue or not self._steps else self._steps).popleft()
+            return job, future
 
     def _run(self) -> None:
         try:
@@ -93,7 +112,7 @@ class ScoringWorker:
         except BaseException as exc:  # reported by /readyz and every request
             log.exception("the scorer failed to load")
             self.load_error = exc
-        while (item := self._jobs.get()) is not None:
+        while (item := self._next()) is not None:
             job, future = item
             if not future.set_running_or_notify_cancel():
                 continue  # the request timed out while queued
