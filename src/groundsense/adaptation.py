@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .calibration import DETECTORS, LEVELS, STANDARDISED, Calibration, complete_rows, logistic_input, standardisation
+from .calibration import LEVELS, SCORE_RULES, STANDARDISED, Calibration, complete_rows, logistic_input, standardisation
 from .errors import InputError
 from .features import FEATURES, SIGNED
 
@@ -121,7 +121,7 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
             if weights:  # a fitted file: its logistic features are standardised on the domain too
                 weights["stats"] = {name: [float(np.mean(values)), float(np.std(values) or 1.0)] for name in
                                     weights["coefficients"] for values in [logistic_input(served, name)]}
-    for detector in DETECTORS:
+    for detector in SCORE_RULES:
         rows = _served(base, domain, detector)
         fitted = base.thresholds.get(detector)
         if fitted is None:
@@ -163,7 +163,7 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
 def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
     """The share of the domain's judged sentences that ``calibration`` flags."""
     flagged = judged = 0
-    for detector in DETECTORS:
+    for detector in SCORE_RULES:
         rows = _served(calibration, domain, detector)
         if not rows.any() or detector not in calibration.thresholds:
             continue

@@ -40,7 +40,9 @@ STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 # computes, n_tokens on a log scale, and of the signed features the two that are not a
 # linear combination of the others (``gap_rest`` is ``gap - drop_max``).
 LOGISTIC_FEATURES = (*GROUNDING, "surprisal", "log_n_tokens", "drop_min", "neg_drop_mass")
-DETECTORS = ("sensitivity", "gap")
+# The two score rules a calibration fits. Results name the one that judged as ``"detector"``
+# (a field kept under that name so that stored results still read; docs/output.md).
+SCORE_RULES = ("sensitivity", "gap")
 LEVELS = ("sentence", "answer")
 
 
@@ -227,7 +229,7 @@ def fit_calibration(
     calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}),
                               weights=dict(weights or {}))
     rule, quality = {}, {}
-    for detector in DETECTORS:
+    for detector in SCORE_RULES:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
         if labels is None:
             threshold = calibration.thresholds[detector] = float(np.quantile(scores, 1 - flag_rate))

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from groundsense.errors import InputError
 from groundsense.eval.data.locations import reference_dir
 from groundsense.eval.statistics.gasp_analysis import reproduce_analysis
 
@@ -42,6 +43,13 @@ def published_rows():
     return rows
 
 
+try:
+    PUBLISHED = published_rows()
+except InputError as absent:  # collected without the reference features: skip, saying where they were sought
+    PUBLISHED = {}
+    pytestmark = pytest.mark.skip(reason=str(absent))
+
+
 @pytest.fixture(scope="module")
 def reproduced():
     """The whole analysis re-run: 135 LightGBM fits and 31,000 bootstrap AUCs (``slow``)."""
@@ -49,14 +57,13 @@ def reproduced():
 
 
 def test_parser_found_every_published_line():
-    rows = published_rows()
-    assert len(rows) == 2 * 13 + 3 + 4
+    assert len(PUBLISHED) == 2 * 13 + 3 + 4
 
 
 @pytest.mark.slow  # re-runs the published analysis
-@pytest.mark.parametrize("key", sorted(published_rows()), ids=lambda k: f"{k[0]}/{k[1]}")
+@pytest.mark.parametrize("key", sorted(PUBLISHED), ids=lambda k: f"{k[0]}/{k[1]}")
 def test_published_number_reproduced_to_three_decimals(reproduced, key):
-    expected = published_rows()[key]
+    expected = PUBLISHED[key]
     row = reproduced.loc[key]
     got = [row["value"], row["lo"], row["hi"], row["p"]][: len(expected)] if len(expected) > 1 else [row["value"]]
     assert [round(v, 3) for v in got] == list(expected)

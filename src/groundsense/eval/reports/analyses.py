@@ -13,7 +13,7 @@ import pandas as pd
 from ..caches.attribution import attribution_summary
 from ..caches.verifier_scores import load_verifier_cache
 from ..statistics.benchmark_result import BenchmarkResult
-from ..statistics.compare import DETECTORS, VerifierComparison, compare_verifier, flagging_table, table7, table8
+from ..statistics.compare import REFERENCE_COLUMNS, VerifierComparison, compare_verifier, flagging_table, table7, table8
 from ..statistics.escalation import cascade_table
 from ..statistics.frontier import frontier_table
 from ..statistics.signed import CANDIDATE, KIND_MIN_AUC, kind_separation
@@ -94,7 +94,7 @@ def verifier_section(
         {"table7": frame_numbers(t7), "table8": frame_numbers(t8), "flagging": frame_numbers(flags), "cascade": {}},
     )
     for c in comparisons:
-        for detector in DETECTORS:
+        for detector in REFERENCE_COLUMNS:
             table = cascade_table(c, detector, result.cost, seed=seed, n_resamples=n_resamples)
             path = figures.cascade_curve(table, folder / f"{name}-cascade-{c.name}-{detector.replace(' ', '-')}.png")
             section.lines += [f"### Cascade: {detector} → {c.name}", "",

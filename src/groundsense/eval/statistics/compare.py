@@ -30,7 +30,7 @@ from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import logistic_scores, method_scores
 from .metrics import flagging_report
 
-DETECTORS = ("sentence gap", "LightGBM + baselines")  # Table 7's reference columns
+REFERENCE_COLUMNS = ("sentence gap", "LightGBM + baselines")  # Table 7's reference columns
 ALONE, WITH_GROUNDING, WITH_BASELINES = "verifier alone", "verifier + grounding", "verifier + perplexity, length"
 
 
@@ -53,7 +53,7 @@ class VerifierComparison:
     def table7_row(self) -> dict[str, object]:
         row: dict[str, object] = {"n": self.n_test, **_interval_cells(self.span, self.name, "verifier")}
         beaten = []
-        for detector in DETECTORS:
+        for detector in REFERENCE_COLUMNS:
             row.update(_interval_cells(self.span, detector, detector))
             diff = self.span.difference(self.name, detector)
             row.update({f"Δ vs {detector}": diff["diff"], f"Δ vs {detector} lo": diff["lo"],
@@ -90,7 +90,8 @@ def compare_verifier(
     y, groups = vtest["label"].to_numpy(), vtest["source_id"].to_numpy()
     detectors = method_scores(dev, vtest, seed)
     verifier = vtest["verifier"].to_numpy(dtype=float)
-    span = source_bootstrap(y, {name: verifier, **{d: detectors[d] for d in DETECTORS}}, groups, n_resamples, seed)
+    columns = {name: verifier, **{d: detectors[d] for d in REFERENCE_COLUMNS}}
+    span = source_bootstrap(y, columns, groups, n_resamples, seed)
     classifiers = {
         ALONE: ["verifier"],
         WITH_GROUNDING: ["verifier", *GROUNDING],
@@ -99,7 +100,7 @@ def compare_verifier(
     complementarity = source_bootstrap(
         y, {k: logistic_scores(vdev, vtest, f) for k, f in classifiers.items()}, groups, n_resamples, seed
     )
-    spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in DETECTORS}
+    spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in REFERENCE_COLUMNS}
     kind = rows.attrs.get("config", {}).get("verifier")
     is_probability = kind in KINDS and verifier_class(kind).scores_are_probabilities  # Brier applies to these
     return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
