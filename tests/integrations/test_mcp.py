@@ -57,10 +57,12 @@ def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub
 
 
 @pytest.mark.slow
-def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline, monkeypatch):
+def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integration, example, offline, monkeypatch,
+                                                                        validator_calls):
     """The call scores in a worker thread: while it waits there for the detection lock (held
     here), a listing asked for after it is answered, so the server's event loop is not blocked.
-    Were it blocked, the timer frees the lock after 60 s and the order comes out wrong."""
+    Were it blocked, the timer frees the lock after 60 s and the order comes out wrong. The
+    call's request is checked once."""
     import threading
 
     from groundsense.integrations import common
@@ -72,6 +74,7 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
         async with session(integration.create_server()) as client:
             refused = await client.call_tool(TOOL, {"answer": " ", "context": "Evidence."})
             assert refused.is_error  # and the same server goes on to score the next call
+            validator_calls.clear()
 
             async def check():
                 answered.append(("call", await client.call_tool(TOOL, example)))
@@ -97,6 +100,7 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
     text = result.content[0].text
     assert text.startswith("Verdict: NOT SUPPORTED") and f'- [2] "{INVENTED}"' in text
     assert offline == []
+    assert (validator_calls["check_row"], validator_calls["check_inputs"]) == (1, 1)
 
 
 @pytest.mark.slow  # the subprocess loads the scorer in the background

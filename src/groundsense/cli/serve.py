@@ -16,6 +16,9 @@ from .common import CONTEXT_SETTINGS, detector_options
 @click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
 @click.option("--queue-size", type=click.IntRange(min=1), default=None,
               help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
+@click.option("--max-streams", type=click.IntRange(min=1), default=None,
+              help="Streams open at once before 429; each holds its evidence's caches in memory "
+                   "[env GROUNDSENSE_MAX_STREAMS; 4].")
 @click.option("--timeout", "timeout_s", type=float, default=None,
               help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
 @click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")

@@ -32,6 +32,7 @@ from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection, check_detection
 from ..errors import GroundsenseError, InputError
 from ..result import DetectionResult, SentenceResult, support_score
+from ..validate import CheckedRow
 from ..verifiers import check_verifier, make_detection
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
@@ -169,10 +170,14 @@ class GroundingReport:
         return "\n".join(lines)
 
 
-def detect(arguments: Mapping[str, Any], detector: Detection | None = None) -> DetectionResult:
-    """The one ``detect`` call, on its keyword ``arguments``, one at a time per process."""
+def detect(arguments: Mapping[str, Any] | CheckedRow, detector: Detection | None = None) -> DetectionResult:
+    """The one ``detect`` call, one at a time per process, on its keyword ``arguments`` or on a
+    request row :func:`~groundsense.validate.check_row` already checked (not checked again)."""
     with _LOCK:  # also makes two threads' first call load the default detector once
-        return resolve_detector(detector).detect(**arguments)
+        detection = resolve_detector(detector)
+        if isinstance(arguments, CheckedRow):
+            return detection.detect_checked(arguments)
+        return detection.detect(**arguments)
 
 
 def check(answer: str, sources: Any, question: str | None = "", detector: Detection | None = None) -> GroundingReport:

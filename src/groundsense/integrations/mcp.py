@@ -40,7 +40,7 @@ from pydantic import Field
 
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
-from ..validate import check_row
+from ..validate import CheckedRow, check_row
 from ..verifiers import check_verifier
 from .common import GroundingReport, detect, detector_for
 
@@ -83,7 +83,7 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
         row = {"answer": answer, "context": context, "passages": passages, "question": question}
         try:
             checked = check_row({key: value for key, value in row.items() if value is not None})
-            report = await anyio.to_thread.run_sync(_report, checked.arguments, options)
+            report = await anyio.to_thread.run_sync(_report, checked, options)
         except GroundsenseError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
@@ -97,8 +97,8 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     return server
 
 
-def _report(arguments: dict, options: dict) -> GroundingReport:
-    return GroundingReport(arguments["answer"], detect(arguments, detector_for(options)))
+def _report(row: CheckedRow, options: dict) -> GroundingReport:
+    return GroundingReport(row.arguments["answer"], detect(row, detector_for(options)))
 
 
 def verdict_text(report: GroundingReport) -> str:

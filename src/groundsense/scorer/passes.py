@@ -16,30 +16,35 @@ ENCODE_PIECE = 512  # evidence tokens per forward call
 
 
 class ModelPasses:
-    """Runs ``model`` on ``device``. While :meth:`stopping` is in effect, ``stop`` is asked
-    before each decoder layer runs (before each forward pass, for a model whose layers are
-    not at ``model.model.layers``), so that a cancelled request stops within one layer's
+    """Runs ``model`` on ``device``. While :meth:`stopping` is in effect with a ``stop``, it is
+    asked before each decoder layer runs (before each forward pass, for a model whose layers
+    are not at ``model.model.layers``), so that a cancelled request stops within one layer's
     work, not one forward pass's, however slow the machine."""
 
     def __init__(self, model, device: torch.device):
         self.model, self.device = model, device
-        self._stop: Callable[[], bool] | None = None
         layers = getattr(getattr(model, "model", None), "layers", None)
-        for module in layers if layers else [model]:
-            module.register_forward_pre_hook(lambda *_: self._check_stop())
+        self._stoppable = list(layers) if layers else [model]
 
     @contextmanager
     def stopping(self, stop: Callable[[], bool] | None) -> Iterator[None]:
-        """Raise :class:`Cancelled` from the passes run inside once ``stop`` says True."""
-        self._stop = stop
+        """Raise :class:`Cancelled` from the passes run inside once ``stop`` says True. The
+        checks are hooked onto the layers for this block only: passes without a ``stop`` run
+        without hooks, on the modules' fast path."""
+        if stop is None:
+            yield
+            return
+
+        def check(*_) -> None:
+            if stop():
+                raise Cancelled("scoring was cancelled")
+
+        hooks = [module.register_forward_pre_hook(check) for module in self._stoppable]
         try:
             yield
         finally:
-            self._stop = None
-
-    def _check_stop(self) -> None:
-        if self._stop is not None and self._stop():
-            raise Cancelled("scoring was cancelled")
+            for hook in hooks:
+                hook.remove()
 
     def forward(self, ids: list[int], cache, n_logits: int):
         """The model's output for ``ids`` after ``cache`` (None: none), which it extends,

@@ -44,7 +44,7 @@ from .limits import BodyLimit, BodyTooLarge
 from .metrics import Metrics
 from .observe import Observe, RequestRecord, current_record, request_log
 from .settings import ServiceSettings
-from .stream import StepFailed, open_stream
+from .stream import OpenStreams, StepFailed, open_stream
 from .worker import QueueFull, ScoringWorker
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,7 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
     check_verifier(settings.detector)
     load = (lambda: Scoring(detection())) if detection else (lambda: Scoring.from_settings(settings))
     worker = ScoringWorker(load, settings.queue_size)
+    open_streams = OpenStreams(settings.max_streams)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -248,7 +249,7 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
               "{\"delta\": ...} lines), NDJSON events out (each sentence as it ends, then the result)")
     async def detect_stream(request: Request):
         try:
-            return await open_stream(request, worker, settings)
+            return await open_stream(request, worker, settings, open_streams)
         except StepFailed as exc:
             # a failed load won't recover
             retry = exc.status == 429 or (exc.status == 503 and worker.load_error is None)

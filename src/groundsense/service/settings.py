@@ -17,6 +17,7 @@ class ServiceSettings:
     port: int = 8000
     queue_size: int = 8  # requests waiting for the scorer; more get 429
     timeout_s: float = 120.0  # per request, queueing included
+    max_streams: int = 4  # streams open at once (each holds its conditions' caches); more get 429
     max_body_bytes: int = 2_000_000
     max_batch_items: int = 32
     allowed_hosts: str | None = None  # comma-separated Host names to accept (Starlette's TrustedHostMiddleware)

@@ -7,8 +7,9 @@ The response is NDJSON too, written as the request arrives: ``{"event": "sentenc
 "result": {...}}`` (the same JSON as ``/v1/detect``). The body is read while the response is
 written, so a client that sends deltas as its LLM emits them gets each verdict meanwhile.
 
-Before the first event the usual statuses apply (422 bad first line, 429 queue full, 503
-scorer not ready, 413 body too large). Once the response has begun, a failure ends it with
+Before the first event the usual statuses apply (422 bad first line, 429 queue full or
+``max_streams`` streams already open, 503 scorer not ready, 413 body too large). Once the
+response has begun, a failure ends it with
 ``{"event": "error", "status": ..., "error": "..."}`` and no result: a stream that ends
 without a ``result`` event was not judged (fail closed). Every scoring step (opening the
 stream, which encodes the evidence; each delta; the close) is a job on the same scorer queue
@@ -25,6 +26,7 @@ import asyncio
 import json
 import logging
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -98,11 +100,40 @@ class StreamSteps:
             raise StepFailed(422, str(exc)) from None
 
 
-async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings):
+class OpenStreams:
+    """The streams a service has open, at most ``limit``: each holds its evidence's encoded
+    conditions until it ends. :meth:`admit` hands out a ticket, which counts while the stream
+    holds it: until its events end, or until it is dropped (its opening failed, or the client
+    left before the response began)."""
+
+    def __init__(self, limit: int):
+        self.limit, self._tickets = limit, weakref.WeakSet()
+
+    def admit(self) -> object:
+        if len(self._tickets) >= self.limit:
+            raise StepFailed(429, f"{self.limit} streams are open, as many as this server takes "
+                                  "(groundsense serve --max-streams): retry when one ends")
+        ticket = _Ticket()
+        self._tickets.add(ticket)
+        return ticket
+
+    def release(self, ticket: object) -> None:
+        self._tickets.discard(ticket)
+
+    def __len__(self) -> int:
+        return len(self._tickets)
+
+
+class _Ticket:
+    """A stream's place among the open ones (:class:`OpenStreams`)."""
+
+
+async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings, open_streams: OpenStreams):
     """Read the first line, open the stream on the scorer, and answer with the events; the
     errors before the response begins propagate (the app maps them to statuses)."""
     if reason := worker.unavailable():
         raise StepFailed(503, reason)
+    ticket = open_streams.admit()
     lines = ndjson_lines(request)
     first = await anext(lines, None)
     if first is None:
@@ -114,12 +145,12 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
         return state.detection.with_options(**head.options).stream(**head.arguments)
 
     stream = await steps.run(start, admitted=False)
-    return DuplexStreamingResponse(events(lines, stream, steps, head, current_record()),
+    return DuplexStreamingResponse(events(lines, stream, steps, head, current_record(), open_streams, ticket),
                                    media_type="application/x-ndjson")
 
 
 async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head: CheckedRow,
-                 record: RequestRecord) -> AsyncIterator[bytes]:
+                 record: RequestRecord, open_streams: OpenStreams, ticket: object) -> AsyncIterator[bytes]:
     """The response's events, written as the deltas arrive; the outcome goes to ``record``
     (a stream that ends without a result is an ``error``)."""
     row_id, question = head.id, head.arguments["question"]
@@ -147,3 +178,5 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
         request_id = uuid.uuid4().hex[:12]
         log.exception("internal error in a stream, request id %s", request_id)
         yield event("error", status=500, error=internal_error(request_id), request_id=request_id)
+    finally:
+        open_streams.release(ticket)
