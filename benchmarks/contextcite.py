@@ -21,8 +21,7 @@ import time
 import numpy as np
 from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
-from groundsense import reference
-from groundsense.scorer import EncodedPrompt, Scorer
+from groundsense.scorer import EncodedPrompt, Scorer, reference
 from groundsense.verifiers.contextcite import ablation_masks
 
 

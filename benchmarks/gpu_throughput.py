@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from groundsense.scorer import EncodedAnswer, EncodedPrompt, Scorer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from groundsense.reference import independent_token_scores as naive_scores  # noqa: E402
+from groundsense.scorer.reference import independent_token_scores as naive_scores
 
 LENGTHS = Path(__file__).with_name("ragtruth_test_lengths.json")
 TOLERANCE = 1e-4

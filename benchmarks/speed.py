@@ -4,7 +4,7 @@
     PYTHONPATH=src python benchmarks/speed.py --sections masked,rss4k --cases 4 --threads 1
     PYTHONPATH=src python benchmarks/speed.py --sections measured --threads 2
 
-The naive method (``groundsense.reference``, the method by its definition) runs one
+The naive method (``groundsense.scorer.reference``, the method by its definition) runs one
 independent forward pass per condition at batch size 1, with no cache, and computes logits
 at every position. Both methods score identical token ids: every case goes through the
 library's own ``build_evidence`` and ``Scorer.encode``. Each measurement runs in its own
@@ -36,12 +36,12 @@ import numpy as np
 import torch
 
 from groundsense.config import DEFAULTS, DetectorConfig
-from groundsense.evidence import build_evidence
 from groundsense.features import assign_tokens, sentence_features
-from groundsense.reference import condition_sequences
-from groundsense.reference import independent_token_scores as naive_scores
+from groundsense.inputs.evidence import build_evidence
+from groundsense.inputs.text import Span, segment_sentences
 from groundsense.scorer import EncodedPrompt, Scorer, TokenScores
-from groundsense.text import Span, segment_sentences
+from groundsense.scorer.reference import condition_sequences
+from groundsense.scorer.reference import independent_token_scores as naive_scores
 
 # split: token counts over the whole test split, no model; masked: naive vs exact vs masked
 # leave-one-out in one run; rss4k: peak memory of one 4k-token context; measured: the whole
@@ -69,7 +69,7 @@ class Item:
 
 
 METHODS: dict[str, Callable[[Scorer, EncodedPrompt], TokenScores]] = {
-    "naive": naive_scores,  # groundsense.reference: the method by its definition
+    "naive": naive_scores,  # groundsense.scorer.reference: the method by its definition
     "library": lambda scorer, prompt: scorer.score(prompt),
     "two_pass": lambda scorer, prompt: scorer.score(prompt, leave_one_out=False),
     "masked": lambda scorer, prompt: scorer.score(prompt, masked=True),  # approximate leave-one-out

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import torch
 
-from groundsense.prompt import render_user_turn
+from groundsense.inputs.prompt import render_user_turn
 from groundsense.verifiers.judge import answer_token_ids, option_probabilities
 from groundsense.verifiers.rater import SupportRater
 

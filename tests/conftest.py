@@ -6,8 +6,8 @@ import pytest
 import torch
 from hypothesis import settings
 
-from groundsense.detector import Detector
 from groundsense.eval.data.locations import data_root
+from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 
 # What loads the real default scorer: the session's scorer and detector here; in
@@ -167,7 +167,7 @@ def hub_offline(monkeypatch):
 def validator_calls(monkeypatch) -> Counter:
     """How often a test calls each request validator (``check_row``, ``check_inputs``,
     ``check_spans``): the real ones, wrapped wherever a groundsense module holds them."""
-    from groundsense import validate
+    from groundsense.inputs.files import validate
 
     counts: Counter = Counter()
     for name in ("check_row", "check_inputs", "check_spans"):

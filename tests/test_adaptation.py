@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from groundsense.adaptation import METHODS, DomainSentences, adapt, flagged_share, stability, unsupported_share
-from groundsense.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
 from groundsense.cli import cli
 from groundsense.errors import InputError
+from groundsense.judging.adaptation import METHODS, DomainSentences, adapt, flagged_share, stability, unsupported_share
+from groundsense.judging.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
 
 
 def sentences(n_answers=300, shift=0.0, seed=0, unsupported=0.15):
@@ -148,7 +148,7 @@ def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
 @pytest.mark.slow  # the real detector
 def test_adapting_on_detections_made_in_python(detector):
     from groundsense.config import DetectorConfig
-    from groundsense.detector import Detector
+    from groundsense.pipeline.detector import Detector
 
     rows = [{"question": "How long is the main span?",
              "answer": "Its main span is 4,200 feet long. It was painted gold.",
@@ -165,7 +165,7 @@ def test_adapting_on_detections_made_in_python(detector):
 
 
 def test_a_fitted_file_adapts_with_its_weights():
-    from groundsense.fitting import fit_detector
+    from groundsense.judging.fitting import fit_detector
 
     features, labels, answers = sentences()
     features = {**features, "jsd_loo_mean": features["jsd_loo_max"] / 2, "drop_mean": features["drop_max"] / 2,

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from groundsense.calibration import Calibration, fit_calibration, shipped_calibration
 from groundsense.errors import InputError
+from groundsense.judging.calibration import Calibration, fit_calibration, shipped_calibration
 
 
 def _features(n=200, seed=0):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from groundsense.cascade import Cascade, escalation_mask
+from groundsense.cascade.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
 from groundsense.errors import InputError
-from groundsense.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -70,7 +70,7 @@ def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(d
 def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
     from groundsense.eval.caches.attribution import case_chunks
     from groundsense.eval.data.cases import Case, LabelledSentence
-    from groundsense.text import join_passages
+    from groundsense.inputs.text import join_passages
 
     context = " ".join(PASSAGES) + " Its colour, International Orange, was chosen to stand out in fog."
     cases = [
@@ -88,8 +88,8 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
 
 
 def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector):
-    from groundsense.text import Span
-    from groundsense.verification import SentenceInput
+    from groundsense.cascade.verifier import SentenceInput
+    from groundsense.inputs.text import Span
     from groundsense.verifiers.judge import JudgeVerifier
 
     judge = JudgeVerifier(detector.scorer)  # the default scorer is an instruct model: it can judge

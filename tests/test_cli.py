@@ -67,7 +67,7 @@ def test_detect_reads_files(tmp_path, cli_scorer):
 
 def test_inputs_given_with_an_example_or_a_json_object_replace_its_fields():
     from groundsense.cli.evidence import gather_input
-    from groundsense.inputs import load_example
+    from groundsense.inputs.files import load_example
 
     example = load_example("passages-qa")
     row = gather_input("passages-qa", "", None, None, None, (), None, None)

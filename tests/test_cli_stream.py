@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
 
 pytestmark = pytest.mark.slow
 EXAMPLE = load_example("passages-qa")

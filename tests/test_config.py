@@ -6,8 +6,8 @@ import pytest
 
 from groundsense.cli import cli
 from groundsense.config import DEFAULTS, VERIFIER_FIELDS, DetectorConfig
-from groundsense.detector import Detector
 from groundsense.errors import InputError
+from groundsense.pipeline.detector import Detector
 from groundsense.service.settings import ServiceSettings
 
 SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]

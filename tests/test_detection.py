@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from groundsense.batch import run_batch, score_rows
 from groundsense.cascade import Cascade
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection, check_detection
-from groundsense.detector import Detector
 from groundsense.errors import InputError
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
+from groundsense.pipeline.detector import Detector
+from groundsense.rows.batch import run_batch, score_rows
 from groundsense.verifiers import check_verifier, make_detection
 
 JUDGE = "judge:smollm2-135m-instruct"  # the default scorer is an instruct model: it can judge
@@ -143,7 +143,7 @@ def test_batch_accepts_any_object_that_implements_the_interface(tmp_path, detect
 
 
 def test_a_cascade_over_a_third_party_detection_detects(detector):
-    from groundsense.lexical import LexicalOverlapVerifier
+    from groundsense.cascade.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
     cascade = Cascade(Wrapped(detector), LexicalOverlapVerifier(), escalate=1.0)
@@ -152,7 +152,7 @@ def test_a_cascade_over_a_third_party_detection_detects(detector):
 
 
 def test_a_cascade_stream_ends_with_the_cascade_result(detector):
-    from groundsense.lexical import LexicalOverlapVerifier
+    from groundsense.cascade.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
     cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)

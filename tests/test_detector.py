@@ -9,16 +9,16 @@ from dataclasses import FrozenInstanceError
 import numpy as np
 import pytest
 
-from groundsense.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.data.locations import BENCHMARK_PATHS, data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
-from groundsense.reference import independent_token_scores
+from groundsense.inputs.text import chunk_context, segment_sentences
+from groundsense.judging.calibration import shipped_calibration
+from groundsense.judging.verdicts import answer_summary
+from groundsense.pipeline.detector import Detector
 from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
-from groundsense.text import chunk_context, segment_sentences
-from groundsense.verdicts import answer_summary
+from groundsense.scorer.reference import independent_token_scores
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from groundsense.batch import done_lines
 from groundsense.errors import InputError
+from groundsense.rows.batch import done_lines
 
 PASSAGES = ["The Golden Gate Bridge opened to traffic on May 27, 1937.", "The bridge's main span is 4,200 feet long."]
 CONTEXT = "The Eiffel Tower was finished in 1889. It is 330 metres tall. It stands in Paris."

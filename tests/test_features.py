@@ -4,8 +4,8 @@ import numpy as np
 import torch
 
 from groundsense.features import assign_tokens, sentence_features, signed_features, support_chunk
+from groundsense.inputs.text import Span
 from groundsense.scorer import js_divergence
-from groundsense.text import Span
 
 
 def test_jsd_is_zero_for_identical_and_ln2_for_disjoint_distributions():

@@ -1,13 +1,13 @@
-"""The few-label fit's weights in a calibration file (groundsense.fitting), on synthetic features."""
+"""The few-label fit's weights in a calibration file (groundsense.judging.fitting), on synthetic features."""
 
 import json
 
 import numpy as np
 import pytest
 
-from groundsense.calibration import LOGISTIC_FEATURES, Calibration, shipped_calibration
 from groundsense.errors import InputError
-from groundsense.fitting import fit_detector, fit_weights
+from groundsense.judging.calibration import LOGISTIC_FEATURES, Calibration, shipped_calibration
+from groundsense.judging.fitting import fit_detector, fit_weights
 
 
 def _features(n=600, seed=0):

@@ -6,7 +6,7 @@ import signal
 import click
 import pytest
 
-from groundsense.interrupts import resumable
+from groundsense.cli.interrupts import resumable
 
 
 def sigterm() -> None:

@@ -85,10 +85,10 @@ def test_no_module_imports_a_layer_above_its_own_or_beside_it():
 
 
 def test_the_rule_sees_relative_and_deferred_imports():
-    assert "groundsense.verification" in imported_modules(PACKAGE / "cascade.py")  # from .verification import
-    assert "groundsense.result" in imported_modules(PACKAGE / "adaptation.py")  # under TYPE_CHECKING
-    assert "groundsense.result" not in runtime_imports(PACKAGE / "adaptation.py")
-    assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.detector") == "core"
+    assert "groundsense.cascade.verifier" in imported_modules(PACKAGE / "cascade" / "cascade.py")  # relative
+    assert "groundsense.result" in imported_modules(PACKAGE / "judging" / "adaptation.py")  # under TYPE_CHECKING
+    assert "groundsense.result" not in runtime_imports(PACKAGE / "judging" / "adaptation.py")
+    assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.pipeline.detector") == "core"
 
 
 EVAL_ORDER = ("data", "caches", "statistics", "reports")

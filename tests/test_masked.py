@@ -8,16 +8,16 @@ import pytest
 from test_cli import run
 from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
 
-from groundsense.calibration import Calibration
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.features import GROUNDING
-from groundsense.reference import masked_token_scores
+from groundsense.inputs.text import chunk_context
+from groundsense.judging.calibration import Calibration
+from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module
-from groundsense.text import chunk_context
+from groundsense.scorer.reference import masked_token_scores
 
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 

@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 
 from groundsense.cascade import Cascade
+from groundsense.cascade.verifier import SentenceInput
 from groundsense.errors import InputError, VerifierError
-from groundsense.inputs import load_example
-from groundsense.text import join_passages
-from groundsense.verification import SentenceInput
+from groundsense.inputs.files import load_example
+from groundsense.inputs.text import join_passages
 from groundsense.verifiers import make_verifier
 from groundsense.verifiers.openai_judge import OpenAIVerifier
 
@@ -313,7 +313,7 @@ def test_batch_escalates_to_the_server_named_by_verifier_url(judge_server, keyed
     from click.testing import CliRunner
 
     from groundsense.cli import cli, common
-    from groundsense.inputs import load_example
+    from groundsense.inputs.files import load_example
     from groundsense.verifiers import make_detection
 
     monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))

@@ -8,10 +8,10 @@ import torch
 from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector
 from groundsense.errors import InputError
 from groundsense.eval.caches.extract import ExtractionConfig
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
+from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 from groundsense.scorer.loading import check_precision
 from groundsense.weights import DEFAULT_SCORER

@@ -18,10 +18,10 @@ from test_stream import assert_same
 
 from groundsense import Detector
 from groundsense.errors import InputError
-from groundsense.evidence import build_evidence
-from groundsense.stream_tokens import FinalTokens
-from groundsense.text import _NEWLINES, chunk_context, invisible, is_blank, join_passages, segment_sentences
-from groundsense.validate import FIELDS, MAX_K, MODES, check_delta, check_row, check_stream_head, echo_id
+from groundsense.inputs.evidence import build_evidence
+from groundsense.inputs.text import _NEWLINES, chunk_context, invisible, is_blank, join_passages, segment_sentences
+from groundsense.inputs.validate import FIELDS, MAX_K, MODES, check_delta, check_row, check_stream_head, echo_id
+from groundsense.pipeline.stream_tokens import FinalTokens
 
 # Pieces that stress segmentation and offsets, mixed with arbitrary text (any code point but a surrogate).
 WORDS = ["Dr.", "Smith", "U.S.", "p.m.", "3.5", "e.g.", "Paris", "the", "is", "1937", "café", "naïve", "Ünïcode"]

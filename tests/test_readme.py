@@ -37,7 +37,7 @@ def test_the_worked_example_is_the_demo():
 @pytest.mark.parametrize("name", sorted(worked_examples()))
 def test_worked_example_is_what_detect_prints(name, scorer, monkeypatch):
     from groundsense.cli import cli, common
-    from groundsense.detector import Detector
+    from groundsense.pipeline.detector import Detector
     from groundsense.scorer import Scorer
 
     monkeypatch.setattr(common, "make_detection", lambda config: Detector.from_config(

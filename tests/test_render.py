@@ -1,6 +1,6 @@
 """The terminal view never replays control sequences from the input."""
 
-from groundsense.render import printable
+from groundsense.cli.render import printable
 
 
 def test_control_and_bidi_characters_are_shown_escaped():

@@ -9,15 +9,14 @@ import logging
 import pytest
 from click.testing import CliRunner
 
-from groundsense import validate
-from groundsense.batch import run_batch
 from groundsense.cascade import Cascade
+from groundsense.cascade.lexical import LexicalOverlapVerifier
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import Cancelled, InputError, VerifierError
-from groundsense.inputs import load_example
-from groundsense.lexical import LexicalOverlapVerifier
-from groundsense.row_runner import error_record, run_row
+from groundsense.inputs.files import load_example, validate
+from groundsense.rows.batch import run_batch
+from groundsense.rows.runner import error_record, run_row
 
 ROW = load_example("passages-qa")
 

@@ -1,4 +1,4 @@
-from groundsense.text import chunk_context, join_passages, segment_sentences
+from groundsense.inputs.text import chunk_context, join_passages, segment_sentences
 
 TEXT = "Dr. Smith went to Washington.  He met the U.S. president at 3 p.m.\nThen he left!\n\n- one\n- two  "
 
@@ -48,7 +48,7 @@ def test_nul_and_other_separators_end_a_sentence():
 
 
 def test_invisible_characters_are_blank_and_never_a_sentence():
-    from groundsense.text import is_blank
+    from groundsense.inputs.text import is_blank
 
     assert is_blank("\u200b\ufeff\x00 \t\u2060") and not is_blank("\u200ba")
     text = "\u200bFirst one. \ufeff\u200b Second one.\u200b"

@@ -1,8 +1,8 @@
-"""Where a flag threshold goes on labelled scores (groundsense.thresholds)."""
+"""Where a flag threshold goes on labelled scores (groundsense.judging.thresholds)."""
 
 import numpy as np
 
-from groundsense.thresholds import labelled_threshold, youden_threshold
+from groundsense.judging.thresholds import labelled_threshold, youden_threshold
 
 
 def test_youdens_j_picks_the_best_separating_threshold_at_or_below_a_cap():

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from groundsense import reference
 from groundsense.cascade import Cascade
-from groundsense.detector import Detector
+from groundsense.cascade.verifier import SentenceInput
 from groundsense.errors import InputError, VerifierUnavailable
-from groundsense.evidence import build_evidence
-from groundsense.prompt import JudgeLayout
-from groundsense.verification import SentenceInput
+from groundsense.inputs.evidence import build_evidence
+from groundsense.inputs.prompt import JudgeLayout
+from groundsense.pipeline.detector import Detector
+from groundsense.scorer import reference
 from groundsense.verifiers import make_verifier
 from groundsense.verifiers.contextcite import ContextCiteVerifier, ablation_masks, lasso_attributions, sequence_logit
 from groundsense.verifiers.judge import JudgeVerifier, yes_probability
@@ -49,7 +49,7 @@ def test_verifiers_never_import_the_evaluation_and_a_kind_loads_only_when_asked_
         "import sys\n"
         "import groundsense.verifiers, groundsense.verifiers.rating_scale\n"
         "assert 'torch' not in sys.modules, 'importing the verifiers package loaded torch'\n"
-        "import groundsense.cascade, groundsense.verifiers.rater\n"
+        "import groundsense.cascade.cascade, groundsense.verifiers.rater\n"
         "for kind in groundsense.verifiers.KINDS: groundsense.verifiers.verifier_class(kind)\n"
         "print(sorted(m for m in sys.modules if m.startswith('groundsense.eval')))"
     )

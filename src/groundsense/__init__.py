@@ -6,11 +6,12 @@
 
 from importlib import import_module
 
-__all__ = ["Detector", "DetectionResult", "Scorer", "Calibration", "GroundsenseError", "InputError",
-           "ScorerUnavailable"]
+__all__ = ["Detector", "DetectorConfig", "Cascade", "DetectionResult", "Scorer", "Calibration", "GroundsenseError",
+           "InputError", "ScorerUnavailable"]
 
 _WHERE = {
-    "Detector": "detector", "DetectionResult": "result", "Scorer": "scorer", "Calibration": "calibration",
+    "Detector": "pipeline.detector", "DetectorConfig": "config", "Cascade": "cascade.cascade",
+    "DetectionResult": "result", "Scorer": "scorer", "Calibration": "judging.calibration",
     "GroundsenseError": "errors", "InputError": "errors", "ScorerUnavailable": "errors",
 }
 

@@ -1,7 +1,7 @@
 """The detection's settings, declared once.
 
 :class:`DetectorConfig` holds everything that builds a detection (a
-:class:`~groundsense.detector.Detector`, or a :class:`~groundsense.cascade.Cascade` when it
+:class:`~groundsense.pipeline.detector.Detector`, or a :class:`~groundsense.cascade.cascade.Cascade` when it
 names a verifier) besides a loaded scorer, with its defaults and its checks. Every entry point
 builds its detection from one (``groundsense.verifiers.make_detection``): the Python API, the
 command line (whose options are made from its fields), `serve` (flags and ``GROUNDSENSE_*``
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from .calibration import Calibration
 from .errors import InputError
-from .validate import MODES, PRECISIONS, check_k
+from .inputs.validate import MODES, PRECISIONS, check_k
+from .judging.calibration import Calibration
 
 LEAVE_ONE_OUT = ("exact", "masked")
 VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url")  # a cascade's; the rest a detector's

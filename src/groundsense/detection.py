@@ -4,8 +4,8 @@ A :class:`Detection` checks answers against their evidence: ``detect`` one answe
 ``detect_checked`` one request row already checked, ``iter_detect`` and ``detect_many`` many
 (request rows), ``with_options`` for a request's ``k`` and ``mode``, ``stream`` an answer as it
 is generated, ``config`` (the :class:`DetectorConfig` it was built from) and ``describe()``
-(what it is, for logs, probes and headers). The plain :class:`~groundsense.detector.Detector`
-and the :class:`~groundsense.cascade.Cascade` implement it;
+(what it is, for logs, probes and headers). The plain :class:`~groundsense.pipeline.detector.Detector`
+and the :class:`~groundsense.cascade.cascade.Cascade` implement it;
 ``groundsense.verifiers.make_detection(config)`` builds the one a config describes. `detect`,
 `batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any object that
 implements it, so a later detector plugs in everywhere at once.
@@ -23,8 +23,8 @@ from typing import Protocol, runtime_checkable
 
 from .config import DetectorConfig
 from .errors import InputError
+from .inputs.validate import CheckedRow, check_row
 from .result import DetectionResult, SentenceResult
-from .validate import CheckedRow, check_row
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Outcome:
 
 @runtime_checkable
 class AnswerStream(Protocol):
-    """An answer checked while it is generated (:class:`~groundsense.stream.DetectionStream`)."""
+    """An answer checked while it is generated (:class:`~groundsense.pipeline.stream.DetectionStream`)."""
 
     text: str  # the answer so far
     chunks: int  # how many chunks the evidence is scored in

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .text import Span
+from .inputs.text import Span
 
 GROUNDING = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean")
 BASELINES = ("surprisal", "n_tokens")

@@ -119,7 +119,7 @@ class ChunkSpan:
 
 @dataclass(frozen=True)
 class DetectionResult:
-    """Built once, by :meth:`Adjudicator.result <groundsense.verdicts.Adjudicator.result>`; a changed
+    """Built once, by :meth:`Adjudicator.result <groundsense.judging.verdicts.Adjudicator.result>`; a changed
     result (a cascade's verdicts) is a copy, made with :func:`dataclasses.replace`."""
 
     scorer: str

@@ -19,11 +19,11 @@ from fastapi.testclient import TestClient
 from groundsense import cli as cli_module
 from groundsense.cli import common as cli_common
 from groundsense.errors import InputError
-from groundsense.inputs import decode, parse_json
+from groundsense.inputs.files import decode, parse_json
+from groundsense.inputs.text import join_passages
+from groundsense.inputs.validate import check_row
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
-from groundsense.text import join_passages
-from groundsense.validate import check_row
 
 REFUSED = [c for c in CASES if isinstance(c.outcome, Error)]
 ACCEPTED = [c for c in CASES if isinstance(c.outcome, Accepted)]

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.cli.eval_options import load_sets
 from groundsense.config import DetectorConfig
-from groundsense.detector import Detector
 from groundsense.eval.caches.extract import ExtractionConfig, extract, load_cache
 from groundsense.eval.caches.store import (
     cached_case_ids,
@@ -24,6 +23,7 @@ from groundsense.eval.caches.store import (
 )
 from groundsense.eval.data.rows import case_row
 from groundsense.features import FEATURES
+from groundsense.pipeline.detector import Detector
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 

@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groundsense.calibration import Calibration
 from groundsense.errors import InputError
 from groundsense.eval.reports.few_labels import (
     DRAWS,
@@ -17,6 +16,7 @@ from groundsense.eval.reports.few_labels import (
     draw_answers,
     goal_text,
 )
+from groundsense.judging.calibration import Calibration
 
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")
 

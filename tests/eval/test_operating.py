@@ -103,8 +103,8 @@ def _write_cache(root, benchmark, seed):
 def test_the_commands_fit_a_calibration_from_a_cache_and_report_its_flags(tmp_path):
     from click.testing import CliRunner
 
-    from groundsense.calibration import Calibration
     from groundsense.cli import cli
+    from groundsense.judging.calibration import Calibration
 
     _write_cache(tmp_path / "train", "ragtruth", 0)
     _write_cache(tmp_path / "test", "tofueval", 1)

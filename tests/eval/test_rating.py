@@ -11,7 +11,7 @@ from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.eval.caches.attribution import attribution_summary
 from groundsense.eval.caches.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings
-from groundsense.prompt import JudgeLayout
+from groundsense.inputs.prompt import JudgeLayout
 from groundsense.verifiers.judge import option_probabilities
 from groundsense.verifiers.rater import SupportRater
 from groundsense.verifiers.rating_scale import SCALE

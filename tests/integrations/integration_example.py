@@ -5,7 +5,7 @@ Three passages about the Golden Gate Bridge and a three-sentence answer whose la
 and only it.
 """
 
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
 
 EXAMPLE = load_example("passages-qa")
 INVENTED = "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."

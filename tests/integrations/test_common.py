@@ -6,9 +6,9 @@ import sys
 import pytest
 from integration_example import INVENTED, SUPPORTED
 
-from groundsense.detector import Detector
 from groundsense.errors import GroundsenseError, InputError
 from groundsense.integrations.common import GroundingReport, check, evidence_texts
+from groundsense.pipeline.detector import Detector
 
 
 @pytest.mark.slow
@@ -61,8 +61,8 @@ def test_an_uncalibrated_detector_is_refused(scorer, example):
     ],
 )
 def test_grounded_answer_keeps_the_separators_of_kept_sentences(answer, flags, kept):
+    from groundsense.inputs.text import segment_sentences
     from groundsense.result import AnswerSummary, DetectionResult, SentenceResult, Truncation
-    from groundsense.text import segment_sentences
 
     spans = segment_sentences(answer)
     assert len(spans) == len(flags)
@@ -90,7 +90,7 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
 
 def test_the_core_never_imports_an_integration():
     code = (
-        "import sys, groundsense.cli, groundsense.detector, groundsense.service.app, groundsense.batch\n"
+        "import sys, groundsense.cli, groundsense.pipeline.detector, groundsense.service.app, groundsense.rows.batch\n"
         "bad = sorted(m for m in sys.modules if m.startswith('groundsense.integrations') "
         "or m.split('.')[0] in {'guardrails', 'llama_index', 'langchain_core', 'ragas', 'mcp', 'pydantic_ai'})\n"
         "assert not bad, bad\n"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from integration_example import INVENTED
 
 from groundsense.cli import cli
-from groundsense.validate import EMPTY_ANSWER
+from groundsense.inputs.validate import EMPTY_ANSWER
 
 TOOL = "check_grounding"
 

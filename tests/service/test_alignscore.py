@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 

@@ -139,7 +139,7 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
 
 
 def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, monkeypatch, caplog):
-    from groundsense.detector import Detector
+    from groundsense.pipeline.detector import Detector
 
     def broken(self, row, stop=None):
         raise RuntimeError("secret detail from /home/someone/notes.txt")
@@ -162,6 +162,6 @@ def test_openapi_documents_the_request_body(unloaded):
     schema = unloaded.get("/openapi.json").json()
     body = schema["paths"]["/v1/detect"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/DetectRequest"}
-    from groundsense.validate import FIELDS
+    from groundsense.inputs.validate import FIELDS
 
     assert set(schema["components"]["schemas"]["DetectRequest"]["properties"]) == set(FIELDS)

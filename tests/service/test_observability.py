@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from groundsense.inputs import load_example
+from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
 from groundsense.service.observe import answer_outcome
 from groundsense.service.settings import ServiceSettings

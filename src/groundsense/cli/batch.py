@@ -9,9 +9,9 @@ import click
 
 from ..config import DetectorConfig
 from ..errors import InputError
-from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
+from .interrupts import resumable
 
 
 def _actors(value: str | None) -> int | tuple[int, int] | None:
@@ -73,7 +73,7 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
 
 
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
-    from ..batch import run_batch
+    from ..rows.batch import run_batch
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
@@ -86,7 +86,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         import ray
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
-    from ..calibration import Calibration
+    from ..judging.calibration import Calibration
     from ..scale import Resources, open_sink, run_ray_batch
     from ..verifiers import check_verifier
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from ..adaptation import DEFAULT_METHOD, METHODS
-from ..calibration import Calibration
 from ..config import DetectorConfig
 from ..errors import InputError
-from ..interrupts import resumable
+from ..judging.adaptation import DEFAULT_METHOD, METHODS
+from ..judging.calibration import Calibration
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
+from .interrupts import resumable
 
 
 def scoring_options(func):
@@ -34,7 +34,7 @@ def scoring_options(func):
 def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict, check=None):
     """Score ``source``'s rows in full mode, uncalibrated, into ``features`` (resuming a killed
     run): the detector and the batch output's path. ``check(detector)`` runs before any scoring."""
-    from ..batch import run_batch
+    from ..rows.batch import run_batch
 
     features = features or source.with_suffix(".features.jsonl")
     detector = common.make_detection(DetectorConfig(**options, mode="full", calibration=False))
@@ -73,7 +73,7 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
     few hundred answers of your own, unlabelled. It reports how many answers it saw and how
     stable the estimate is (a bootstrap over the answers).
     """
-    from ..calibration_data import fit_from_batch
+    from .calibration_data import fit_from_batch
 
     if base:
         if target_recall or target_precision:
@@ -95,7 +95,7 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
 
 def adaptation_base(base: str) -> Calibration:
     """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's) or a file."""
-    from ..calibration import shipped_calibration
+    from ..judging.calibration import shipped_calibration
     from ..weights import DEFAULT_SCORER
 
     return shipped_calibration(DEFAULT_SCORER, None) if base == "shipped" else Calibration.load(base)
@@ -114,8 +114,8 @@ def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None
 def adapted(base: Calibration, source: Path, features: Path, method: str, output: Path) -> None:
     """Adapt ``base`` to the batch output ``features``, write it to ``output`` and report how
     many answers it saw and how stable it is."""
-    from ..adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
-    from ..calibration_data import read_scored
+    from ..judging.adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
+    from .calibration_data import read_scored
 
     scored = read_scored(source, features)
     if not len(scored.answers):

@@ -10,7 +10,7 @@ from .common import CONTEXT_SETTINGS
 @click.command(context_settings=CONTEXT_SETTINGS)
 def examples():
     """List the shipped examples for `groundsense detect --example NAME`."""
-    from ..inputs import example_names
+    from ..inputs.files import example_names
 
     for name in example_names():
         click.echo(name)

@@ -10,12 +10,12 @@ import click
 
 from ..config import DEFAULTS, LEAVE_ONE_OUT, VERIFIER_FIELDS, DetectorConfig
 from ..errors import GroundsenseError
-from ..validate import MAX_K, MODES, PRECISIONS
+from ..inputs.validate import MAX_K, MODES, PRECISIONS
 from ..weights import DEFAULT_SCORER
 
 if TYPE_CHECKING:
-    from ..calibration import Calibration
     from ..detection import Detection
+    from ..judging.calibration import Calibration
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

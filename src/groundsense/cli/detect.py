@@ -33,8 +33,8 @@ def detect(example, question, question_file, context, context_file, passage_file
 
       echo '{"context": "...", "answer": "..."}' | groundsense detect --json
     """
-    from ..render import render
-    from ..validate import check_row
+    from ..inputs.validate import check_row
+    from .render import render
 
     row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
     checked = check_row(row)  # validated before the scorer loads

@@ -8,9 +8,9 @@ import click
 
 from ..eval.caches.layout import cache_folder
 from ..eval.data.benchmarks import BENCHMARKS, DEFAULT_SPLITS
-from ..interrupts import resumable
 from .common import CONTEXT_SETTINGS, Failure
 from .eval_options import DEFAULT_CACHE, data_option, load_sets, partial_option
+from .interrupts import resumable
 
 
 @click.command("attribution-pairs", context_settings=CONTEXT_SETTINGS)

@@ -64,9 +64,9 @@ def operating(caches, calibration, output, resamples, seed, partial):
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
     `detect --target-recall/--target-precision` offers, with source-level intervals; and on each
     benchmark's test partition, the same calibration adapted without labels on its dev partition."""
-    from ..calibration import Calibration, shipped_calibration
     from ..eval.reports.adapted_operating import adapted_section
     from ..eval.reports.operating import operating_report
+    from ..judging.calibration import Calibration, shipped_calibration
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -83,8 +83,8 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
     adaptation rules, today's --flag-rate fit and a labelled oracle fitted on its dev partition,
     measured on its test partition for sentences and answers, with source-level intervals; the
     rule chosen on dev, and whether adaptation is adopted."""
-    from ..calibration import Calibration, shipped_calibration
     from ..eval.reports.adapted_operating import adaptation_report
+    from ..judging.calibration import Calibration, shipped_calibration
     from ..weights import DEFAULT_SCORER
 
     base = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -122,8 +122,8 @@ def learning_curve(caches, output, seed, partial):
     """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
     benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
     times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
-    from ..calibration import shipped_calibration
     from ..eval.reports.few_labels import learning_curve_report
+    from ..judging.calibration import shipped_calibration
     from ..weights import DEFAULT_SCORER
 
     chosen = _first_sets(caches, DEFAULT_SCORER, partial)

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from ..config import DetectorConfig
-from ..interrupts import resumable
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
 from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for, data_option
+from .interrupts import resumable
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

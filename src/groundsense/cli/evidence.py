@@ -27,8 +27,8 @@ def gather_input(example, question, question_file, context, context_file, passag
     """The request row: the options and files over a shipped example, or over a JSON object on
     standard input (read when no answer is given). Evidence given as options replaces the
     row's evidence whole (its context or passages), so the two never mix."""
-    from ..inputs import load_example, read_json_stream, read_text
-    from ..validate import check_object
+    from ..inputs.files import load_example, read_json_stream, read_text
+    from ..inputs.validate import check_object
 
     row: dict = {}
     if example:

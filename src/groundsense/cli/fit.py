@@ -31,11 +31,11 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
     lies above 0; otherwise nothing is written and the command exits 1, unless --force. The
     written fit is refitted on every label; its thresholds follow `calibrate`'s rules.
     """
-    from ..calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
-    from ..calibration_data import labelled_rows, read_scored
     from ..eval.reports.few_labels import compare, cross_validate
     from ..eval.reports.tables import markdown_table
-    from ..fitting import REGULARISATION, fit_detector, fitted_rows
+    from ..judging.calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
+    from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
+    from .calibration_data import labelled_rows, read_scored
 
     if not labelled_rows(source)[1]:  # before any scoring
         raise Failure(f"{source} has no 'labels': `groundsense fit` learns from labelled rows (to fit thresholds "

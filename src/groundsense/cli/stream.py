@@ -61,8 +61,8 @@ def stream(question, question_file, context, context_file, passage_files, exampl
       my-llm "Summarise the note" | groundsense stream --context-file note.txt
       groundsense stream --example passages-qa          # replays a shipped answer
     """
-    from ..render import render_header, render_summary
-    from ..validate import check_stream_head
+    from ..inputs.validate import check_stream_head
+    from .render import render_header, render_summary
 
     console = Console()
     if example:
@@ -104,6 +104,6 @@ def _print_sentence(sentence, cascade: dict | None, as_json: bool, console: Cons
     if as_json:
         click.echo(json.dumps({"event": "sentence", "sentence": sentence.to_dict()}, ensure_ascii=False))
     else:
-        from ..render import render_sentence
+        from .render import render_sentence
 
         render_sentence(sentence, cascade, console)

@@ -8,8 +8,8 @@ sets qualify: they hold the shipped detector's features.
 
 from __future__ import annotations
 
-from ..calibration import Calibration, fit_calibration
 from ..features import FEATURES
+from ..judging.calibration import Calibration, fit_calibration
 from .caches.extract import FeatureSet
 
 

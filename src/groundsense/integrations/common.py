@@ -31,8 +31,8 @@ from typing import Any
 from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection, check_detection
 from ..errors import GroundsenseError, InputError
+from ..inputs.validate import CheckedRow
 from ..result import DetectionResult, SentenceResult, support_score
-from ..validate import CheckedRow
 from ..verifiers import check_verifier, make_detection
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
@@ -172,7 +172,7 @@ class GroundingReport:
 
 def detect(arguments: Mapping[str, Any] | CheckedRow, detector: Detection | None = None) -> DetectionResult:
     """The one ``detect`` call, one at a time per process, on its keyword ``arguments`` or on a
-    request row :func:`~groundsense.validate.check_row` already checked (not checked again)."""
+    request row :func:`~groundsense.inputs.validate.check_row` already checked (not checked again)."""
     with _LOCK:  # also makes two threads' first call load the default detector once
         detection = resolve_detector(detector)
         if isinstance(arguments, CheckedRow):

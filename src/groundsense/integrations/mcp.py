@@ -5,7 +5,7 @@ framework) calls the tool before it shows a draft::
 
     check_grounding(answer, passages=[...] | context="...", question="...")
 
-The arguments are a detect request's (``groundsense.validate.check_row`` checks them as it
+The arguments are a detect request's (``groundsense.inputs.validate.check_row`` checks them as it
 does for ``detect`` and the HTTP API), and the tool makes the one ``detect`` call.
 It returns:
 
@@ -40,7 +40,7 @@ from pydantic import Field
 
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
-from ..validate import CheckedRow, check_row
+from ..inputs.validate import CheckedRow, check_row
 from ..verifiers import check_verifier
 from .common import GroundingReport, detect, detector_for
 

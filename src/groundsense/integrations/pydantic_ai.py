@@ -48,7 +48,7 @@ from pydantic_ai.messages import TextContent, ToolReturnPart, UserContent
 
 from ..detection import Detection
 from ..errors import InputError
-from ..text import is_blank
+from ..inputs.text import is_blank
 from .common import acheck, evidence_texts
 
 __all__ = ["GroundsenseOutputValidator"]

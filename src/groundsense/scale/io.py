@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 import ray.data
 from ray.data.datasource import FileBasedDatasource
 
-from ..batch import done_lines
 from ..errors import InputError
+from ..rows.batch import done_lines
 from .schema import RECORD_SCHEMA, table_records
 
 ROWS_PER_BLOCK = 1024

@@ -2,7 +2,7 @@
 
 The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
 
-1. a task adds each row's evidence group (a hash of :func:`groundsense.batch.evidence_key`);
+1. a task adds each row's evidence group (a hash of :func:`groundsense.rows.batch.evidence_key`);
 2. the rows are sorted by ``(group, line)`` and cut into blocks of ``rows_per_batch``:
    one shuffle of the input rows, which Ray spills to disk when they exceed the object
    store, so memory stays bounded. It runs to the end before the actors start (an actor
@@ -11,8 +11,8 @@ The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
    each other and mostly fall into one batch, where the actor's scorer encodes that
    evidence once;
 3. ``map_batches`` with :class:`ScoreRows`, a callable class: each actor loads the scorer
-   once and turns a batch into batch records (:func:`groundsense.batch.score_rows`, the
-   code the local ``batch`` runs: :func:`groundsense.row_runner.run_row` on each row) in the
+   once and turns a batch into batch records (:func:`groundsense.rows.batch.score_rows`, the
+   code the local ``batch`` runs: :func:`groundsense.rows.runner.run_row` on each row) in the
    Arrow schema of :mod:`.schema`. A row that fails becomes an error record; an actor that
    dies is restarted by Ray and its batch retried.
 """
@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import ray.data
 
-from ..batch import BatchSummary, evidence_key, parse_line, score_rows
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
+from ..rows.batch import BatchSummary, evidence_key, parse_line, score_rows
 from .io import Sink, encode_row, read_input
 from .schema import records_table
 

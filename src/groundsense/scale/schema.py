@@ -1,4 +1,4 @@
-"""Batch records (see :mod:`groundsense.batch`) as Arrow tables with one fixed schema.
+"""Batch records (see :mod:`groundsense.rows.batch`) as Arrow tables with one fixed schema.
 
 Every block the Ray engine produces has this schema, so blocks concatenate and Parquet
 files of one run read as one table. A record is a row: a detection leaves ``error`` null,

@@ -12,7 +12,7 @@ so each condition is "its evidence part" + "question and answer" (the tail):
   encodes only its own tokens under each condition (and the question, when it changed);
 - logits are computed only at answer positions, and divergences in position blocks.
 
-The result equals independent forward passes (see :mod:`groundsense.reference`). Opt-in,
+The result equals independent forward passes (see :mod:`groundsense.scorer.reference`). Opt-in,
 ``score(masked=True)`` approximates the leave-one-out rows by hiding chunk k from the tail
 with an attention mask over the full context's encoding instead of re-encoding without it.
 

@@ -9,7 +9,7 @@ from itertools import chain
 import numpy as np
 
 from ..errors import InputError
-from ..prompt import PromptLayout
+from ..inputs.prompt import PromptLayout
 
 UNFAMILIAR_SHARE = 0.5  # byte-fragment tokens past which text counts as unfamiliar to the scorer
 

@@ -8,7 +8,7 @@ import torch
 
 from .. import weights
 from ..errors import InputError, ScorerUnavailable
-from ..validate import PRECISIONS
+from ..inputs.validate import PRECISIONS
 
 
 def load_model(name: str | None, device: torch.device, precision: str = "fp32") -> tuple[str, object, object]:

@@ -15,9 +15,9 @@ one string (what NeMo sends: its retrieved chunks joined by newlines; split into
 from __future__ import annotations
 
 from ..errors import InputError
+from ..inputs.text import is_blank
+from ..inputs.validate import CheckedRow, check_object, check_row, check_text
 from ..result import support_score
-from ..text import is_blank
-from ..validate import CheckedRow, check_object, check_row, check_text
 
 PATHS = ("/alignscore_large", "/alignscore_base")
 FIELDS = ("evidence", "claim")

@@ -33,9 +33,9 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ..detection import Detection, check_detection
 from ..errors import GroundsenseError, InputError
-from ..inputs import decode, example_names, load_example, parse_json
-from ..row_runner import error_record, internal_error, run_row
-from ..validate import MAX_K, CheckedRow, check_row, echo_id
+from ..inputs.files import decode, example_names, load_example, parse_json
+from ..inputs.validate import MAX_K, CheckedRow, check_row, echo_id
+from ..rows.runner import error_record, internal_error, run_row
 from ..verifiers import check_verifier
 from ..weights import display_name
 from .alignscore import PATHS as ALIGNSCORE_PATHS

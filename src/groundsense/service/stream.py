@@ -34,9 +34,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
 
 from ..errors import GroundsenseError, InputError
-from ..inputs import decode, parse_json
-from ..row_runner import internal_error
-from ..validate import CheckedRow, check_delta, check_stream_head
+from ..inputs.files import decode, parse_json
+from ..inputs.validate import CheckedRow, check_delta, check_stream_head
+from ..rows.runner import internal_error
 from .limits import BodyTooLarge
 from .observe import RequestRecord, current_record
 from .settings import ServiceSettings

@@ -4,7 +4,7 @@ ContextCite on the scorer, and sequence classifiers (NLI, MiniCheck, AlignScore)
     from groundsense.verifiers import make_verifier
     make_verifier("judge:qwen2.5-coder-0.5b-instruct").verify(sentences)   # a SentenceInput -> Verdicts
 
-Each is a :class:`~groundsense.verification.Verifier`, so a cascade can escalate to it;
+Each is a :class:`~groundsense.cascade.verifier.Verifier`, so a cascade can escalate to it;
 ``make_detection(DetectorConfig(verifier="judge:..."))`` builds that cascade, as every entry point does.
 ``groundsense eval verify`` runs one over a benchmark into a cache (docs/verifiers.md).
 """

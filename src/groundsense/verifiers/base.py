@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..validate import check_inputs
-from ..verification import SentenceInput, Verifier
+from ..cascade.verifier import SentenceInput, Verifier
+from ..inputs.validate import check_inputs
 
 VERSION = 1  # bump when a verifier's scores change for the same configuration
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cascade.verifier import SentenceInput
 from ..config import DEFAULTS
 from ..errors import InputError
-from ..evidence import build_evidence
 from ..features import assign_tokens
+from ..inputs.evidence import build_evidence
 from ..scorer import Scorer
-from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
 
 VARIANTS = ("raw", "per_token")

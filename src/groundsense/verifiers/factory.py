@@ -86,13 +86,13 @@ def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, di
 
 
 def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Detection:
-    """The detection ``config`` describes: a :class:`~groundsense.detector.Detector`, or a
-    :class:`~groundsense.cascade.Cascade` to its ``verifier`` when it names one (checked by
+    """The detection ``config`` describes: a :class:`~groundsense.pipeline.detector.Detector`, or a
+    :class:`~groundsense.cascade.cascade.Cascade` to its ``verifier`` when it names one (checked by
     :func:`check_verifier` before anything loads). ``scorer``: an already loaded one to use
     instead of loading ``config.scorer``. A verifier that runs on the detector's own scorer
     (``judge:``, ``contextcite:``) shares it, so that model is loaded once."""
-    from ..cascade import Cascade
-    from ..detector import Detector
+    from ..cascade.cascade import Cascade
+    from ..pipeline.detector import Detector
 
     checked = check_verifier(config)
     detector = Detector.from_config(config.without_verifier(), scorer)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cascade.verifier import SentenceInput
 from ..config import DEFAULTS
 from ..errors import VerifierUnavailable
-from ..evidence import build_evidence
-from ..prompt import JUDGE_NO, JUDGE_YES, JudgeLayout
+from ..inputs.evidence import build_evidence
+from ..inputs.prompt import JUDGE_NO, JUDGE_YES, JudgeLayout
 from ..scorer import Scorer
-from ..verification import SentenceInput
 from .base import ModelVerifier, Verdicts, gflops
 
 

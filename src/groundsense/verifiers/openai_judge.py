@@ -2,7 +2,7 @@
 (vLLM, SGLang, a llama.cpp server, a hosted API), through the ``openai`` SDK.
 
 One request per sentence, up to ``concurrency`` at a time: a system message asking for one
-word, then the judge's user message (:func:`~groundsense.prompt.judge_message`: the evidence
+word, then the judge's user message (:func:`~groundsense.inputs.prompt.judge_message`: the evidence
 as given, i.e. the detector's chunks joined as the detector joins passages, the question, the
 instruction and the sentence), ``temperature`` 0, a few answer tokens and the top
 :data:`TOP_LOGPROBS` log-probabilities per token. P(supported) is read at the first answer
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cascade.verifier import SentenceInput
 from ..errors import InputError, VerifierError, VerifierUnavailable
-from ..prompt import JUDGE_NO, JUDGE_YES, judge_message
-from ..text import join_passages
-from ..verification import SentenceInput
+from ..inputs.prompt import JUDGE_NO, JUDGE_YES, judge_message
+from ..inputs.text import join_passages
 from .base import ModelVerifier, Verdicts
 
 URL_ENV = "GROUNDSENSE_VERIFIER_URL"

@@ -1,7 +1,7 @@
 """Attribution rater: an instruct scorer rates how far one passage supports one sentence.
 
 The prompt (:meth:`JudgeLayout.for_rating`) is ``Passage:`` and the chunk, ``Sentence:`` and
-the sentence, then :data:`~groundsense.prompt.RATING_QUESTION`, which asks for one word:
+the sentence, then :data:`~groundsense.inputs.prompt.RATING_QUESTION`, which asks for one word:
 ``Yes`` (full support), ``Some`` (partial), ``No`` (none) or ``False`` (contradicted). Each
 word is read as every one-token spelling of it, capitalised or lower case, with and without
 a leading space (:func:`answer_token_ids`); the four options' probabilities are taken over
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, VerifierUnavailable
-from ..prompt import JudgeLayout
+from ..inputs.prompt import JudgeLayout
 from ..scorer import Scorer
 from .judge import answer_token_ids, option_probabilities
 from .rating_scale import OPTION_WORDS, SCALE

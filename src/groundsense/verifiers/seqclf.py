@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..cascade.verifier import SentenceInput
 from ..config import DEFAULTS
 from ..errors import InputError, VerifierUnavailable
-from ..text import chunk_context, join_passages
-from ..verification import SentenceInput
+from ..inputs.text import chunk_context, join_passages
 from .base import ModelVerifier, Verdicts, gflops
 
 PREMISES = ("chunks", "context")

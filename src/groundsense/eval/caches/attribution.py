@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
+from ...cascade.lexical import lexical_chunk
 from ...features import support_chunk
-from ...lexical import lexical_chunk
 from ...verifiers.rating_scale import SCALE
 from ..data.cases import Case
 
@@ -37,7 +37,7 @@ _ORDINAL = {"contradicts": 0, "none": 1, "partial": 2, "full": 3}
 def case_chunks(cases: Sequence[Case], scorer: Scorer, config: Mapping) -> dict[str, list[str]]:
     """Each case's chunk texts exactly as the detector scored them (same evidence cut and
     chunking: :func:`evidence.build_evidence` with the feature set's ``k`` and context cap)."""
-    from ...evidence import build_evidence
+    from ...inputs.evidence import build_evidence
 
     chunks = {}
     for case in cases:

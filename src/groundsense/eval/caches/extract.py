@@ -21,8 +21,8 @@ import pandas as pd
 
 from ...config import DetectorConfig
 from ...detection import Outcome
-from ...detector import Detector
 from ...features import FEATURES
+from ...pipeline.detector import Detector
 from ...result import DetectionResult, TokenRows
 from ..data.cases import Case
 from ..data.rows import case_row

@@ -10,8 +10,8 @@ from typing import Literal
 
 import pandas as pd
 
-from ...text import Span
-from ...verification import SentenceInput
+from ...cascade.verifier import SentenceInput
+from ...inputs.text import Span
 
 SentenceType = Literal["baseless", "conflict"]
 

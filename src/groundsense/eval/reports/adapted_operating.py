@@ -11,9 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
-from ...calibration import Calibration, fit_calibration
 from ...features import FEATURES, SIGNED
+from ...judging.adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
+from ...judging.calibration import Calibration, fit_calibration
 from ..data.split import DEV, TEST, assign_partition
 from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1
 from .tables import interval_text, markdown_table

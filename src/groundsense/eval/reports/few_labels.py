@@ -1,4 +1,4 @@
-"""The few-label fit (:mod:`groundsense.fitting`) against the training-free score, on answers
+"""The few-label fit (:mod:`groundsense.judging.fitting`) against the training-free score, on answers
 the fit never saw: the source-grouped cross-validation `groundsense fit` runs on a team's
 labels before it writes a file, and the learning curve on each benchmark's dev partition
 (`groundsense eval learning-curve`): how many labelled answers a team needs before the fit
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...calibration import LOGISTIC_FEATURES, Calibration, logistic_score
 from ...errors import InputError
-from ...fitting import fit_weights, fitted_rows
-from ...thresholds import best_f1_threshold
+from ...judging.calibration import LOGISTIC_FEATURES, Calibration, logistic_score
+from ...judging.fitting import fit_weights, fitted_rows
+from ...judging.thresholds import best_f1_threshold
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
@@ -220,7 +220,7 @@ def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, 
         "How many labelled answers a team needs before `groundsense fit` pays off, in each benchmark's own domain. "
         "On each benchmark's dev partition only (the seeded source-level 60/40 split; no test partition is "
         f"read): for each size, {DRAWS} seeded draws of that many answers, taken source by source (the last "
-        "source cut to make the size). The logistic fit (`groundsense.fitting`: C = 0.1 over the standardised "
+        "source cut to make the size). The logistic fit (`groundsense.judging.fitting`: C = 0.1 over the standardised "
         "per-sentence features) is fitted on the drawn answers and judged on the dev answers of every source "
         "not drawn, against the training-free default on the same sentences: the shipped calibration's "
         f"`sensitivity` score (the standardised four-feature sum of {default.scorer}, fitted on RAGTruth "

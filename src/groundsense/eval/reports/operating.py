@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...calibration import Calibration
 from ...errors import InputError
 from ...features import SIGNED, signed_features
+from ...judging.calibration import Calibration
 from ..statistics.bootstrap import group_draws
 from .tables import interval_text, markdown_table
 

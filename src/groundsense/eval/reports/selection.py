@@ -20,7 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ...fitting import REGULARISATION  # C of the logistic regression, fixed in the protocol
+from ...judging.fitting import REGULARISATION
 from ..caches.detector_inputs import (
     SENTENCE_INPUTS,
     TOKEN_FEATURES,

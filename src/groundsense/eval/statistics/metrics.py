@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from ...thresholds import best_f1_threshold
+from ...judging.thresholds import best_f1_threshold
 from ..data.split import DEV, TEST, assign_partition
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import ablation_scores, add_answer_columns, answer_mean, method_scores

@@ -6,7 +6,7 @@ escalated to a slower verifier (an LLM judge, a fact-checker), which decides tho
 ``flagged`` replaced by ``verifier_score >= threshold``; the other sentences keep the
 detector's score and flag. The fraction applies to the sentences handed over at once: one
 answer for :meth:`Cascade.detect` and for each request row of :meth:`Cascade.detect_checked`,
-which ``iter_detect`` and :func:`~groundsense.row_runner.run_row` (so `batch`, `serve` and the
+which ``iter_detect`` and :func:`~groundsense.rows.runner.run_row` (so `batch`, `serve` and the
 Ray engine) call, so a record never depends on the rows beside it;
 all rows for :meth:`Cascade.detect_many` (which escalates about ``escalate`` of their
 sentences, while a single short answer escalates at least one). The same rule
@@ -27,14 +27,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .config import DetectorConfig
-from .detection import AnswerStream, Detection, check_detection
-from .errors import InputError
-from .result import DetectionResult, SentenceResult
-from .text import join_passages
-from .validate import CheckedRow, check_row
-from .verdicts import answer_summary
-from .verification import Verifier
+from ..config import DetectorConfig
+from ..detection import AnswerStream, Detection, check_detection
+from ..errors import InputError
+from ..inputs.text import join_passages
+from ..inputs.validate import CheckedRow, check_row
+from ..judging.verdicts import answer_summary
+from ..result import DetectionResult, SentenceResult
+from .verifier import Verifier
 
 
 def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
@@ -110,7 +110,7 @@ class Cascade(Detection):
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
         """Detect on every row, then escalate the most suspicious ``escalate`` share of all
         their scored sentences; a bad row raises before any is scored."""
-        from .progress import track
+        from ..progress import track
 
         checked = [check_row(row) for row in rows]
         results = [self.detector.detect_checked(row) for row in track(checked, "Scoring answers", enabled=progress)]

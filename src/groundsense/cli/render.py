@@ -7,7 +7,7 @@ import re
 from rich.console import Console
 from rich.text import Text
 
-from .result import DetectionResult, SentenceResult
+from ..result import DetectionResult, SentenceResult
 
 EXCERPT = 160
 # Control characters (ESC starts a terminal escape sequence) and the bidirectional

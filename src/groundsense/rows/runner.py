@@ -1,7 +1,7 @@
 """One request row in, one record out: what `batch`, the service and the Ray engine each run per row.
 
 :func:`run_row` checks a row once (:func:`validate.check_row`, unless it is a
-:class:`~groundsense.validate.CheckedRow` already) and detects on it
+:class:`~groundsense.inputs.validate.CheckedRow` already) and detects on it
 (:meth:`Detection.detect_checked`, which does not check it again). Its record is the result's
 ``to_dict()`` after the row's ``id`` (null when the row has none), or, when the row fails, the
 error record of :func:`error_record`, the one place one is built. Each caller keeps only its
@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from .detection import Detection
-from .errors import Cancelled, GroundsenseError
-from .validate import CheckedRow, check_row, echo_id
+from ..detection import Detection
+from ..errors import Cancelled, GroundsenseError
+from ..inputs.validate import CheckedRow, check_row, echo_id
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 :class:`Adjudicator` holds what a detector configuration judges by: which calibration and score
 rule apply to an answer (they depend on how many chunks its evidence was scored in), the
 sentence and answer thresholds, each sentence's score, flag and support, and the answer's
-summary. The detector (:meth:`Detector.detect <groundsense.detector.Detector.detect>`) and the
-stream (:class:`~groundsense.stream.DetectionStream`) both build their results through it, once.
+summary. The detector (:meth:`Detector.detect <groundsense.pipeline.detector.Detector.detect>`) and the
+stream (:class:`~groundsense.pipeline.stream.DetectionStream`) both build their results through it, once.
 
 Named *verdicts*, not *judge*: ``verifiers/judge.py`` is the LLM judge, a verifier a cascade
 escalates sentences to; and the class is no ``Verdicts``: that is a verifier's output
@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..config import DetectorConfig
+from ..errors import InputError
+from ..features import FEATURES, SIGNED, assign_tokens, sentence_features, support_chunk
+from ..inputs.evidence import Evidence
+from ..inputs.text import Span
+from ..result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, Support, TokenRows, Truncation
+from ..scorer import EncodedPrompt, TokenScores
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
-from .config import DetectorConfig
-from .errors import InputError
-from .evidence import Evidence
-from .features import FEATURES, SIGNED, assign_tokens, sentence_features, support_chunk
-from .result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, Support, TokenRows, Truncation
-from .scorer import EncodedPrompt, TokenScores
-from .text import Span
 
 log = logging.getLogger(__name__)
 

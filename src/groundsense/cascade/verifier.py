@@ -2,7 +2,7 @@
 per sentence, higher = more likely unsupported.
 
 :meth:`Verifier.score_sentences` is the primitive every verifier provides and what a
-:class:`~groundsense.cascade.Cascade` calls; any object with that method counts as a
+:class:`~groundsense.cascade.cascade.Cascade` calls; any object with that method counts as a
 :class:`Verifier`. A verifier that needs the answer as written (its sentence spans, the
 evidence before chunking) reads a :class:`SentenceInput`, which
 :meth:`SentenceInput.from_texts` makes from the primitive's arguments.
@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .text import Span
+from ..inputs.text import Span
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .scorer import EncodedPrompt, Scorer, TokenScores, additive_mask, js_divergence
+from . import EncodedPrompt, Scorer, TokenScores, additive_mask, js_divergence
 
 
 def condition_sequences(prompt: EncodedPrompt, leave_one_out: bool = True) -> list[list[int]]:

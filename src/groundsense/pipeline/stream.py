@@ -8,7 +8,7 @@ condition. The final result equals :meth:`Detector.detect` on the whole answer w
 sentence spans (the stream's own segmentation, frozen sentence by sentence).
 
 A token is scored once it can no longer change: the tokens that end before the answer's last
-run of whitespace are final (:class:`~groundsense.stream_tokens.FinalTokens`, which tokenises
+run of whitespace are final (:class:`~groundsense.pipeline.stream_tokens.FinalTokens`, which tokenises
 only the answer's unfinished tail). A sentence is judged once the next one has begun and its
 tokens are final. Final tokens are scored as soon as the text reaches a sentence's end mark
 (so that the sentence's verdict waits on its last word only), when a sentence ends, and
@@ -23,15 +23,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from .errors import InputError
-from .evidence import build_evidence
-from .prompt import PromptLayout
-from .result import DetectionResult, SentenceResult
-from .scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
+from ..errors import InputError
+from ..inputs.evidence import build_evidence
+from ..inputs.prompt import PromptLayout
+from ..inputs.text import Span, is_blank, segment_sentences
+from ..inputs.validate import check_evidence, check_text
+from ..judging.verdicts import Adjudicator
+from ..result import DetectionResult, SentenceResult
+from ..scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .stream_tokens import FinalTokens
-from .text import Span, is_blank, segment_sentences
-from .validate import check_evidence, check_text
-from .verdicts import Adjudicator
 
 # The text may have just finished a sentence: an end mark (closing quotes or brackets after it),
 # or a line break, then only whitespace.

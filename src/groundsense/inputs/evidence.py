@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .scorer import Scorer
+from ..scorer import Scorer
 from .text import Chunk, Span, chunk_context, join_passages, strip_span
 
 

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .detection import Detection, check_detection
-from .errors import InputError
-from .inputs import decode, parse_json
-from .row_runner import error_record, run_row
-from .validate import check_object
+from ..detection import Detection, check_detection
+from ..errors import InputError
+from ..inputs.files import decode, parse_json
+from ..inputs.validate import check_object
+from .runner import error_record, run_row
 
 Row = dict | InputError  # a parsed input row, or the error its line raised
 
@@ -107,7 +107,7 @@ def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], pro
     """One batch record per ``(line, row)``, in order: :func:`row_runner.run_row`'s record (its
     ``id`` first) with the ``line`` after the ``id``; a row its line could not give (bad JSON)
     gets its error record. ``detection``: any :class:`Detection` (a detector, a cascade)."""
-    from .progress import track
+    from ..progress import track
 
     check_detection(detection)
     rows = list(rows)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .batch import read_rows
-from .calibration import Calibration, fit_calibration
-from .errors import InputError
-from .features import FEATURES, SIGNED
+from ..errors import InputError
+from ..features import FEATURES, SIGNED
+from ..judging.calibration import Calibration, fit_calibration
+from ..rows.batch import read_rows
 
 
 def _overlaps(start: int, end: int, spans: list[dict]) -> bool:

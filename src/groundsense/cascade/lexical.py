@@ -1,5 +1,5 @@
 """Word overlap between a sentence and evidence chunks: the lexical control for attribution
-and the simplest :class:`~groundsense.verification.Verifier` for a :class:`~groundsense.cascade.Cascade`."""
+and the simplest :class:`~groundsense.cascade.verifier.Verifier` for a :class:`~groundsense.cascade.cascade.Cascade`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from .verification import Verifier
+from .verifier import Verifier
 
 _WORD = re.compile(r"\w+")
 

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputError
+from ..features import FEATURES, SIGNED
 from .calibration import LEVELS, SCORE_RULES, STANDARDISED, Calibration, complete_rows, logistic_input, standardisation
-from .errors import InputError
-from .features import FEATURES, SIGNED
 
 if TYPE_CHECKING:
-    from .result import DetectionResult
+    from ..result import DetectionResult
 
 METHODS = ("restandardise", "quantile", "mixture")
 DEFAULT_METHOD = "restandardise"

@@ -6,17 +6,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .calibration import Calibration
-from .config import DEFAULTS, DetectorConfig
-from .detection import Detection
-from .errors import InputError
-from .evidence import build_evidence
-from .result import DetectionResult
-from .scorer import Scorer
+from ..config import DEFAULTS, DetectorConfig
+from ..detection import Detection
+from ..errors import InputError
+from ..inputs.evidence import build_evidence
+from ..inputs.text import Span, segment_sentences
+from ..inputs.validate import CheckedRow, check_inputs, check_spans
+from ..judging.calibration import Calibration
+from ..judging.verdicts import Adjudicator
+from ..result import DetectionResult
+from ..scorer import Scorer
 from .stream import DetectionStream
-from .text import Span, segment_sentences
-from .validate import CheckedRow, check_inputs, check_spans
-from .verdicts import Adjudicator
 
 
 class Detector(Detection):
@@ -29,7 +29,7 @@ class Detector(Detection):
     one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
     scored in, and without one nothing is flagged (with a warning; ``calibration=False`` asks
     for no calibration and no warning): ``detector.adjudicator``, a
-    :class:`~groundsense.verdicts.Adjudicator`, chooses, and builds the results.
+    :class:`~groundsense.judging.verdicts.Adjudicator`, chooses, and builds the results.
 
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
@@ -145,5 +145,5 @@ class Detector(Detection):
                score_every: int = 16) -> DetectionStream:
         """Check an answer while it is generated: ``stream.feed(delta)`` returns the sentences
         each piece of text finished, judged; ``stream.close()`` the whole answer's result,
-        equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.stream`)."""
+        equal to :meth:`detect` with the same sentence spans (see :mod:`groundsense.pipeline.stream`)."""
         return DetectionStream(self.scorer, self.adjudicator, question, context, passages, score_every)

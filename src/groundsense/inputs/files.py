@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InputError
+from ..errors import InputError
 
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 

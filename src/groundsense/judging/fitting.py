@@ -1,7 +1,7 @@
 """A detector fitted on a team's own labels (`groundsense fit`): the L2-regularised logistic
 regression of the detector-selection protocol's candidate A (C = 0.1, standardised features)
 over the per-sentence features the detector computes at detect time
-(:data:`groundsense.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
+(:data:`groundsense.judging.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
 weights a reader can inspect (``Calibration.weights``). How well it does against the
 training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from .calibration import LOGISTIC_FEATURES, Calibration, complete_rows, fit_calibration, logistic_input
-from .errors import InputError
 
 REGULARISATION = 0.1  # C of the logistic regression, as in the detector-selection protocol
 
 
 def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
-    """The logistic weights (:func:`groundsense.calibration.logistic_score`) fitted on
+    """The logistic weights (:func:`groundsense.judging.calibration.logistic_score`) fitted on
     sentences (arrays over sentences, every one with all :data:`LOGISTIC_FEATURES` finite):
     each feature standardised by its mean and population standard deviation (1 where it is
     constant), then an L2 logistic regression at C = :data:`REGULARISATION`."""
@@ -50,7 +50,7 @@ def fit_detector(
     target_recall: float | None = None, target_precision: float | None = None, made_with: dict | None = None,
 ) -> Calibration:
     """A calibration whose ``sensitivity`` score is the logistic fit on every labelled
-    sentence, with thresholds by :func:`groundsense.calibration.fit_calibration`'s rules."""
+    sentence, with thresholds by :func:`groundsense.judging.calibration.fit_calibration`'s rules."""
     rows = fitted_rows(features)
     weights = fit_weights({f: np.asarray(v, float)[rows] for f, v in features.items()}, np.asarray(labels)[rows])
     return fit_calibration(features, scorer, k, labels=labels, target_recall=target_recall,

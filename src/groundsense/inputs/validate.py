@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import InputError
+from ..errors import InputError
 from .text import Span, is_blank
 
 MAX_K = 50  # chunks a context string may be split into; each costs one more scorer pass
