@@ -167,7 +167,7 @@ def hub_offline(monkeypatch):
 def validator_calls(monkeypatch) -> Counter:
     """How often a test calls each request validator (``check_row``, ``check_inputs``,
     ``check_spans``): the real ones, wrapped wherever a groundsense module holds them."""
-    from groundsense.inputs.files import validate
+    from groundsense.inputs import validate
 
     counts: Counter = Counter()
     for name in ("check_row", "check_inputs", "check_spans"):

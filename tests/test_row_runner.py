@@ -14,7 +14,8 @@ from groundsense.cascade.lexical import LexicalOverlapVerifier
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import Cancelled, InputError, VerifierError
-from groundsense.inputs.files import load_example, validate
+from groundsense.inputs import validate
+from groundsense.inputs.files import load_example
 from groundsense.rows.batch import run_batch
 from groundsense.rows.runner import error_record, run_row
 
