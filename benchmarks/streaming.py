@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from itertools import product
 
@@ -90,7 +91,8 @@ def main() -> None:
     times = {run: ([], [], [], []) for run in runs}  # latencies, tokens scored, stream totals, detect times
     for detector in detectors.values():
         run_one(detector, cases[0], cadences[0])  # warm-up
-    for case in cases:
+    for number, case in enumerate(cases, 1):
+        print(f"answer {number}/{len(cases)} ({case.id}), {time.perf_counter() - started:.0f} s in", file=sys.stderr)
         for mode, n_threads, every in runs:
             torch.set_num_threads(n_threads)
             latencies, scored, streamed, detected = run_one(detectors[mode], case, every)
