@@ -45,9 +45,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, queue_size: int, timeout_s: float, threads: int) -> subprocess.Popen:
+def start_server(port: int, queue_size: int, timeout_s: float, threads: int,
+                 detector_flags: list[str] | None = None) -> subprocess.Popen:
+    """`groundsense serve` on ``port``; ``detector_flags``: its detector options (``--mode two_pass``, ...)."""
     command = [sys.executable, "-m", "groundsense.cli", "--threads", str(threads), "serve", "--host", HOST,
-               "--port", str(port), "--queue-size", str(queue_size), "--timeout", str(timeout_s)]
+               "--port", str(port), "--queue-size", str(queue_size), "--timeout", str(timeout_s),
+               *(detector_flags or [])]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

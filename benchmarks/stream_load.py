@@ -211,6 +211,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="the server's torch threads")
     parser.add_argument("--queue-size", type=int, default=8, help="the server's queue")
     parser.add_argument("--timeout", type=float, default=600.0, help="the server's per-step timeout")
+    parser.add_argument("--mode", choices=["full", "two_pass"], default="full", help="the server's detector mode")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32",
+                        help="the server's scorer precision")
     parser.add_argument("--tasks", nargs="+", choices=["QA", "Summary", "Data2txt"], default=None,
                         help="draw answers of these RAGTruth tasks only (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the RAGTruth answers drawn")
@@ -228,7 +231,8 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     port = free_port()
     url = f"http://{HOST}:{port}"
-    server = start_server(port, args.queue_size, args.timeout, args.threads)
+    server = start_server(port, args.queue_size, args.timeout, args.threads,
+                          ["--mode", args.mode, "--precision", args.precision])
     try:
         wait_ready(url)
         asyncio.run(stream_one(port, warmup, 0))
@@ -247,6 +251,8 @@ def main() -> int:
         "machine": results_machine(args.threads),
         "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "rate_tokens_per_s": args.rate,
+        "mode": args.mode,
+        "precision": args.precision,
         "levels": [summary(n, *run) for n, run in zip(args.streams, runs)],
         "ready_after": after,
     }
