@@ -36,4 +36,4 @@ browser:
 	fi
 
 test: setup browser
-	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=15  # a worker per CPU (at most 4), each test file on one worker, the longest files first (tests/conftest.py)
+	$(PY) -m pytest -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker

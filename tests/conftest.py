@@ -24,29 +24,11 @@ settings.register_profile("explore", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# The test files that take longest (`make test` prints the slowest tests), heaviest first.
-# `make test` hands files to its workers in collection order (--no-loadscope-reorder), so these
-# start first and the run does not end waiting on one long file that started last.
-LONGEST_FILES = (
-    "tests/test_ray_batch.py",
-    "tests/eval/test_published.py",
-    "tests/test_detector.py",
-    "tests/integrations/test_docs_examples.py",
-    "tests/test_fit_cli.py",
-    "tests/test_faults.py",
-    "tests/test_cli.py",
-    "tests/test_openai_verifier.py",
-)
-
-
 def pytest_collection_modifyitems(items):
-    """A test that uses the real scorer is slow, whether or not its module says so. The
-    :data:`LONGEST_FILES` come first, the rest in their order."""
+    """A test that uses the real scorer is slow, whether or not its module says so."""
     for item in items:
         if REAL_SCORER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    rank = {path: i for i, path in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def cpu_count() -> int:
