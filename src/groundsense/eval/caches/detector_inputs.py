@@ -8,6 +8,7 @@ detector-selection protocol (:mod:`..reports.selection`); the shipped detector u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -50,8 +51,10 @@ def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DE
     def over_dependent(values: np.ndarray) -> float:
         return float(values[dependent].mean()) if dependent.any() else float(values.mean())
 
+    gap_sorted = cache(lambda: np.sort(gap))  # three features read it; sorted once, if asked for
+
     def lowest_fifth_mean() -> float:
-        return float(np.sort(gap)[: max(1, int(np.ceil(0.2 * gap.size)))].mean())
+        return float(gap_sorted()[: max(1, int(np.ceil(0.2 * gap.size)))].mean())
 
     def unresolved_share() -> float:
         return float((surprisal[dependent] > unresolved_nats).mean()) if dependent.any() else 0.0
@@ -60,8 +63,8 @@ def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DE
         "gap_dep": lambda: over_dependent(gap),
         "gap_wdep": lambda: float((gap * surprisal_noctx.clip(0)).sum() / max(surprisal_noctx.clip(0).sum(), 1e-9)),
         "gap_min": lambda: float(gap.min()),
-        "gap_q10": lambda: sorted_quantile(np.sort(gap), 0.1),
-        "gap_q25": lambda: sorted_quantile(np.sort(gap), 0.25),
+        "gap_q10": lambda: sorted_quantile(gap_sorted(), 0.1),
+        "gap_q25": lambda: sorted_quantile(gap_sorted(), 0.25),
         "gap_low20": lowest_fifth_mean,
         "tokdrop_mean": lambda: float(tokdrop.mean()),
         "tokdrop_dep": lambda: over_dependent(tokdrop),
