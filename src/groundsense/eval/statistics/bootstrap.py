@@ -4,7 +4,8 @@ Resampling sources with replacement is the same as weighting every row by how ma
 source was drawn, so each resample's AUC is a weighted Mann-Whitney statistic. Scores are
 sorted once; :func:`weighted_auc` then evaluates all resamples together with cumulative sums
 over rows, and :func:`group_aucs` (what :func:`source_bootstrap` uses) with a product over the
-groups x groups table of correctly ordered pairs, which is much faster when rows share sources.
+groups x groups table of correctly ordered pairs, which is faster when rows share sources or
+when few rows are positive.
 """
 
 from __future__ import annotations
@@ -64,25 +65,37 @@ def group_aucs(y: np.ndarray, score: np.ndarray, group_index: np.ndarray, draws:
 
     With ``pairs[g, h]`` the (unsupported row of g, grounded row of h) pairs the score orders
     right (ties count one half), a resample's AUC is w'·pairs·w / ((w·P)(w·N)), P and N each
-    group's positives and negatives. Every term is a multiple of one half, so the sums are exact
-    and the result equals :func:`weighted_auc` on the row counts bit for bit, at a cost that
-    grows with groups, not rows.
+    group's positives and negatives. Only groups with a positive row have a row of ``pairs`` and
+    only groups with a negative one a column, and the negatives are counted only at the
+    positives' score levels, so the cost grows with groups and positives, not rows. Every term is
+    a multiple of one half, so the sums are exact and the result equals :func:`weighted_auc` on
+    the row counts bit for bit.
     """
     y = np.asarray(y).astype(bool)
+    score = np.asarray(score, dtype=float)
+    group_index = np.asarray(group_index)
     n_groups = draws.shape[1]
-    _, tie = np.unique(np.asarray(score, dtype=float), return_inverse=True)
-    negatives = np.zeros((int(tie.max()) + 1, n_groups))
-    np.add.at(negatives, (tie[~y], group_index[~y]), 1.0)
-    beaten = np.cumsum(negatives, axis=0) - 0.5 * negatives  # per tie level: negatives below, ties at half
+    levels, positive_level = np.unique(score[y], return_inverse=True)
+    negative_score, negative_group = score[~y], group_index[~y]
+    at_or_below = np.searchsorted(levels, negative_score, side="right")  # positive levels <= each negative
+    tied = np.zeros(len(negative_score), dtype=bool)
+    tied[at_or_below > 0] = levels[at_or_below[at_or_below > 0] - 1] == negative_score[at_or_below > 0]
+    first_above = np.bincount(at_or_below * n_groups + negative_group,
+                              minlength=(len(levels) + 1) * n_groups).reshape(-1, n_groups)
+    tied_at = np.bincount((at_or_below[tied] - 1) * n_groups + negative_group[tied],
+                          minlength=len(levels) * n_groups).reshape(-1, n_groups)
+    beaten = np.cumsum(first_above[:-1], axis=0) + 0.5 * tied_at  # per level: negatives below, ties at half
     order = np.argsort(group_index[y], kind="stable")
     positive_groups = group_index[y][order]
     starts = np.flatnonzero(np.r_[True, positive_groups[1:] != positive_groups[:-1]])
-    pairs = np.zeros((n_groups, n_groups))
-    if len(order):
-        pairs[positive_groups[starts]] = np.add.reduceat(beaten[tie[y]][order], starts, axis=0)
+    negative_groups = np.flatnonzero(np.bincount(negative_group, minlength=n_groups))
     draws = np.asarray(draws, dtype=float)
-    wins = ((draws @ pairs) * draws).sum(axis=1)
-    total = (draws @ np.bincount(group_index[y], minlength=n_groups)) * (draws @ negatives.sum(axis=0))
+    wins = np.zeros(len(draws))
+    if len(order) and len(negative_groups):
+        pairs = np.add.reduceat(beaten[positive_level[order]][:, negative_groups], starts, axis=0)
+        wins = ((draws[:, positive_groups[starts]] @ pairs) * draws[:, negative_groups]).sum(axis=1)
+    total = ((draws @ np.bincount(group_index[y], minlength=n_groups))
+             * (draws @ np.bincount(negative_group, minlength=n_groups)))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, wins / total, np.nan)
 
