@@ -28,7 +28,7 @@ from groundsense.scale.io import read_input
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 # Short answers; two over one source (their evidence is shared) with another source's between them.
-RAGTRUTH_IDS = ["ragtruth:16506", "ragtruth:16465", "ragtruth:16508", "ragtruth:16156"]
+RAGTRUTH_IDS = ["ragtruth:16506", "ragtruth:16465", "ragtruth:16508"]
 PASSAGES = ["The Golden Gate Bridge opened in 1937.", "Its main span is 4,200 feet long."]
 CONTEXT = "The Eiffel Tower was finished in 1889. It is 330 metres tall. It stands in Paris."
 
@@ -85,9 +85,9 @@ def test_ray_records_equal_local_batch_on_ragtruth(tmp_path, detector, ray_runti
 
     out = tmp_path / "out.parquet"
     summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1, rows_per_batch=2))
-    assert (summary.written, summary.skipped, summary.errors) == (5, 0, 1)
+    assert (summary.written, summary.skipped, summary.errors) == (4, 0, 1)
     got = by_line(table_records(pq.read_table(out)))
-    assert sorted(got) == sorted(local) == [1, 2, 3, 4, 5]
+    assert sorted(got) == sorted(local) == [1, 2, 3, 4]
     assert "not valid JSON" in got[3]["error"]["message"]
     for line, record in local.items():
         assert_same_records(got[line], record, f"line {line}")

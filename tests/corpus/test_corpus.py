@@ -3,7 +3,8 @@ and --json), `groundsense batch`, the Python API, `POST /v1/detect` and `/v1/det
 
 Refused cases need no model, so they run in the fast tier (the HTTP app's scorer never
 starts loading: input is checked before the scorer is asked). Accepted cases run the
-real default scorer, loaded once per process (``slow``).
+real default scorer, loaded once per process (``slow``), each case through every entry point
+in turn on the session's detector, so that its evidence is encoded once.
 """
 
 from __future__ import annotations
@@ -144,15 +145,7 @@ def test_http_refuses(refusing_app, case):
         assert response.status_code == 422 and case.outcome.message in response.json()["error"]
 
 
-# -- accepted, and the batch file of every case: the real scorer -----------------------------
-
-
-@pytest.fixture(scope="module")
-def cli_on_shared_detector(detector, monkeypatch_module):
-    """The CLI builds its detector through ``common.make_detection``; here it gets the session's
-    real detector (with the requested K and mode) instead of loading the scorer per case."""
-    monkeypatch_module.setattr(cli_common, "make_detection",
-                               lambda config: detector.with_options(k=config.k, mode=config.mode))
+# -- accepted: the real scorer ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -161,9 +154,27 @@ def monkeypatch_module():
         yield patch
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
-def test_cli_detect_accepts(cli_on_shared_detector, case):
+@pytest.fixture(scope="module")
+def cli_on_shared_detector(detector, monkeypatch_module):
+    """The CLI builds its detection through ``common.make_detection``; here it gets the session's
+    real detector (with the requested K and mode) instead of loading the scorer per case."""
+    monkeypatch_module.setattr(cli_common, "make_detection",
+                               lambda config: detector.with_options(k=config.k, mode=config.mode))
+
+
+@pytest.fixture(scope="module")
+def app(detector):
+    """The real app, serving the session's detector, so that one case's evidence, encoded by
+    the first entry point, is kept for the others (an evidence of 1,800 tokens takes seconds)."""
+    with TestClient(create_app(ServiceSettings(), detection=lambda: detector)) as client:
+        deadline = time.time() + 300
+        while client.get("/readyz").status_code != 200:
+            assert time.time() < deadline, "the detection did not load"
+            time.sleep(0.2)
+        yield client
+
+
+def cli_accepts(case: Case) -> None:
     result = detect("--json", body=case.body)
     assert result.exit_code == 0, result.output
     assert_result(case, json.loads(result.output))
@@ -174,23 +185,66 @@ def test_cli_detect_accepts(cli_on_shared_detector, case):
     assert ("warning:" in plain.output) == case.outcome.warned
 
 
+def batch_accepts(case: Case, folder) -> None:
+    """The case in a file of its own between two refused lines: its record on its line."""
+    source, out = folder / "in.jsonl", folder / "out.jsonl"
+    source.write_bytes(b"{broken\n" + case.body + b"\n[1, 2]\n")
+    result = CliRunner().invoke(cli_module.cli, ["batch", str(source), "-o", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3]
+    assert "error" in records[0] and "error" in records[2] and "error" not in records[1], records
+    assert_result(case, records[1])
+
+
+def python_accepts(case: Case, detector) -> None:
+    (outcome,) = detector.iter_detect([parsed(case)[1]], progress=False)
+    assert outcome.error is None, outcome.error
+    assert_result(case, outcome.result.to_dict())
+
+
+def http_accepts(case: Case, app) -> None:
+    response = app.post("/v1/detect", content=case.body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert_result(case, response.json())
+    # In a batch next to a bad item, the good one keeps its result.
+    bad = {**case.row, "answer": "\ud800"}
+    response = app.post("/v1/detect/batch", content=json.dumps([case.row, bad]).encode(),
+                        headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    good, refused = response.json()
+    assert_result(case, good)
+    assert "lone UTF-16 surrogate" in refused["error"]["message"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
-def test_python_api(detector, case):
+@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
+def test_every_entry_point_accepts(cli_on_shared_detector, detector, app, case, tmp_path):
+    """`detect` (--json and plain), `batch`, the Python API and both HTTP routes, one after
+    another on one detector (so the case's evidence is encoded once)."""
+    cli_accepts(case)
+    if case.in_batch:
+        batch_accepts(case, tmp_path)
+    if parsed(case)[0]:
+        python_accepts(case, detector)
+    http_accepts(case, app)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
+def test_python_api_refuses(detector, case):
     ok, value = parsed(case)
     if not ok:
         return  # not JSON: nothing to hand to Python
     (outcome,) = detector.iter_detect([value], progress=False)
-    if isinstance(case.outcome, Error):
-        assert isinstance(outcome.error, InputError) and case.outcome.message in str(outcome.error)
-    else:
-        assert outcome.error is None, outcome.error
-        assert_result(case, outcome.result.to_dict())
+    assert isinstance(outcome.error, InputError) and case.outcome.message in str(outcome.error)
 
 
 @pytest.mark.slow
-def test_batch_gives_every_case_its_record(cli_on_shared_detector, tmp_path):
-    cases = [c for c in CASES if c.in_batch]
+def test_batch_gives_every_refused_case_its_error_record_on_its_line(cli_on_shared_detector, tmp_path):
+    """Every refused case in one file, after an accepted row and before another: each line its record."""
+    plain = next(c for c in ACCEPTED if c.name == "a plain request")
+    cases = [plain, *(c for c in REFUSED if c.in_batch), plain]
     assert not any(b"\n" in c.body for c in cases)
     source, out = tmp_path / "corpus.jsonl", tmp_path / "out.jsonl"
     source.write_bytes(b"\n".join(c.body for c in cases) + b"\n")
@@ -205,29 +259,3 @@ def test_batch_gives_every_case_its_record(cli_on_shared_detector, tmp_path):
         else:
             assert "error" not in record, (case.name, record)
             assert_result(case, record)
-
-
-@pytest.fixture(scope="module")
-def app():
-    with TestClient(create_app(ServiceSettings())) as client:
-        deadline = time.time() + 300
-        while client.get("/readyz").status_code != 200:
-            assert time.time() < deadline, "the scorer did not load"
-            time.sleep(0.2)
-        yield client
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
-def test_http_accepts(app, case):
-    response = app.post("/v1/detect", content=case.body, headers={"Content-Type": "application/json"})
-    assert response.status_code == 200, response.text
-    assert_result(case, response.json())
-    # In a batch next to a bad item, the good one keeps its result.
-    bad = {**case.row, "answer": "\ud800"}
-    response = app.post("/v1/detect/batch", content=json.dumps([case.row, bad]).encode(),
-                        headers={"Content-Type": "application/json"})
-    assert response.status_code == 200, response.text
-    good, refused = response.json()
-    assert_result(case, good)
-    assert "lone UTF-16 surrogate" in refused["error"]["message"]
