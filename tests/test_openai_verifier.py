@@ -6,9 +6,6 @@ that: a peer for the error paths, not a stand-in for the verifier."""
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -140,15 +137,15 @@ def test_eval_verify_caches_scores_with_their_tokens_and_a_failure_as_an_error_r
     assert error["status"].tolist() == ["error"] and "cannot reach" in error["error"].iloc[0]
 
 
-@pytest.mark.slow  # loads the real scorer in a subprocess
-def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_server):
-    env = {**os.environ, "GROUNDSENSE_VERIFIER_URL": judge_server.url, "GROUNDSENSE_VERIFIER_API_KEY": KEY}
-    done = subprocess.run(
-        [sys.executable, "-m", "groundsense", "--threads", "1", "detect", "--example", "passages-qa",
-         "--verifier", "openai:smollm2", "--escalate", "0.3", "--json"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert done.returncode in (0, 1), done.stderr
+@pytest.mark.slow  # the real scorer
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
+def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_server, invoke_cli, monkeypatch):
+    """`groundsense detect`, configured only by the environment (on the session's real scorer)."""
+    monkeypatch.setenv("GROUNDSENSE_VERIFIER_URL", judge_server.url)
+    monkeypatch.setenv("GROUNDSENSE_VERIFIER_API_KEY", KEY)
+    done = invoke_cli(["detect", "--example", "passages-qa", "--verifier", "openai:smollm2", "--escalate", "0.3",
+                       "--json"])
+    assert done.exit_code in (0, 1), done.output
     data = json.loads(done.stdout)
     assert data["cascade"]["verifier"] == "openai:smollm2" and data["cascade"]["n_escalated"] == 1
     assert data["cascade"]["verifier_usage"]["requests"] == 1

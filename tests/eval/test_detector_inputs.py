@@ -14,12 +14,12 @@ from groundsense.eval.caches.detector_inputs import (
     detector_table,
     relative_features,
     suspicion,
-    token_features,
     token_threshold_sweep,
     tuned_thresholds,
     with_token_features,
 )
 from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.caches.token_features import SentenceTokens
 from groundsense.eval.statistics.benchmark_result import partitioned
 
 TOKENS = Path(__file__).parents[2] / "results" / "tokens"
@@ -58,6 +58,12 @@ def test_suspicion_negates_the_features_that_grow_with_support():
                           "unresolved_share": [0.1, 0.8]})
     for feature in table:
         assert suspicion(table, feature)[1] > suspicion(table, feature)[0], feature
+
+
+def token_features(logp: np.ndarray, jsd: np.ndarray) -> dict[str, float]:
+    """One sentence's token features from its [conditions, n] rows, at the a-priori thresholds."""
+    tokens = SentenceTokens.from_rows([logp[0]], [logp[1]], [jsd[1]], [logp[2:].ravel()])
+    return tokens.features().iloc[0].to_dict()
 
 
 def test_token_features_aggregate_a_sentence_s_tokens():

@@ -1,6 +1,6 @@
 """The trained detector's inputs: each scored sentence's features as table columns
 (:func:`detector_table`, with the answer-relative :func:`relative_features`), the token-level
-aggregations (:func:`token_features`) added at dev-tuned thresholds (:func:`with_token_features`,
+aggregations (:mod:`.token_features`) added at dev-tuned thresholds (:func:`with_token_features`,
 :func:`tuned_thresholds`), and each feature's orientation as a suspicion score. Used by the
 detector-selection protocol (:mod:`..reports.selection`); the shipped detector uses none of them.
 """
@@ -8,100 +8,13 @@ detector-selection protocol (:mod:`..reports.selection`); the shipped detector u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 
 import numpy as np
 import pandas as pd
 
 from ...features import GROUNDING, SIGNED, signed_features
 from .extract import TOKEN_COLUMNS, FeatureSet
-
-# Token-level aggregations of one sentence's per-token scores (candidates beyond the paper's
-# means; where each comes from is in docs/token-features.md). A token is *evidence-dependent*
-# when the scorer finds it surprising without the context: no-context surprisal above
-# DEPENDENT_NATS.
-TOKEN_FEATURES = (
-    "gap_dep", "gap_wdep", "gap_min", "gap_q10", "gap_q25", "gap_low20",
-    "tokdrop_mean", "tokdrop_dep", "tokdrop_q10",
-    "unresolved_share", "surprisal_dep", "surprisal_max", "surprisal_q90", "jsd_max", "dep_share",
-)
-DEPENDENT_NATS = 2.0
-UNRESOLVED_NATS = 2.0
-
-
-def token_features(logp: np.ndarray, jsd: np.ndarray, dependent_nats: float = DEPENDENT_NATS,
-                   unresolved_nats: float = UNRESOLVED_NATS, names: Sequence[str] = TOKEN_FEATURES) -> dict[str, float]:
-    """The :data:`TOKEN_FEATURES` (those in ``names``, each computed only if asked for) of one
-    sentence from its tokens' rows ([conditions, n], as in :func:`groundsense.features.sentence_features`);
-    NaN where undefined (no token; no leave-one-out rows). The two thresholds default to their
-    a-priori values; the detector selection tunes them on dev partitions
-    (docs/detector-selection.md, "Token thresholds").
-
-    Orientation as the means': gap and drop aggregations are larger when the context
-    supports the sentence; ``unresolved_share`` and the surprisals are larger when it does not.
-    """
-    logp, jsd = np.asarray(logp, dtype=float), np.asarray(jsd, dtype=float)
-    if logp.shape[1] == 0:
-        return dict.fromkeys(names, np.nan)
-    gap = logp[0] - logp[1]
-    surprisal, surprisal_noctx = -logp[0], -logp[1]
-    dependent = surprisal_noctx > dependent_nats
-    tokdrop = (logp[0] - logp[2:]).max(axis=0) if len(logp) > 2 else np.full(gap.shape, np.nan)
-
-    def over_dependent(values: np.ndarray) -> float:
-        return mean(values[dependent]) if dependent.any() else mean(values)
-
-    gap_sorted = cache(lambda: np.sort(gap))  # three features read it; sorted once, if asked for
-
-    def lowest_fifth_mean() -> float:
-        return mean(gap_sorted()[: max(1, int(np.ceil(0.2 * gap.size)))])
-
-    def unresolved_share() -> float:
-        return mean(surprisal[dependent] > unresolved_nats) if dependent.any() else 0.0
-
-    features = {
-        "gap_dep": lambda: over_dependent(gap),
-        "gap_wdep": lambda: float((gap * surprisal_noctx.clip(0)).sum() / max(surprisal_noctx.clip(0).sum(), 1e-9)),
-        "gap_min": lambda: float(gap.min()),
-        "gap_q10": lambda: sorted_quantile(gap_sorted(), 0.1),
-        "gap_q25": lambda: sorted_quantile(gap_sorted(), 0.25),
-        "gap_low20": lowest_fifth_mean,
-        "tokdrop_mean": lambda: mean(tokdrop),
-        "tokdrop_dep": lambda: over_dependent(tokdrop),
-        "tokdrop_q10": lambda: sorted_quantile(np.sort(tokdrop), 0.1),
-        "unresolved_share": unresolved_share,
-        "surprisal_dep": lambda: over_dependent(surprisal),
-        "surprisal_max": lambda: float(surprisal.max()),
-        "surprisal_q90": lambda: sorted_quantile(np.sort(surprisal), 0.9),
-        "jsd_max": lambda: float(jsd[1].max()),
-        "dep_share": lambda: mean(dependent),
-    }
-    return {name: features[name]() for name in names}
-
-
-def mean(values: np.ndarray) -> float:
-    """``values.mean()`` to the bit (the same sum, divided by the count) without np.mean's
-    per-call overhead, which the token features pay about a million times per selection report."""
-    return float(values.sum() / values.size)
-
-
-def sorted_quantile(ordered: np.ndarray, q: float) -> float:
-    """``np.quantile(values, q)`` of ``ordered``, the values sorted: numpy's default (linear)
-    method, operation for operation, so the result is the same to the bit. The selection reports
-    take four quantiles of every sentence at each tuned threshold pair, and np.quantile's
-    per-call overhead made most of their time."""
-    n = ordered.size
-    if np.isnan(ordered[-1]):  # np.sort puts NaN last; np.quantile of anything with a NaN is NaN
-        return float("nan")
-    virtual = (n - 1) * q  # numpy's virtual index for the linear method
-    if virtual >= n - 1:
-        return float(ordered[-1])
-    if virtual < 0:
-        return float(ordered[0])
-    below = int(np.floor(virtual))
-    gamma, a, b = virtual - below, float(ordered[below]), float(ordered[below + 1])
-    return b - (b - a) * (1 - gamma) if gamma >= 0.5 else a + (b - a) * gamma
-
+from .token_features import TOKEN_FEATURES, SentenceTokens
 
 RELATIVE = ("gap_rel", "surprisal_rel")
 
@@ -161,8 +74,7 @@ def uses_token_features(features: Sequence[str]) -> bool:
 
 def with_token_features(table: pd.DataFrame, thresholds: tuple[float, float]) -> pd.DataFrame:
     """``table`` with the :data:`TOKEN_FEATURES` at ``(dependent, unresolved)`` nats."""
-    tokens = pd.DataFrame([token_features(*token_rows(row), *thresholds) for row in table.itertuples()],
-                          index=table.index, columns=list(TOKEN_FEATURES))
+    tokens = SentenceTokens.of(table).features(*thresholds).set_axis(table.index)
     return pd.concat([table.drop(columns=list(TOKEN_FEATURES), errors="ignore"), tokens], axis=1)
 
 
@@ -172,10 +84,10 @@ def threshold_scores(dev: pd.DataFrame) -> pd.Series:
     for (the dependent one also moves ``tokdrop_dep``, ``surprisal_dep`` and ``dep_share``)."""
     from sklearn.metrics import roc_auc_score
 
-    y, rows = dev["label"].to_numpy(), [token_rows(row) for row in dev.itertuples()]
+    y, tokens = dev["label"].to_numpy(), SentenceTokens.of(dev)
 
     def score(pair: tuple[float, float]) -> float:
-        at_pair = pd.DataFrame([token_features(*r, *pair, names=("gap_dep", "unresolved_share")) for r in rows])
+        at_pair = tokens.features(*pair, names=("gap_dep", "unresolved_share"))
         return (roc_auc_score(y, suspicion(at_pair, "gap_dep"))
                 + roc_auc_score(y, suspicion(at_pair, "unresolved_share"))) / 2
 

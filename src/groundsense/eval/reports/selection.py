@@ -126,13 +126,14 @@ def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int =
     """Answer-level AUC (label: any unsupported scored sentence) of the gap's aggregations
     (:func:`.answers.answer_table`) and the candidate's."""
     answers = answer_table(test)
-    p = test.assign(p=probability).groupby("case_id", sort=False)["p"]
+    by_answer = test.assign(p=probability, log_q=np.log1p(-np.clip(probability, 0, 1 - 1e-9))
+                            ).groupby("case_id", sort=False)
     scores = {
         "lowest sentence gap": answers["lowest sentence gap"].to_numpy(),
         "mean gap": answers["mean gap"].to_numpy(),
-        "candidate, most suspicious sentence": p.max().to_numpy(),
-        "candidate, mean": p.mean().to_numpy(),
-        "candidate, any sentence (noisy-OR)": -p.apply(lambda q: np.log1p(-np.clip(q, 0, 1 - 1e-9)).sum()).to_numpy(),
+        "candidate, most suspicious sentence": by_answer["p"].max().to_numpy(),
+        "candidate, mean": by_answer["p"].mean().to_numpy(),
+        "candidate, any sentence (noisy-OR)": -by_answer["log_q"].sum().to_numpy(),
     }
     return source_bootstrap(answers["label"].to_numpy(), scores, answers["source_id"].to_numpy(), n_resamples, seed
                             ).intervals()
