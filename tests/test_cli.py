@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -119,6 +120,19 @@ def test_scorers_lists_the_built_in_ones_and_how_to_install_the_missing(absent_s
     assert "smollm2-135m-instruct (default)  installed" in lines  # its weights ship with the package
     at = next(i for i, line in enumerate(lines) if line.startswith(absent_scorer.name))
     assert lines[at].endswith("not installed; install with:") and lines[at + 1].strip() == absent_scorer.pip_command
+
+
+def test_scorers_prepare_keeps_the_converted_weights_or_says_how_to_install_them(absent_scorer, monkeypatch):
+    from groundsense.weights import DEFAULT_SCORER
+
+    missing = run("scorers", "--prepare", absent_scorer.name)
+    assert missing.exit_code == 2 and absent_scorer.pip_command in missing.output
+    unknown = run("scorers", "--prepare", "no-such-scorer")
+    assert unknown.exit_code == 2 and "'no-such-scorer' is not a built-in scorer" in unknown.output
+    monkeypatch.delenv("GROUNDSENSE_CACHE")  # the machine's cache, which `make setup` prepared
+    ready = run("scorers", "--prepare", DEFAULT_SCORER)
+    assert ready.exit_code == 0, ready.output
+    assert (Path(ready.output.strip()) / "config.json").is_file()
 
 
 def test_non_utf8_file_is_refused(tmp_path):
