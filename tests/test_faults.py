@@ -62,6 +62,21 @@ def test_a_record_cut_off_mid_write_is_removed(tmp_path):
     assert out.read_text() == '{"id": "a", "line": 1}\n{"id": "b", "line": 2}\n'
 
 
+def test_a_finished_run_or_a_damaged_output_answers_before_the_detection_is_made(tmp_path):
+    from groundsense.rows.batch import run_batch
+
+    def unmade():
+        raise AssertionError("the detection was made with nothing to score")
+
+    source, out = write_source(tmp_path), tmp_path / "out.jsonl"
+    out.write_text("".join(json.dumps({"id": None, "line": n}) + "\n" for n in range(1, N + 1)))
+    summary = run_batch(unmade, source, out, progress=False)
+    assert (summary.written, summary.skipped) == (0, N)
+    out.write_text('{"id": "a", "line": 1}\n{not a record\n')
+    with pytest.raises(InputError, match="line 2 is not a batch record"):
+        run_batch(unmade, source, out, progress=False)
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """One uninterrupted run, in a process of its own."""

@@ -142,10 +142,10 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     assert sorted(lines) == list(range(1, 9))  # every input line exactly once
     assert sorted(out.read_text().splitlines()) == local  # the local batch's records, byte for byte
 
-    kept = out.read_text().splitlines()[:3]
+    kept = out.read_text().splitlines()[:6]
     out.write_text("\n".join(kept) + '\n{"id": "p2", "line": 3, "sent')  # a record cut off by a kill
     summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
-    assert (summary.written, summary.skipped) == (5, 3)
+    assert (summary.written, summary.skipped) == (2, 6)
     assert sorted(out.read_text().splitlines()) == local
 
 

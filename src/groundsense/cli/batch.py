@@ -77,7 +77,7 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
-    return run_batch(common.make_detection(config), Path(source), Path(output), progress=not no_progress)
+    return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
 def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict,

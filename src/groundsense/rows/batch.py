@@ -17,7 +17,7 @@ internal errors are shown in full (the file should say what went wrong). The pie
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,7 +116,11 @@ def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], pro
         yield {"id": record["id"], "line": number, **record}
 
 
-def run_batch(detection: Detection, source: Path, out: Path, progress: bool = True) -> BatchSummary:
+def run_batch(detection: Detection | Callable[[], Detection], source: Path, out: Path,
+              progress: bool = True) -> BatchSummary:
+    """Score ``source`` into ``out``, resuming it. ``detection`` may be a function that makes it:
+    it is then called only once the input and the output have been read and a line is left to
+    score, so that a damaged output or a finished run answers before a scorer loads."""
     summary = BatchSummary()
     done = done_lines(out)
     pending = []
@@ -125,6 +129,10 @@ def run_batch(detection: Detection, source: Path, out: Path, progress: bool = Tr
             summary.skipped += 1
         else:
             pending.append((number, row))
+    if not pending:
+        return summary
+    if not isinstance(detection, Detection):
+        detection = detection()
     with out.open("a", encoding="utf-8") as sink:
         for record in score_rows(detection, pending, progress):
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
