@@ -48,11 +48,8 @@ def ray_runtime():
     torch.set_num_threads(threads)
 
 
-def write_jsonl(path, rows, broken_at=None):
-    lines = [json.dumps(r) for r in rows]
-    if broken_at is not None:
-        lines.insert(broken_at, "{broken")
-    path.write_text("\n".join(lines) + "\n")
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
@@ -76,21 +73,41 @@ def by_line(records):
     return {r["line"]: r for r in records}
 
 
+# Rows that once crashed a whole run (lone surrogates in the id or answer), a row with an unknown
+# field and one that is no object: each gets the local batch's error record.
+BAD_ROWS = [json.dumps({"id": "b\ud800", "passages": PASSAGES, "answer": "It is long."}),
+            json.dumps({"id": "c", "passages": PASSAGES, "answer": "Its span\udfff is long."}),
+            json.dumps({"id": "d", "passage": PASSAGES, "answer": "It is long."}),
+            "[1, 2]"]
+
+
 @pytest.mark.data
-def test_ray_records_equal_local_batch_on_ragtruth(tmp_path, detector, ray_runtime):
+def test_ray_records_equal_local_batch_on_ragtruth_and_bad_rows(tmp_path, detector, ray_runtime):
     cases = {c.id: c for c in load_ragtruth(ids=RAGTRUTH_IDS)[0]}
-    source = write_jsonl(tmp_path / "in.jsonl", [case_row(cases[i]) for i in RAGTRUTH_IDS], broken_at=2)
+    lines = [json.dumps(case_row(cases[i])) for i in RAGTRUTH_IDS]
+    lines.insert(2, "{broken")
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines + BAD_ROWS) + "\n", encoding="ascii")
     run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
-    local = by_line(map(json.loads, (tmp_path / "local.jsonl").read_text().splitlines()))
+    local = by_line(map(json.loads, (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()))
 
     out = tmp_path / "out.parquet"
     summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1, rows_per_batch=2))
-    assert (summary.written, summary.skipped, summary.errors) == (4, 0, 1)
+    assert (summary.written, summary.skipped, summary.errors) == (8, 0, 5)
     got = by_line(table_records(pq.read_table(out)))
-    assert sorted(got) == sorted(local) == [1, 2, 3, 4]
+    assert sorted(got) == sorted(local) == list(range(1, 9))
     assert "not valid JSON" in got[3]["error"]["message"]
+    assert got[5]["id"] is None and "lone UTF-16 surrogate" in got[5]["error"]["message"]
     for line, record in local.items():
         assert_same_records(got[line], record, f"line {line}")
+
+
+def test_a_damaged_output_stops_the_ray_engine_before_any_work(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:2])
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": "p0", "line": 1}\n{not a record\n', encoding="utf-8")
+    with pytest.raises(InputError, match="out.jsonl line 2 is not a batch record"):
+        run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
 
 
 def test_parquet_input_reads_as_numbered_rows(tmp_path, ray_runtime):
@@ -197,28 +214,3 @@ def test_batch_engine_options_are_checked_before_any_work(tmp_path, args, messag
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
     result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output
-
-
-def test_ray_gives_bad_rows_their_error_records_as_the_local_batch_does(tmp_path, detector, ray_runtime):
-    """Rows that once crashed a whole run (lone surrogates in the id or answer), a row that is
-    no object and one with an unknown field: each gets the local batch's error record."""
-    rows = [{"id": "a", "passages": PASSAGES, "answer": "It opened in 1937."},
-            {"id": "b\ud800", "passages": PASSAGES, "answer": "It is long."},
-            {"id": "c", "passages": PASSAGES, "answer": "Its span\udfff is long."},
-            {"id": "d", "passage": PASSAGES, "answer": "It is long."}]
-    source = tmp_path / "in.jsonl"
-    source.write_text("\n".join([json.dumps(r) for r in rows] + ["[1, 2]"]) + "\n", encoding="ascii")
-    run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
-    local = by_line(map(json.loads, (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines()))
-    out = tmp_path / "out.jsonl"
-    summary = run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1, rows_per_batch=2))
-    assert (summary.written, summary.errors) == (5, 4)
-    got = by_line(map(json.loads, out.read_text(encoding="utf-8").splitlines()))
-    assert sorted(got) == [1, 2, 3, 4, 5]
-    for line, record in local.items():
-        assert_same_records(got[line], record, f"line {line}")
-    assert got[2]["id"] is None and "lone UTF-16 surrogate" in got[2]["error"]["message"]
-
-    out.write_text(out.read_text(encoding="utf-8").splitlines()[0] + "\n{not a record\n", encoding="utf-8")
-    with pytest.raises(InputError, match="out.jsonl line 2 is not a batch record"):
-        run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
