@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from groundsense.weights import cache_root
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 # Runs each block in a fresh namespace in one process (the default detector loads once), with
@@ -40,7 +42,9 @@ NLTK_HOST = "raw.githubusercontent.com"
 def test_every_example_runs_offline(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
     assert len(blocks) == 8
-    env = {**os.environ, "HOME": str(tmp_path), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    # A fresh HOME (no framework's saved settings), but the machine's converted scorer weights.
+    env = {**os.environ, "HOME": str(tmp_path), "GROUNDSENSE_CACHE": str(cache_root()),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     env.pop("RAGAS_DO_NOT_TRACK", None)
     env.pop("HAYSTACK_TELEMETRY_ENABLED", None)
     done = subprocess.run(
