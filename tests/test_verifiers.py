@@ -135,7 +135,8 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
     encoded after the kept ablations."""
     chunks = [p + " " for p in PASSAGES]
     first, second = (scorer.encode("q", chunks, answer, 256) for answer in (SENTENCES.answer, "Bananas are yellow."))
-    keep = ablation_masks(len(chunks), 16, 0.5)
+    drawn = ablation_masks(len(chunks), 16, 0.5)  # seven distinct masks of the eight, in drawn order
+    keep = np.array(list(dict.fromkeys(map(tuple, drawn))))
     scorer.forget_evidence()
     scorer.subset_logprobs(first, keep)
     warm, warm_tokens = scorer.subset_logprobs(second, keep)
