@@ -7,9 +7,8 @@ docs/results.md lists it; `groundsense eval compare` as each compare report's he
 with the same 2,000 resamples: a cheaper render would not be the committed report. Markdown must
 match exactly, JSON to 1e-9 relative (the last bits of a float may differ across BLAS builds).
 Figures are drawn but not laid out or saved (a fifth of the time; PNG bytes depend on the
-matplotlib build, so they are not compared). Measured: the four `eval report` and compare
-renders take about 45 s of CPU, 80 s wall on 2 cores shared with other jobs (``-m 'not slow'``
-skips every check here).
+matplotlib build, so they are not compared). Every render here together takes about 90 s on a
+worker of `make test` (``-m 'not slow'`` skips every check here).
 """
 
 import json
