@@ -44,29 +44,30 @@ class Segments:
         """The runs of ``values[mask]``, where ``owner`` gives each value's run among ``n``."""
         return cls(np.bincount(owner[mask], minlength=n))
 
-    def rows(self, values: np.ndarray, length: int, which: np.ndarray, first: int = 0) -> np.ndarray:
-        """``values`` of runs ``which`` (each at least ``first + length`` long) from offset
-        ``first`` on, as the C-ordered rows of one array."""
-        return values[(self.starts[which] + first)[:, None] + np.arange(length)]
+    def rows(self, values: np.ndarray, length: int, which: np.ndarray) -> np.ndarray:
+        """The first ``length`` values of runs ``which`` as the C-ordered rows of one array."""
+        return values[self.starts[which][:, None] + np.arange(length)]
+
+    def head_sums(self, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each run's sum of its first ``counts`` values, pairwise as np.sum sums a 1-D array: the
+        runs of one count are summed as the rows of one array, each row on its own."""
+        out = np.zeros(len(self.lengths))
+        for count in np.unique(counts[counts > 0]):
+            which = np.flatnonzero(counts == count)
+            out[which] = np.add.reduce(self.rows(values, int(count), which), axis=1)
+        return out
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        return self.head_sums(values, self.lengths)
+
+    def head_means(self, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each run's mean of its first ``counts`` values (NaN where it has none)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(counts > 0, self.head_sums(values, counts) / counts, np.nan)
 
     def means(self, values: np.ndarray) -> np.ndarray:
         """Each run's ``values[run].mean()`` to the bit (NaN for an empty run)."""
         return self.head_means(values, self.lengths)
-
-    def head_means(self, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Each run's mean of its first ``counts`` values, summed as np.mean sums a 1-D array."""
-        out = np.full(len(self.lengths), np.nan)
-        for count in np.unique(counts[counts > 0]):
-            which = np.flatnonzero(counts == count)
-            out[which] = np.add.reduce(self.rows(values, int(count), which), axis=1) / count
-        return out
-
-    def sums(self, values: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(self.lengths))
-        for length in np.unique(self.lengths[self.lengths > 0]):
-            which = np.flatnonzero(self.lengths == length)
-            out[which] = np.add.reduce(self.rows(values, int(length), which), axis=1)
-        return out
 
     def reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
         """``ufunc.reduce`` of each run (NaN for an empty run): for min and max, exact in any order."""
