@@ -75,6 +75,9 @@ def test_a_finished_run_or_a_damaged_output_answers_before_the_detection_is_made
     out.write_text('{"id": "a", "line": 1}\n{not a record\n')
     with pytest.raises(InputError, match="line 2 is not a batch record"):
         run_batch(unmade, source, out, progress=False)
+    (tmp_path / "empty.jsonl").write_text("")
+    assert run_batch(unmade, tmp_path / "empty.jsonl", tmp_path / "none.jsonl", progress=False).written == 0
+    assert (tmp_path / "none.jsonl").read_text() == ""  # the output exists, empty
 
 
 @pytest.fixture(scope="module")

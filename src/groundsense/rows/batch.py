@@ -129,11 +129,11 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
             summary.skipped += 1
         else:
             pending.append((number, row))
-    if not pending:
-        return summary
-    if not isinstance(detection, Detection):
-        detection = detection()
-    with out.open("a", encoding="utf-8") as sink:
+    with out.open("a", encoding="utf-8") as sink:  # the output exists even when nothing is left to score
+        if not pending:
+            return summary
+        if callable(detection) and not isinstance(detection, Detection):
+            detection = detection()
         for record in score_rows(detection, pending, progress):
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
