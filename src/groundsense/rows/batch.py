@@ -129,12 +129,10 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
             summary.skipped += 1
         else:
             pending.append((number, row))
-    with out.open("a", encoding="utf-8") as sink:  # the output exists even when nothing is left to score
-        if not pending:
-            return summary
-        if callable(detection) and not isinstance(detection, Detection):
-            detection = detection()
-        for record in score_rows(detection, pending, progress):
+    if pending and callable(detection) and not isinstance(detection, Detection):
+        detection = detection()  # before the output is opened: a detection that cannot be made leaves none
+    with out.open("a", encoding="utf-8") as sink:  # created even when nothing is left to score
+        for record in score_rows(detection, pending, progress) if pending else ():
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             summary.written += 1
