@@ -68,6 +68,13 @@ def test_a_bad_verifier_config_exits_2_before_scoring(tmp_path, args, message):
     assert not out.exists()
 
 
+def test_a_bad_verifier_is_refused_even_when_nothing_is_left_to_score(tmp_path):
+    source, out = rows_file(tmp_path), tmp_path / "out.jsonl"
+    out.write_text("".join(json.dumps({"id": name, "line": n}) + "\n" for n, name in enumerate(EXAMPLES, start=1)))
+    result = CliRunner().invoke(cli, ["batch", str(source), "-o", str(out), "--verifier", "oracle:x"])
+    assert result.exit_code == 2 and "unknown verifier" in result.output
+
+
 def test_serve_refuses_a_bad_verifier_before_it_starts():
     result = CliRunner().invoke(cli, ["serve", "--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"])
     assert result.exit_code == 2 and "verifier_url" in result.output

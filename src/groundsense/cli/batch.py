@@ -74,9 +74,11 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
 
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
     from ..rows.batch import run_batch
+    from ..verifiers import check_verifier
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
+    check_verifier(config)  # a bad verifier fails even when nothing is left to score (no detection is made then)
     return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
