@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache, cached_property
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ class Segments:
 
     lengths: np.ndarray
 
-    @property
+    @cached_property
     def starts(self) -> np.ndarray:
         return np.cumsum(self.lengths) - self.lengths
 
@@ -152,9 +153,11 @@ class SentenceTokens:
         def ordered(values: np.ndarray) -> np.ndarray:
             return values[np.lexsort((values, self.owner))]
 
+        ordered_gap = cache(lambda: ordered(gap))  # three features read it; sorted once, if asked for
+
         def lowest_fifth_mean() -> np.ndarray:
             counts = np.maximum(1, np.ceil(0.2 * tokens.lengths).astype(int))
-            return tokens.head_means(ordered(gap), np.where(tokens.lengths > 0, counts, 0))
+            return tokens.head_means(ordered_gap(), np.where(tokens.lengths > 0, counts, 0))
 
         def unresolved_share() -> np.ndarray:
             unresolved = np.bincount(self.owner[dependent & (surprisal > unresolved_nats)], minlength=n)
@@ -169,8 +172,8 @@ class SentenceTokens:
             "gap_dep": lambda: over_dependent(gap),
             "gap_wdep": weighted_gap,
             "gap_min": lambda: tokens.reduce(np.minimum, gap),
-            "gap_q10": lambda: tokens.quantiles(ordered(gap), 0.1),
-            "gap_q25": lambda: tokens.quantiles(ordered(gap), 0.25),
+            "gap_q10": lambda: tokens.quantiles(ordered_gap(), 0.1),
+            "gap_q25": lambda: tokens.quantiles(ordered_gap(), 0.25),
             "gap_low20": lowest_fifth_mean,
             "tokdrop_mean": lambda: tokens.means(self.tokdrop),
             "tokdrop_dep": lambda: over_dependent(self.tokdrop),
