@@ -154,7 +154,8 @@ def token_run(tmp_path_factory, scorer, short_cases):
 
 
 def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
-    from groundsense.eval.caches.detector_inputs import token_rows
+    from cached_tokens import token_rows
+
     from groundsense.features import sentence_features
 
     summary, rows = token_run

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cached_tokens import token_rows
 
-from groundsense.eval.caches.detector_inputs import token_rows
 from groundsense.eval.caches.extract import load_cache
 from groundsense.eval.caches.token_features import TOKEN_FEATURES, SentenceTokens
 
