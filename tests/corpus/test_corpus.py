@@ -197,8 +197,8 @@ def batch_accepts(case: Case, folder) -> None:
     assert_result(case, records[1])
 
 
-def python_accepts(case: Case, detector) -> None:
-    (outcome,) = detector.iter_detect([parsed(case)[1]], progress=False)
+def python_accepts(case: Case, row: dict, detector) -> None:
+    (outcome,) = detector.iter_detect([row], progress=False)
     assert outcome.error is None, outcome.error
     assert_result(case, outcome.result.to_dict())
 
@@ -225,8 +225,9 @@ def test_every_entry_point_accepts(cli_on_shared_detector, detector, app, case, 
     cli_accepts(case)
     if case.in_batch:
         batch_accepts(case, tmp_path)
-    if parsed(case)[0]:
-        python_accepts(case, detector)
+    ok, row = parsed(case)
+    if ok:
+        python_accepts(case, row, detector)
     http_accepts(case, app)
 
 
