@@ -19,11 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .inputs.text import Span
+from .lexical import LEXICAL
 
 GROUNDING = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean")
 BASELINES = ("surprisal", "n_tokens")
 FEATURES = GROUNDING + BASELINES
 SIGNED = ("drop_min", "neg_drop_mass", "gap_rest")
+# Every value a sentence result's ``features`` holds: the scorer's, then the words' (groundsense.lexical).
+SENTENCE_VALUES = FEATURES + SIGNED + LEXICAL
 
 
 @dataclass(frozen=True)

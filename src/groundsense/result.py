@@ -52,6 +52,14 @@ class SentenceResult:
     status: str = "scored"  # or "unscored"
     reason: str | None = None  # why a sentence is unscored
     verifier_score: float | None = None  # set when a cascade escalated the sentence to its verifier
+    # What the sentence states that no chunk contains (numbers, and words whose stem the evidence
+    # lacks), as written: the reason shown with a flag (groundsense.lexical.absent_terms).
+    absent: list[str] = field(default_factory=list)
+
+    @property
+    def explanation(self) -> str | None:
+        """``"absent from the evidence: Eiffel, 1990"``, or None when every term it states is there."""
+        return f"absent from the evidence: {', '.join(self.absent)}" if self.absent else None
 
     def to_dict(self) -> dict:
         data = asdict(self)

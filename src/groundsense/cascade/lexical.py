@@ -3,27 +3,10 @@ and the simplest :class:`~groundsense.cascade.verifier.Verifier` for a :class:`~
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from ..lexical import overlap
 from .verifier import Verifier
-
-_WORD = re.compile(r"\w+")
-
-
-def words(text: str) -> set[str]:
-    """The distinct lower-cased word tokens (``\\w+``) of ``text``."""
-    return set(_WORD.findall(text.lower()))
-
-
-def overlap(sentence: str, chunks: list[str]) -> np.ndarray:
-    """Per chunk, the share of the sentence's distinct words that occur in it (0 for a
-    sentence without words)."""
-    own = words(sentence)
-    if not own:
-        return np.zeros(len(chunks))
-    return np.array([len(own & words(chunk)) / len(own) for chunk in chunks], dtype=float)
 
 
 def lexical_chunk(sentence: str, chunks: list[str]) -> int | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..features import FEATURES, SIGNED
+from ..features import SENTENCE_VALUES
 from ..judging.calibration import Calibration, fit_calibration
 from ..rows.batch import read_rows
 
@@ -46,7 +46,7 @@ def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
 def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
     """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`."""
     rows, labelled = labelled_rows(source)
-    values: dict[str, list[float]] = {name: [] for name in FEATURES + SIGNED}
+    values: dict[str, list[float]] = {name: [] for name in SENTENCE_VALUES}
     labels: list[int] = []
     answer_of: list[int] = []  # each sentence's input line
     groups: list[str] = []
@@ -63,7 +63,7 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
             if sentence["status"] != "scored":
                 continue
             for name in values:
-                value = sentence["features"].get(name)  # (older batch output lacks the signed features)
+                value = sentence["features"].get(name)  # (older batch output lacks the signed and lexical values)
                 values[name].append(np.nan if value is None else value)
             answer_of.append(record["line"])
             chunks_of.append(len(record["chunks"]))

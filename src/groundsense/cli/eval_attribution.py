@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from ..eval.caches.layout import cache_folder
-from ..eval.data.benchmarks import BENCHMARKS, DEFAULT_SPLITS
+from ..eval.data.benchmarks import BENCHMARKS
 from .common import CONTEXT_SETTINGS, Failure
-from .eval_options import DEFAULT_CACHE, data_option, load_sets, partial_option
+from .eval_options import DEFAULT_CACHE, cached_cases, data_option, load_sets, partial_option
 from .interrupts import resumable
 
 
@@ -28,7 +28,6 @@ def attribution_pairs(benchmark, data, cache, scorer, attribution, seed, partial
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
     from ..eval.caches.attribution import attribution_pairs as pairs_of
     from ..eval.caches.attribution import case_chunks
-    from ..eval.data.benchmarks import load_benchmark
     from ..scorer import Scorer
 
     # the detector's drops, not the masked approximation
@@ -40,8 +39,7 @@ def attribution_pairs(benchmark, data, cache, scorer, attribution, seed, partial
     features = sets[0]
     table = features.table
     wanted = set(table["case_id"])
-    splits = sorted(set(table["split"].dropna())) or DEFAULT_SPLITS[benchmark]
-    cases = [c for c in load_benchmark(benchmark, splits, data=data)[0] if c.id in wanted]
+    cases = cached_cases(features, data)
     chunks = case_chunks(cases, Scorer(features.config["scorer"], device="cpu"), features.config)
     pairs = pairs_of(table[table["case_id"].isin(chunks)], chunks, seed)
     folder = (attribution or cache_folder("attribution", cache)) / benchmark / features.key

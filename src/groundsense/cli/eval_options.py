@@ -85,6 +85,16 @@ def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> 
     return kept
 
 
+def cached_cases(features, data: Path | None) -> list:
+    """The benchmark cases a feature set holds, loaded again from the data (the cache keeps
+    sentences, not the evidence)."""
+    from ..eval.data.benchmarks import DEFAULT_SPLITS, load_benchmark
+
+    wanted = set(features.table["case_id"])
+    splits = sorted(set(features.table["split"].dropna())) or DEFAULT_SPLITS[features.benchmark]
+    return [c for c in load_benchmark(features.benchmark, splits, data=data)[0] if c.id in wanted]
+
+
 def report_command(*args) -> str:
     """The shell command that renders a report, shown in its header (the published-report
     check reruns it). Default resamples and seed only: those are what is published."""

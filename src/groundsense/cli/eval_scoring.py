@@ -8,9 +8,18 @@ from pathlib import Path
 import click
 
 from ..config import DetectorConfig
+from ..eval.data.benchmarks import BENCHMARKS
 from . import common
 from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
-from .eval_options import DEFAULT_CACHE, DEFAULT_VERIFIER_CACHE, case_options, cases_for, data_option
+from .eval_options import (
+    DEFAULT_CACHE,
+    DEFAULT_VERIFIER_CACHE,
+    cached_cases,
+    case_options,
+    cases_for,
+    data_option,
+    load_sets,
+)
 from .interrupts import resumable
 
 
@@ -73,6 +82,37 @@ def verify(benchmark, data, sample, splits, subsets, limit, spec, options, devic
         summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.argument("benchmark", type=click.Choice(BENCHMARKS))
+@data_option
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--scorer", "-m", default=None, metavar="NAME", help="Only the feature sets of this scorer.")
+@click.option("--force", is_flag=True, help="Compute them again where they are stored already.")
+def lexical(benchmark, data, cache, scorer, force):
+    """Store the lexical signals (docs/lexical.md) of every full-mode feature set of a benchmark
+    under --cache, beside its parts (lexical.parquet). No model pass: the scorer's tokenizer
+    cuts and chunks the evidence as the detector did."""
+    from ..eval.caches.attribution import case_chunks
+    from ..eval.caches.lexical import lexical_path, lexical_rows, write_lexical
+    from ..scorer import Scorer
+
+    sets = [s for s in load_sets(cache, scorer, partial=True)
+            if s.benchmark == benchmark and s.config["mode"] == "full"]
+    if not sets:
+        raise click.UsageError(f"no full-mode {benchmark} feature set under {cache}")
+    for features in sets:
+        path = lexical_path(features, cache)
+        if path.exists() and not force:
+            click.echo(f"{path}: stored already (--force computes it again)", err=True)
+            continue
+        chunks = case_chunks(cached_cases(features, data), Scorer(features.config["scorer"], device="cpu"),
+                             features.config)
+        rows = lexical_rows(features.sentences, chunks)
+        write_lexical(path, rows)
+        click.echo(f"{path}: {len(rows)} sentences of {len(chunks)} answers; "
+                   f"{features.answers - len(chunks)} cached answers not found in the benchmark", err=True)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

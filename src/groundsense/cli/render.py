@@ -62,6 +62,8 @@ def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -
         console.print(Text(f"      verifier {cascade['verifier']}: "
                            f"P(unsupported) {s.verifier_score:.3f} decides the flag",
                            style="blue"))
+    if s.explanation:
+        console.print(Text(f"      {printable(s.explanation)}", style="red" if s.flagged else "dim"))
     if s.reason:
         console.print(Text(f"      {s.reason}", style="dim"))
     elif s.support is None:

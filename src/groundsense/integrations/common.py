@@ -154,8 +154,9 @@ class GroundingReport:
     def reason(self, sentence: SentenceResult) -> str:
         """Why one sentence is not judged supported."""
         if sentence.flagged is True:
+            why = f"; {sentence.explanation}" if sentence.explanation else ""
             return (f"not supported by the evidence (score {sentence.score:+.3f} "
-                    f"≥ threshold {self.result.threshold:.3f})")
+                    f"≥ threshold {self.result.threshold:.3f}){why}")
         return f"not judged: {sentence.reason or 'no flag'}; counted as unsupported"
 
     @property
@@ -166,7 +167,8 @@ class GroundingReport:
         for label, group in (("Unsupported", self.unsupported), ("Not judged", self.unjudged)):
             if group:
                 lines.append(f"{label}:")
-                lines += [f'- [{s.index}] "{s.text}"' for s in group]
+                lines += [f'- [{s.index}] "{s.text}"' + (f" ({s.explanation})" if s.explanation else "")
+                          for s in group]
         return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from ..features import FEATURES, SIGNED
+from ..features import SENTENCE_VALUES
 from .calibration import LEVELS, SCORE_RULES, STANDARDISED, Calibration, complete_rows, logistic_input, standardisation
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class DomainSentences:
     def from_results(cls, results: Iterable[DetectionResult]) -> DomainSentences:
         """The scored sentences of detections made in full mode (``Detector.detect_many``), so
         that a Python caller adapts on what it already scored."""
-        values: dict[str, list[float]] = {name: [] for name in FEATURES + SIGNED}
+        values: dict[str, list[float]] = {name: [] for name in SENTENCE_VALUES}
         answers, chunk_counts = [], []
         for number, result in enumerate(results):
             for sentence in result.sentences:

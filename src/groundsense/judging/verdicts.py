@@ -20,9 +20,10 @@ import numpy as np
 
 from ..config import DetectorConfig
 from ..errors import InputError
-from ..features import FEATURES, SIGNED, assign_tokens, sentence_features, support_chunk
+from ..features import SENTENCE_VALUES, assign_tokens, sentence_features, support_chunk
 from ..inputs.evidence import Evidence
 from ..inputs.text import Span
+from ..lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals
 from ..result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from ..scorer import EncodedPrompt, TokenScores
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
@@ -125,6 +126,10 @@ class Adjudicator:
             else None
             for i, span in enumerate(spans)
         ]
+        texts = [span.of(answer) for span in spans]
+        words = EvidenceWords.of([c.content.of(evidence.context) for c in evidence.chunks])
+        lexical = [lexical_signals(text, words) for text in texts]
+        values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
         score = rule.calibration.score(rule.detector, values) if rule.calibration else gap_score(values)
         sentences = []
@@ -132,13 +137,14 @@ class Adjudicator:
             scored = unscored[i] is None
             sentences.append(
                 SentenceResult(
-                    index=i, start=span.start, end=span.end, text=span.of(answer),
+                    index=i, start=span.start, end=span.end, text=texts[i],
                     score=float(score[i]) if scored else None,
                     flagged=bool(score[i] >= rule.threshold) if scored and rule.threshold is not None else None,
-                    features={name: float(values[name][i]) for name in FEATURES + SIGNED},
+                    features={name: float(values[name][i]) for name in SENTENCE_VALUES},
                     drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
                     support=_support(evidence, features.drops[i]) if scored else None,
                     status="scored" if scored else "unscored", reason=unscored[i],
+                    absent=absent_terms(texts[i], words),
                 )
             )
         return DetectionResult(

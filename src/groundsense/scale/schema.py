@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..features import FEATURES, SIGNED
+from ..features import SENTENCE_VALUES
 
 _int, _float, _str, _bool = pa.int64(), pa.float64(), pa.string(), pa.bool_()
 
@@ -19,9 +19,9 @@ _SUPPORT = pa.struct([
 ])
 _SENTENCE = pa.struct([
     ("index", _int), ("start", _int), ("end", _int), ("text", _str), ("score", _float), ("flagged", _bool),
-    ("features", pa.struct([(name, _float) for name in FEATURES + SIGNED])),
+    ("features", pa.struct([(name, _float) for name in SENTENCE_VALUES])),
     ("drops", pa.list_(_float)), ("jsds", pa.list_(_float)), ("support", _SUPPORT),
-    ("status", _str), ("reason", _str), ("verifier_score", _float),
+    ("status", _str), ("reason", _str), ("verifier_score", _float), ("absent", pa.list_(_str)),
 ])
 _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),

@@ -84,7 +84,7 @@ function render(request, result) {
     const span = document.createElement("span");
     const kind = band(s, result, range);
     span.className = `s s-${kind}`;
-    span.textContent = s.text;
+    span.append(...markAbsent(s.text, s.absent || []));
     span.tabIndex = 0;
     span.dataset.index = s.index;
     span.setAttribute("role", "button");
@@ -118,6 +118,22 @@ function render(request, result) {
   select(first.index);
 }
 
+// The sentence's text with each term the evidence lacks (its `absent` list) in a <mark>.
+function markAbsent(text, absent) {
+  if (!absent.length) return [text];
+  const escaped = absent.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp(`(?<![\\p{L}\\p{N}_])(?:${escaped.join("|")})(?![\\p{L}\\p{N}_])`, "gu");
+  const parts = [];
+  let cursor = 0;
+  for (const m of text.matchAll(pattern)) {
+    parts.push(text.slice(cursor, m.index));
+    parts.push(Object.assign(document.createElement("mark"), { className: "absent", textContent: m[0], title: "absent from the evidence" }));
+    cursor = m.index + m[0].length;
+  }
+  parts.push(text.slice(cursor));
+  return parts;
+}
+
 function select(index) {
   const { request, result } = current;
   const s = result.sentences[index];
@@ -132,6 +148,7 @@ function select(index) {
     : s.support
       ? `“${s.text}” relies most on ${where}: removing it lowers the sentence's log-likelihood by ${s.support.drop.toFixed(3)} per token.`
       : `“${s.text}”: removing no chunk lowers its likelihood — no passage supports it.`;
+  $("absent-summary").textContent = s.absent && s.absent.length ? `Absent from the evidence: ${s.absent.join(", ")}.` : "";
   const rows = [["score", s.score], ["flagged", s.flagged], ...Object.entries(s.features)];
   $("features").tBodies[0].replaceChildren(...rows.map(([k, v]) => {
     const tr = document.createElement("tr");
@@ -236,7 +253,7 @@ function renderArriving(request, sentences) {
     view.append(request.answer.slice(cursor, at(s.start)));
     const span = document.createElement("span");
     span.className = `s s-${s.status !== "scored" ? "unscored" : s.flagged ? "flagged" : "grounded"}`;
-    span.textContent = s.text;
+    span.append(...markAbsent(s.text, s.absent || []));
     span.dataset.index = s.index;
     view.append(span);
     cursor = at(s.end);
