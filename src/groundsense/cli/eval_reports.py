@@ -83,6 +83,37 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed, pa
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
+              help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals.")
+@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Feature cache of the whole RAGTruth test split, with its lexical signals.")
+@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
+@markdown_report_options
+def fusion(cache, split_cache, scorer, dev_only, output, resamples, seed):
+    """The fusion protocol (docs/detector-selection.md): the shipped score fused with lexical
+    signals by a rule chosen on dev partitions, against today's score and word overlap on the
+    test partitions, and the adoption rule's verdict. Needs `groundsense eval lexical` first."""
+    from ..eval.reports.fusion import fusion_report
+    from ..judging.calibration import shipped_calibration
+
+    found = {}
+    for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
+        sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
+        if len(sets) != 1:
+            raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
+                          f"(found {len(sets)})")
+        found[name] = (sets[0], str(folder))
+    command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
+                             *(["--dev-only"] if dev_only else []), *(["-o", output] if output else []))
+    try:
+        text = fusion_report(found, shipped_calibration(scorer, 5), command, resamples, seed, dev_only)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--cache", "caches", type=click.Path(file_okay=False, path_type=Path), multiple=True,
               default=[DEFAULT_CACHE], show_default=True,
               help="Feature cache(s); every full-mode exact set is reported, once: where two caches hold one "
