@@ -218,7 +218,7 @@ class Verdict:
         return len(self.better) >= 2 and not self.worse
 
     def text(self) -> str:
-        return (f"significantly better than sensitivity at sentence level on {len(self.better)} of 3 benchmarks "
+        return (f"Significantly better than sensitivity at sentence level on {len(self.better)} of 3 benchmarks "
                 f"({', '.join(self.better) or 'none'}); significantly worse at sentence or answer level on "
                 f"{len(self.worse)} ({', '.join(self.worse) or 'none'}): "
                 f"{'adopt' if self.adopted else 'do not adopt'}")
@@ -292,5 +292,20 @@ def fusion_report(sets: Mapping[str, tuple[FeatureSet, str]], calibration: Calib
                   f"{rows['case_id'].nunique()} answers", "", "Sentence level:", "", markdown_table(scored.sentence),
                   "", "Answer level:", "", markdown_table(scored.answer), ""]
     lines += ["## Verdict", "", apply_rule(results).text() + ".", "", "Goals (reported beside the rule):", "",
-              *goals(results), ""]
+              *goals(results), "",
+              "## Every candidate on the test partitions (reported, not eligible)", "",
+              "Sentence AUC of every (rule, lexical set) of the dev sweep on each test partition, for the reader: "
+              "only the frozen choice is held against the rule.", "", markdown_table(every_candidate(domains)), ""]
     return "\n".join(lines)
+
+
+def every_candidate(domains: Sequence[Domain]) -> pd.DataFrame:
+    from sklearn.metrics import roc_auc_score
+
+    rows = {}
+    for rule in RULES:
+        for lexical in LEXICAL_SETS:
+            rows[f"{rule}: {lexical}"] = {
+                d.name: roc_auc_score(d.test["label"], rule_score(rule, lexical, d.dev, [
+                    e.dev for e in domains if e.name != d.name], d.test)) for d in domains}
+    return pd.DataFrame.from_dict(rows, orient="index")
