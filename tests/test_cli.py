@@ -22,10 +22,12 @@ ROW = {
     ],
     "answer": "Its main span is 4,200 feet long. It was painted gold in 1990.",
 }
-SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support", "verifier_score"}
+SENTENCE_KEYS = {"index", "start", "end", "text", "score", "flagged", "features", "drops", "support", "verifier_score",
+                 "absent"}
 FEATURE_KEYS = {
     "gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "surprisal", "n_tokens",
     "drop_min", "neg_drop_mass", "gap_rest",
+    "overlap_chunk", "overlap_evidence", "content_novel", "stem_novel", "bigram_novel", "novel_numbers", "novel_names",
 }
 
 
@@ -54,6 +56,7 @@ def test_detect_prints_a_readable_view_of_a_shipped_example():
     result = run("detect", "--example", "passages-qa")
     assert result.exit_code == 0, result.output
     assert "support: passage 0" in result.output
+    assert "absent from the evidence: Gustave, Eiffel" in result.output  # why the invented sentence is flagged
     assert "answer:" in result.output
 
 

@@ -91,7 +91,7 @@ def verify(benchmark, data, sample, splits, subsets, limit, spec, options, devic
 @click.option("--scorer", "-m", default=None, metavar="NAME", help="Only the feature sets of this scorer.")
 @click.option("--force", is_flag=True, help="Compute them again where they are stored already.")
 def lexical(benchmark, data, cache, scorer, force):
-    """Store the lexical signals (docs/lexical.md) of every full-mode feature set of a benchmark
+    """Store the lexical signals (docs/output.md) of every full-mode feature set of a benchmark
     under --cache, beside its parts (lexical.parquet). No model pass: the scorer's tokenizer
     cuts and chunks the evidence as the detector did."""
     from ..eval.caches.attribution import case_chunks
