@@ -38,9 +38,12 @@ def free_port() -> int:
 
 
 class LlamaCppServer:
-    """``python -m llama_cpp.server`` on a free port; ``api_key`` makes it refuse other keys."""
+    """``python -m llama_cpp.server`` on a free port; ``api_key`` makes it refuse other keys;
+    ``logits_all=False`` makes it refuse requests for logprobs (HTTP 500), as llama.cpp servers
+    started without all logits do."""
 
-    def __init__(self, api_key: str | None = None, n_ctx: int = 8192, threads: int = 2, ready_s: float = 180):
+    def __init__(self, api_key: str | None = None, n_ctx: int = 8192, threads: int = 2, ready_s: float = 180,
+                 logits_all: bool = True):
         self.port, self.model = free_port(), MODEL
         self.url = f"http://{HOST}:{self.port}/v1"
         self.command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL,
@@ -48,6 +51,8 @@ class LlamaCppServer:
                         "--verbose", "False"]
         if api_key:
             self.command += ["--api_key", api_key]
+        if not logits_all:
+            self.command += ["--logits_all", "False"]
         self.api_key, self.ready_s = api_key, ready_s
         self.process: subprocess.Popen | None = None
 

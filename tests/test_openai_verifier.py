@@ -11,6 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,6 +53,17 @@ def judge_server():
         pytest.skip("llama-cpp-python is not installed: pip install 'groundsense[llamacpp-server]' to test the "
                     "openai: verifier against a real server")
     with llamacpp_server.LlamaCppServer(api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def refusing_server():
+    """The same server started without all logits (``--logits_all False``): it answers a request
+    for logprobs with HTTP 500 "logprobs is not supported ...", as llama.cpp servers do."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: pip install 'groundsense[llamacpp-server]' to test the "
+                    "openai: verifier against a real server")
+    with llamacpp_server.LlamaCppServer(logits_all=False) as server:
         yield server
 
 
@@ -152,6 +164,17 @@ def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_serve
     assert sum(s["verifier_score"] is not None for s in data["sentences"]) == 1
 
 
+def test_a_server_that_refuses_logprobs_is_read_by_its_verdicts(refusing_server):
+    judge = make_verifier(f"openai:{refusing_server.model}", {"url": refusing_server.url, "retries": 0})
+    asked = httpx.post(f"{refusing_server.url}/chat/completions", timeout=60,
+                       json={**judge.request("The sky is blue.", "", "The sky is blue."), "max_tokens": 1})
+    assert asked.status_code == 500 and "logprobs is not supported" in asked.text  # what the verifier meets
+    verdicts = judge.verify(SENTENCES)
+    assert judge.logprobs_refused and not verdicts.extra["from_logprobs"].any()
+    assert set(verdicts.extra["p_supported"]) <= {0.0, 1.0} and np.isnan(verdicts.extra["answer_mass"]).all()
+    assert judge.usage["requests"] == 3 and (verdicts.extra["completion_tokens"] >= 1).all()
+
+
 # --- failures: an error naming the server and what to do, never a score ---------------------
 
 def test_a_closed_port_is_unreachable(detector):
@@ -181,25 +204,28 @@ def test_a_server_slower_than_the_timeout_times_out(judge_server, keyed):
 
 
 class Peer:
-    """An HTTP server in a thread that answers every POST with one canned reply, after
-    ``delay`` seconds, and records the requests' Authorization headers and peak concurrency."""
+    """An HTTP server in a thread that answers every POST with one canned reply (or, when
+    ``status`` is a function, with the status and body it gives for the request), after ``delay``
+    seconds, and records the requests, their Authorization headers and the peak concurrency."""
 
-    def __init__(self, status: int, body: str, content_type: str = "application/json", delay: float = 0.0):
+    def __init__(self, status, body: str = "", content_type: str = "application/json", delay: float = 0.0):
         peer = self
-        self.authorization, self.in_flight, self.peak, self.lock = [], 0, 0, threading.Lock()
+        self.requests, self.authorization, self.in_flight, self.peak, self.lock = [], [], 0, 0, threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                code, payload = status(request) if callable(status) else (status, body)
                 with peer.lock:
+                    peer.requests.append(request)
                     peer.authorization.append(self.headers.get("Authorization"))
                     peer.in_flight += 1
                     peer.peak = max(peer.peak, peer.in_flight)
                 time.sleep(delay)
                 with peer.lock:
                     peer.in_flight -= 1
-                payload = body.encode()
-                self.send_response(status)
+                payload = payload.encode()
+                self.send_response(code)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -249,20 +275,46 @@ def test_a_malformed_reply_is_an_error(body, content_type, message):
         assert judge.usage["requests"] == 0
 
 
-def test_no_logprobs_and_no_verdict_is_an_error_and_nothing_is_cached(tmp_path):
-    with Peer(200, reply("Maybe")) as peer:
+@pytest.mark.parametrize("content, said", [("Maybe", "neither Yes nor No"), ("Yes and no", "both Yes and No")])
+def test_no_logprobs_and_no_verdict_is_an_error_and_nothing_is_cached(tmp_path, content, said):
+    with Peer(200, reply(content)) as peer:
         judge = OpenAIVerifier("m", url=peer.url, cache=str(tmp_path))
-        with pytest.raises(VerifierError, match=r"answered 'Maybe', neither Yes nor No, and gave no logprobs"):
+        with pytest.raises(VerifierError, match=rf"answered '{content}', {said}, and gave no logprobs"):
             judge.verify(SENTENCES)
     assert not list(tmp_path.rglob("*.json"))
 
 
-@pytest.mark.parametrize("content, score", [("No", 1.0), ("Yes.", 0.0), (" no, it is not", 1.0)])
+@pytest.mark.parametrize("content, score", [("No", 1.0), ("Yes.", 0.0), (" no, it is not", 1.0),
+                                            ("The answer is Yes.", 0.0), ("**No**", 1.0)])
 def test_without_logprobs_the_verdict_decides_and_says_so(content, score):
     with Peer(200, reply(content)) as peer:
         verdicts = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
     assert (verdicts.score == score).all() and not verdicts.extra["from_logprobs"].any()
     assert np.isnan(verdicts.extra["answer_mass"]).all() and (verdicts.extra["prompt_tokens"] == 40).all()
+
+
+@pytest.mark.parametrize("status", [500, 400])
+def test_a_refusal_of_logprobs_is_paid_once_then_the_verdicts_decide(status):
+    def answer(request):
+        if "logprobs" in request:
+            return status, json.dumps({"error": {"message": "Logprobs is not supported for this model"}})
+        return 200, reply("No")
+
+    with Peer(answer) as peer:
+        judge = OpenAIVerifier("m", url=peer.url, retries=0, concurrency=1)
+        verdicts = judge.verify(SENTENCES)
+        judge.verify(SentenceInput.from_texts("", ["a b c."], ["a b.", "c."]))
+    assert ["logprobs" in request for request in peer.requests] == [True] + [False] * 5
+    assert [request["max_tokens"] for request in peer.requests] == [3] + [8] * 5  # room for "The answer is No."
+    assert (verdicts.score == 1.0).all() and not verdicts.extra["from_logprobs"].any()
+
+
+def test_an_error_that_is_not_about_logprobs_stays_an_error():
+    with Peer(500, json.dumps({"error": {"message": "out of memory"}})) as peer:
+        judge = OpenAIVerifier("m", url=peer.url, retries=0)
+        with pytest.raises(VerifierError, match="answered HTTP 500: .*out of memory"):
+            judge.verify(SENTENCES)
+    assert not judge.logprobs_refused and all("logprobs" in request for request in peer.requests)
 
 
 def test_logprobs_are_read_at_the_first_token_that_offers_yes_or_no():

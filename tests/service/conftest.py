@@ -1,10 +1,10 @@
-import socket
 import threading
 import time
 
 import httpx
 import pytest
 import uvicorn
+from servers import free_port
 
 from groundsense.config import DetectorConfig
 from groundsense.service.app import create_app
@@ -24,9 +24,7 @@ class LiveServer:
     """The real app under uvicorn on a free loopback port, in a thread of the test process."""
 
     def __init__(self, settings: ServiceSettings):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)

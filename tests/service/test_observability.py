@@ -2,16 +2,12 @@
 
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from servers import ServeProcess
 
 from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
@@ -169,29 +165,12 @@ def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
 def test_serve_writes_the_request_log_to_stdout(tmp_path):
     """`groundsense serve`: one JSON line per scoring request on stdout, text only with --log-text;
     the server's own messages on stderr. The scorer named cannot load, so nothing is scored."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GROUNDSENSE_LOG_TEXT": "1"}
-    command = [sys.executable, "-m", "groundsense.cli", "serve", "--port", str(port),
-               "--scorer", "no-such-org/no-such-model"]
-    with out.open("w") as stdout, err.open("w") as stderr:
-        server = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/readyz").json()["status"] == "failed":
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.1)
-            response = httpx.post(url + "/v1/detect", json={"answer": "Logged answer.", "context": "Evidence."})
-            assert response.status_code == 503
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    env = {"HF_HUB_OFFLINE": "1", "GROUNDSENSE_LOG_TEXT": "1"}
+    with ServeProcess(tmp_path, "--scorer", "no-such-org/no-such-model", env=env) as server:
+        server.wait_status("failed")
+        response = httpx.post(server.url + "/v1/detect", json={"answer": "Logged answer.", "context": "Evidence."})
+        assert response.status_code == 503
+    out, err = server.stdout, server.stderr
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["request_id"] == response.headers["x-request-id"] and line["status"] == 503
     assert line["scorer"] == "no-such-org/no-such-model" and line["text"][0]["answer"] == "Logged answer."

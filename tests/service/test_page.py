@@ -1,11 +1,13 @@
 """The review page in a real headless Chromium (Debian's chromium + chromedriver)."""
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
 import httpx
 import pytest
+from servers import ServeProcess
 
 selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
@@ -172,3 +174,31 @@ def test_review_page_shows_the_unfamiliar_text_warning(live_server, browser):
     wait.until(ec.visibility_of_element_located((By.ID, "results")))
     notes = browser.find_element(By.ID, "notes").text
     assert f"Warning: {expected['warnings'][0]}." in notes
+
+
+@pytest.mark.slow  # starts `groundsense serve` (its scorer cannot load: none is needed)
+def test_review_page_asks_for_the_key_once_and_sends_it(tmp_path, browser):
+    """With keys configured, the page asks for one when the server answers 401, asks again
+    when it is refused, then sends the accepted key with every call (no scorer is needed:
+    the examples' list and the stream's 503 come from routes behind the key)."""
+    key = "a-key-for-the-review-page"
+    (tmp_path / "keys.txt").write_text("sha256:" + hashlib.sha256(key.encode()).hexdigest() + "\n")
+    with ServeProcess(tmp_path, "--api-key-file", str(tmp_path / "keys.txt"), "--scorer", "no-such-org/no-such-model",
+                      env={"HF_HUB_OFFLINE": "1"}) as server:
+        server.wait_status("failed")
+        browser.get(server.url + "/")
+        wait = WebDriverWait(browser, 60)
+        wait.until(ec.visibility_of_element_located((By.ID, "key-form")))
+        assert "Authorization: Bearer" in browser.find_element(By.ID, "key-message").text
+        browser.find_element(By.ID, "api-key").send_keys("a wrong key", Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.ID, "key-message"), "not accepted"))
+        assert browser.find_element(By.ID, "key-form").is_displayed()
+        browser.find_element(By.ID, "api-key").send_keys(key, Keys.ENTER)
+        wait.until(lambda d: len(Select(d.find_element(By.ID, "example")).options) > 1)
+        assert not browser.find_element(By.ID, "key-form").is_displayed()
+        browser.find_element(By.ID, "evidence").send_keys("Some evidence.")
+        browser.find_element(By.ID, "answer").send_keys("An answer.")
+        browser.find_element(By.ID, "run").click()  # sent with the key: the scorer's 503, not a 401
+        error = wait.until(ec.visibility_of_element_located((By.ID, "error")))
+        assert "failed to load" in error.text and not browser.find_element(By.ID, "key-form").is_displayed()
+        assert browser.execute_script("return sessionStorage.getItem('groundsense-api-key')") == key

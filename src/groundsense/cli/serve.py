@@ -10,6 +10,23 @@ import click
 from .common import CONTEXT_SETTINGS, detector_options
 
 
+def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--hash-key``: the hash of the key read on stdin (prompted for, unechoed, at a terminal)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from ..service.keys import hash_key, key_id
+
+    key = (click.prompt("API key", hide_input=True, err=True) if sys.stdin.isatty() else sys.stdin.readline()).strip()
+    if not key:
+        raise click.UsageError("--hash-key reads the key on stdin, and got none: e.g. "
+                               "python -c 'import secrets; print(secrets.token_urlsafe(32))' | tee key.txt "
+                               "| groundsense serve --hash-key >> keys.txt")
+    hashed = hash_key(key)
+    click.echo(hashed)
+    click.echo(f"its id in the request log and the metrics: {key_id(hashed)}", err=True)
+    ctx.exit(0)
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @detector_options(from_env=True)
 @click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
@@ -27,17 +44,29 @@ from .common import CONTEXT_SETTINGS, detector_options
                    "loopback (docs/reliability.md) [env GROUNDSENSE_ALLOWED_HOSTS; any].")
 @click.option("--log-text", is_flag=True, default=None,
               help="Put each request's question and answer in the request log [env GROUNDSENSE_LOG_TEXT; off].")
+@click.option("--api-key-file", type=click.Path(dir_okay=False), default=None,
+              help="A file of API key hashes, one per line (make one with --hash-key): every route but the probes "
+                   "and the review page's files then needs 'Authorization: Bearer KEY'. Read again when it changes "
+                   "(docs/service.md#api-keys) [env GROUNDSENSE_API_KEY_FILE; none: no key asked].")
+@click.option("--metrics-open", is_flag=True, default=None,
+              help="Serve /metrics without a key even when keys are configured [env GROUNDSENSE_METRICS_OPEN; off].")
+@click.option("--grace", "grace_s", type=click.FloatRange(min=0), default=None,
+              help="After SIGTERM, seconds the requests and streams in flight get to finish while new ones get 503; "
+                   "then the server exits 0 [env GROUNDSENSE_GRACE_S; 30].")
+@click.option("--hash-key", is_flag=True, expose_value=False, is_eager=True, callback=print_key_hash,
+              help="Read an API key on stdin, print the line to put in --api-key-file (or GROUNDSENSE_API_KEYS), "
+                   "and exit.")
 def serve(**options):
     """Run the HTTP API and the review page (open http://HOST:PORT/).
 
     Flags override GROUNDSENSE_* environment variables, which override the defaults. The
     detector settings are the defaults of every request (whose options may choose k and
     mode). Each scoring request writes one JSON line to stdout (the request log); the
-    server's own messages go to stderr.
+    server's own messages go to stderr. SIGTERM drains: new requests get 503 while those in flight
+    finish (at most --grace seconds), then the server exits 0.
     """
-    import uvicorn
-
     from ..service.app import create_app
+    from ..service.server import run
     from ..service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env(**options)
@@ -47,5 +76,4 @@ def serve(**options):
     requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
     requests.setLevel(logging.INFO)
     requests.propagate = False
-    # The request log replaces uvicorn's access log for the scoring routes.
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info", access_log=False)
+    run(create_app(settings), host=settings.host, port=settings.port)

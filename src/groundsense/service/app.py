@@ -4,7 +4,9 @@ the AlignScore route for NeMo Guardrails, probes, Prometheus metrics, and the re
 The service fails closed: any error is an HTTP error with a message, never a "supported"
 verdict. Status codes: 413 oversized body or batch, 422 input a person must fix, 429 queue
 full (with Retry-After), 503 scorer not ready or failed to load, 504 request timed out,
-500 anything else ("internal error" and a request id; the details go to the log only).
+500 anything else ("internal error" and a request id; the details go to the log only); with
+API keys configured (:mod:`.keys`), 401 without an accepted one; while draining after
+SIGTERM (:mod:`.drain`), 503 with Retry-After to any new request but ``/healthz`` and ``/metrics``.
 
 Request bodies are read and checked by the same core functions as the command line
 (:func:`inputs.decode`, :func:`inputs.parse_json`, :func:`validate.check_row`), so both
@@ -40,6 +42,8 @@ from ..verifiers import check_verifier
 from ..weights import display_name
 from .alignscore import PATHS as ALIGNSCORE_PATHS
 from .alignscore import alignscore_response, alignscore_row
+from .drain import Admission, Drain
+from .keys import ApiKeys, RequireKey
 from .limits import BodyLimit, BodyTooLarge
 from .metrics import Metrics
 from .observe import Observe, RequestRecord, current_record, request_log
@@ -142,6 +146,11 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.allowed_hosts:  # a request for another Host gets 400 before anything else
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
+    if settings.api_key_file or settings.api_keys:  # inside Observe: a 401 is counted and logged
+        app.add_middleware(RequireKey, keys=ApiKeys(settings.api_key_file, settings.api_keys),
+                           metrics_open=settings.metrics_open)
+    app.state.drain = Drain(settings.grace_s)  # begun by the server on SIGTERM (server.py)
+    app.add_middleware(Admission, drain=app.state.drain)  # inside Observe: a 503 while draining is counted
 
     def finish(record: RequestRecord) -> None:
         metrics.observe(record)

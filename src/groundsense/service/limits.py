@@ -3,7 +3,7 @@ the client sent a Content-Length."""
 
 from __future__ import annotations
 
-import json
+from .answers import send_error
 
 
 class BodyTooLarge(Exception):
@@ -37,7 +37,4 @@ class BodyLimit:
             await self._refuse(send)
 
     async def _refuse(self, send) -> None:
-        body = json.dumps({"error": f"request body over the {self.limit}-byte limit"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 413, f"request body over the {self.limit}-byte limit")

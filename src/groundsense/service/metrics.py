@@ -2,9 +2,9 @@
 
 Every series carries the scorer's name as the ``scorer`` label:
 
-- ``groundsense_requests_total{route, status, outcome}``: scoring requests by HTTP status
-  (200, 400, 413, 422, 429, 503, 504, 500) and outcome (supported, flagged, unscored, error;
-  see :mod:`.observe`);
+- ``groundsense_requests_total{route, status, outcome, key}``: scoring requests by HTTP status
+  (200, 400, 401, 413, 422, 429, 503, 504, 500), outcome (supported, flagged, unscored, error;
+  see :mod:`.observe`) and API key id (:mod:`.keys`; empty without an accepted key);
 - ``groundsense_latency_seconds{route, phase}``: a histogram of the time a request waited in
   the queue (``phase="queue"``) and spent on the scorer (``phase="scoring"``);
 - ``groundsense_queue_depth``: requests waiting for the scorer now;
@@ -30,7 +30,7 @@ class Metrics:
         self.scorer = scorer
         self.registry = CollectorRegistry()
         self.requests = Counter("groundsense_requests", "Scoring requests by HTTP status and outcome.",
-                                ["scorer", "route", "status", "outcome"], registry=self.registry)
+                                ["scorer", "route", "status", "outcome", "key"], registry=self.registry)
         self.latency = Histogram("groundsense_latency_seconds", "Seconds a request spent queued and scoring.",
                                  ["scorer", "route", "phase"], buckets=BUCKETS, registry=self.registry)
         self.sentences = Counter("groundsense_sentences", "Sentences of answers checked, scored or unscored.",
@@ -39,7 +39,7 @@ class Metrics:
         depth.labels(scorer).set_function(queue_depth)
 
     def observe(self, record: RequestRecord) -> None:
-        self.requests.labels(self.scorer, record.route, str(record.status), record.outcome).inc()
+        self.requests.labels(self.scorer, record.route, str(record.status), record.outcome, record.key or "").inc()
         for phase, seconds in zip(("queue", "scoring"), record.timing.phases()):
             if seconds is not None:
                 self.latency.labels(self.scorer, record.route, phase).observe(seconds)

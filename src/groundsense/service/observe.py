@@ -71,6 +71,7 @@ class RequestRecord:
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: float = field(default_factory=time.perf_counter)
     status: int = 500  # until a response starts: an exception past every handler is a 500
+    key: str | None = None  # the id of the request's API key (keys.key_id); None without one
     timing: Timing = field(default_factory=Timing)
     answers: list[str] = field(default_factory=list)  # each answer's outcome
     sentences: Counter = field(default_factory=Counter)  # by status: scored, unscored
@@ -100,7 +101,7 @@ class RequestRecord:
             "request_id": self.request_id, "method": self.method, "route": self.route, "status": self.status,
             "outcome": self.outcome, "answers": dict(Counter(self.answers)), "sentences": dict(self.sentences),
             "duration_s": _seconds(time.perf_counter() - self.started), "queue_s": _seconds(queue),
-            "scoring_s": _seconds(scoring), "scorer": scorer,
+            "scoring_s": _seconds(scoring), "scorer": scorer, "key": self.key,
         }
         if with_text:
             line["text"] = self.texts

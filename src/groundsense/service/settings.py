@@ -22,6 +22,10 @@ class ServiceSettings:
     max_batch_items: int = 32
     allowed_hosts: str | None = None  # comma-separated Host names to accept (Starlette's TrustedHostMiddleware)
     log_text: bool = False  # the request log includes each question and answer
+    api_key_file: str | None = None  # a file of API key hashes (keys.py); read again when it changes
+    api_keys: str | None = None  # comma-separated API key hashes; with neither, no key is asked for
+    metrics_open: bool = False  # /metrics answers without a key even when keys are configured
+    grace_s: float = 30.0  # after SIGTERM, seconds the requests and streams in flight get to finish
 
     @property
     def allowed_host_list(self) -> list[str]:

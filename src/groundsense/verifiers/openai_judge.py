@@ -8,7 +8,12 @@ instruction and the sentence), ``temperature`` 0, a few answer tokens and the to
 :data:`TOP_LOGPROBS` log-probabilities per token. P(supported) is read at the first answer
 token whose alternatives hold a Yes or No spelling: the probability of the Yes spellings over
 Yes and No together, as the local judge does. A server that gives no logprobs is read by its
-verdict (Yes -> 1, No -> 0; ``from_logprobs`` False); one that gives neither is an error.
+verdict: the reply's Yes or No word (Yes -> 1, No -> 0; ``from_logprobs`` False); a reply
+with neither, or both, is an error. A server that refuses to give logprobs (an HTTP error
+whose message mentions them, as llama.cpp's 500 "logprobs is not supported ..." without
+``--logits_all``) is asked again without them, with room for a short lead-in
+(:data:`VERDICT_TOKENS`: a small model answers "The answer is No."), and from then on the
+verifier asks it that way: the refusal is paid once per verifier, not per sentence.
 
 Every failure raises :class:`~groundsense.errors.VerifierError` naming the server and what
 to do; a failure is never a score. The SDK retries 408/409/429/5xx replies, timeouts and
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import threading
@@ -39,10 +45,13 @@ from ..inputs.prompt import JUDGE_NO, JUDGE_YES, judge_message
 from ..inputs.text import join_passages
 from .base import ModelVerifier, Verdicts
 
+log = logging.getLogger(__name__)
+
 URL_ENV = "GROUNDSENSE_VERIFIER_URL"
 KEY_ENVS = ("GROUNDSENSE_VERIFIER_API_KEY", "OPENAI_API_KEY")  # the first one set is sent
 SYSTEM = "You check whether a sentence is supported by a context. Answer with one word: Yes or No."
 MAX_TOKENS, TOP_LOGPROBS = 3, 20
+VERDICT_TOKENS = 8  # answer tokens when the verdict is read from the words alone
 USAGE = ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
 
 
@@ -56,6 +65,16 @@ class Reading:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+
+
+class LogprobsRefused(Exception):
+    """The server answered a request for logprobs with an error about them."""
+
+
+def without_logprobs(request: dict) -> dict:
+    """``request`` for a server that refuses logprobs: none asked, room for the verdict's words."""
+    kept = {name: value for name, value in request.items() if name not in ("logprobs", "top_logprobs")}
+    return {**kept, "max_tokens": VERDICT_TOKENS}
 
 
 class OpenAIVerifier(ModelVerifier):
@@ -90,6 +109,7 @@ class OpenAIVerifier(ModelVerifier):
         self.params = {"url": self.url, "max_tokens": MAX_TOKENS, "top_logprobs": TOP_LOGPROBS}
         self.cache = ReplyCache(Path(cache).expanduser() if cache else None)
         self.usage = dict.fromkeys(USAGE, 0)  # running totals over every call
+        self.logprobs_refused = False  # the server refused logprobs once: it is asked without them since
         self._lock = threading.Lock()
 
     @property
@@ -131,20 +151,31 @@ class OpenAIVerifier(ModelVerifier):
         }
 
     def ask(self, request: dict) -> Reading:
-        """One sentence's reading: from the cache, else from the server (then cached and counted)."""
+        """One sentence's reading: from the cache, else from the server (then cached and counted);
+        without logprobs once the server has refused them."""
+        if self.logprobs_refused:
+            request = without_logprobs(request)
         key = hashlib.sha256(json.dumps({"url": self.url, "request": request}, sort_keys=True).encode()).hexdigest()
         reply = self.cache.get(key)
         if reply is not None:
             self._count(requests=0, cache_hits=1)
             return replace(read_reply(reply, self.server), prompt_tokens=0, completion_tokens=0, cached=True)
-        reply = self.post(request)
+        try:
+            reply = self.post(request)
+        except LogprobsRefused as exc:
+            if not self.logprobs_refused:
+                log.warning("%s refused logprobs (%s): asking it without them, its verdicts read from its Yes or No",
+                            self.server, exc)
+            self.logprobs_refused = True
+            return self.ask(request)
         reading = read_reply(reply, self.server)  # raises before an unreadable reply is cached
         self.cache.put(key, reply)
         self._count(requests=1, prompt_tokens=reading.prompt_tokens, completion_tokens=reading.completion_tokens)
         return reading
 
     def post(self, request: dict) -> dict:
-        """The server's reply as parsed JSON; each way it can fail as a :class:`VerifierError`."""
+        """The server's reply as parsed JSON; each way it can fail as a :class:`VerifierError`, but a
+        refusal of the logprobs ``request`` asks for: :class:`LogprobsRefused`."""
         import openai
 
         tries = f"after {self.retries} retries" if self.retries else "(no retries)"
@@ -163,6 +194,8 @@ class OpenAIVerifier(ModelVerifier):
             raise VerifierError(f"cannot reach {self.server} {tries} ({exc.__cause__ or exc}): start the server, "
                                 "or point the verifier at it (its URL, ending in /v1)") from exc
         except openai.APIStatusError as exc:
+            if "logprobs" in request and "logprobs" in exc.response.text.lower():
+                raise LogprobsRefused(f"HTTP {exc.status_code}: {exc.response.text[:200]}") from exc
             hint = " (is the model name right, and does the URL end in /v1?)" if exc.status_code == 404 else ""
             raise VerifierError(f"{self.server} answered HTTP {exc.status_code}{hint}: "
                                 f"{exc.response.text[:300]}") from exc
@@ -194,10 +227,12 @@ def read_reply(reply, server: str) -> Reading:
         if p_yes + p_no > 0:
             return Reading(p_yes / (p_yes + p_no), p_yes + p_no, True, **tokens)
     text = message.get("content") or ""
-    verdict = _word(text.split()[0]) if text.split() else ""
-    if verdict in JUDGE_YES + JUDGE_NO:
-        return Reading(1.0 if verdict in JUDGE_YES else 0.0, math.nan, False, **tokens)
-    raise VerifierError(f"{server} answered {text[:100]!r}, neither Yes nor No, and gave no logprobs for either: "
+    words = {_word(word) for word in text.split()}
+    yes, no = (not words.isdisjoint(spellings) for spellings in (JUDGE_YES, JUDGE_NO))
+    if yes != no:
+        return Reading(1.0 if yes else 0.0, math.nan, False, **tokens)
+    said = "both Yes and No" if yes else "neither Yes nor No"
+    raise VerifierError(f"{server} answered {text[:100]!r}, {said}, and gave no logprobs for either: "
                         "use a model that follows the instruction (an instruct model), or one that returns logprobs")
 
 

@@ -2,6 +2,39 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const KEY = "groundsense-api-key"; // in sessionStorage: kept for this tab until it closes
+let keyEntered = null; // while the key form is shown: resolves when a key is submitted
+
+// The key form, shown with the server's message; resolves once a key is stored.
+function askKey(message) {
+  $("key-message").textContent = message;
+  $("key-form").hidden = false;
+  $("api-key").focus();
+  keyEntered = keyEntered || new Promise((resolve) => {
+    $("key-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      sessionStorage.setItem(KEY, $("api-key").value.trim());
+      $("api-key").value = "";
+      $("key-form").hidden = true;
+      keyEntered = null;
+      resolve();
+    }, { once: true });
+  });
+  return keyEntered;
+}
+
+// fetch, with the API key when the server asks for one (401): asked once, then sent with every call.
+async function api(path, options = {}) {
+  for (;;) {
+    const key = sessionStorage.getItem(KEY);
+    const headers = { ...(options.headers || {}), ...(key ? { Authorization: `Bearer ${key}` } : {}) };
+    const response = await fetch(path, { ...options, headers });
+    if (response.status !== 401) return response;
+    sessionStorage.removeItem(KEY);
+    const body = await response.json().catch(() => ({}));
+    await askKey(body.error || "This server needs an API key.");
+  }
+}
 const SEPARATOR = /^\s*---\s*$/m;
 const SPREAD = { sensitivity: 2.0, gap: 0.5 }; // score units per colour step
 let current = null; // {request, result}
@@ -215,7 +248,7 @@ async function run() {
     $("progress-text").textContent = `Scoring… ${Math.round((Date.now() - started) / 1000)} s`;
   }, 500);
   try {
-    const response = await fetch("/v1/detect", {
+    const response = await api("/v1/detect", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(request),
     });
     const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
@@ -273,7 +306,7 @@ async function replay() {
   showError("");
   for (const id of ["run", "replay"]) $(id).disabled = true;
   try {
-    const response = await fetch("/v1/detect/stream", {
+    const response = await api("/v1/detect/stream", {
       method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body: streamBody(request),
     });
     if (!response.ok) {
@@ -312,7 +345,7 @@ async function init() {
   $("load-example").addEventListener("click", async () => {
     const name = $("example").value;
     if (!name) return showError("Choose an example first.");
-    const response = await fetch(`/v1/examples/${encodeURIComponent(name)}`);
+    const response = await api(`/v1/examples/${encodeURIComponent(name)}`);
     fillForm(await response.json());
     showError("");
   });
@@ -322,9 +355,9 @@ async function init() {
     try { fillForm(JSON.parse(await file.text())); showError(""); }
     catch (err) { showError(`${file.name} is not a JSON object with question, context or passages, and answer: ${err.message}`); }
   });
-  const names = await (await fetch("/v1/examples")).json();
-  for (const name of names) $("example").append(new Option(name, name));
   pollReady();
+  const names = await (await api("/v1/examples")).json(); // asks for the key first, when the server wants one
+  for (const name of names) $("example").append(new Option(name, name));
 }
 
 async function pollReady() {

@@ -1,0 +1,84 @@
+"""Draining on SIGTERM: new work gets 503 with Retry-After while the requests and streams in
+flight finish, within ``--grace`` seconds; then the server exits 0. On a real `groundsense
+serve` process, and (the refusals) on the app in this process."""
+
+import json
+import signal
+import socket
+import time
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from servers import ServeProcess
+from test_stream_api import END, HEAD, _chunk, _events, _open, _read_until, ndjson
+
+from groundsense.inputs.files import load_example
+from groundsense.service.app import create_app
+from groundsense.service.settings import ServiceSettings
+
+EXAMPLE = load_example("passages-qa")
+
+
+def test_a_draining_app_refuses_new_work_but_answers_its_probe_and_metrics():
+    app = create_app(ServiceSettings(grace_s=20))
+    client = TestClient(app)
+    assert client.get("/v1/examples").status_code == 200
+    app.state.drain.begin()
+    for method, path in [("POST", "/v1/detect"), ("POST", "/v1/detect/stream"), ("GET", "/v1/examples"),
+                         ("GET", "/readyz"), ("GET", "/")]:
+        response = client.request(method, path, json={"answer": "A.", "context": "B."})
+        assert response.status_code == 503 and "shutting down" in response.json()["error"], path
+        assert 1 <= int(response.headers["retry-after"]) <= 20
+    assert client.get("/healthz").status_code == 200
+    assert 'route="/v1/detect",scorer="smollm2-135m-instruct",status="503"' in client.get("/metrics").text
+
+
+@pytest.mark.slow  # the real scorer, in a `groundsense serve` process
+def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_path):
+    answer = EXAMPLE["answer"]
+    cut = answer.index(" Its main span") + len(" Its")
+    with ServeProcess(tmp_path, "--grace", "300") as server:
+        server.wait_status("ready")
+        with _open(server.port, HEAD, {"delta": answer[:cut]}) as stream:
+            received = _read_until(stream, b'"event": "sentence"')  # the stream is open and judging
+            server.process.send_signal(signal.SIGTERM)
+            deadline = time.time() + 30
+            while httpx.get(server.url + "/readyz").status_code != 503:  # the signal has landed
+                assert time.time() < deadline
+                time.sleep(0.05)
+            refused = httpx.post(server.url + "/v1/detect", json={**EXAMPLE, "id": "late"})
+            assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
+            assert httpx.get(server.url + "/healthz").status_code == 200
+            assert server.process.poll() is None  # still serving the stream
+            stream.sendall(_chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
+            received = _read_until(stream, END, received)
+        assert server.process.wait(timeout=60) == 0
+    events = _events(received)
+    assert received.startswith(b"HTTP/1.1 200") and events[-1]["event"] == "result"
+    assert events[-1]["result"]["answer"]["flagged"] is True  # judged whole: the README's flagged sentence
+    log = [json.loads(line) for line in server.stdout.read_text().splitlines()]
+    assert [(line["route"], line["status"]) for line in log] == [("/v1/detect", 503), ("/v1/detect/stream", 200)]
+
+
+@pytest.mark.slow  # starts `groundsense serve`; its scorer cannot load, so no scorer is needed
+def test_work_still_in_flight_when_the_grace_ends_is_cut_and_the_server_exits_0(tmp_path):
+    grace = 2
+    with ServeProcess(tmp_path, "--grace", str(grace), "--scorer", "no-such-org/no-such-model",
+                      env={"HF_HUB_OFFLINE": "1"}) as server:
+        server.wait_status("failed")
+        with socket.create_connection(("127.0.0.1", server.port), timeout=60) as held:
+            # a request whose body never ends: in flight until the grace runs out
+            held.sendall(b"POST /v1/detect HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n" + b'{"answer": "')
+            assert httpx.get(server.url + "/healthz").status_code == 200  # the held request's headers were read
+            signalled = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=60) == 0
+            waited = time.monotonic() - signalled
+            try:
+                reply = held.recv(65536)
+            except ConnectionResetError:
+                reply = b""
+        assert not reply.startswith(b"HTTP/1.1 2")  # cut: a 500 or a closed connection, never a result
+    assert grace <= waited < grace + 20
