@@ -7,7 +7,11 @@ import sys
 
 import click
 
+from ..errors import InputError
 from .common import CONTEXT_SETTINGS, detector_options
+
+# What the `service` extra installs (pydantic and starlette come with FastAPI): the core install leaves them out.
+SERVICE_PACKAGES = {"fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client"}
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -33,11 +37,17 @@ def serve(**options):
     Flags override GROUNDSENSE_* environment variables, which override the defaults. The
     detector settings are the defaults of every request (whose options may choose k and
     mode). Each scoring request writes one JSON line to stdout (the request log); the
-    server's own messages go to stderr.
+    server's own messages go to stderr. Needs the extra: pip install 'groundsense[service]'.
     """
-    import uvicorn
+    try:
+        import uvicorn
 
-    from ..service.app import create_app
+        from ..service.app import create_app
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in SERVICE_PACKAGES:
+            raise
+        raise InputError(f"`groundsense serve` needs the service's packages (FastAPI, uvicorn, prometheus-client), "
+                         f"and {exc.name} is not installed: pip install 'groundsense[service]'") from exc
     from ..service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env(**options)
