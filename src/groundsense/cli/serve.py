@@ -7,7 +7,11 @@ import sys
 
 import click
 
+from ..errors import InputError
 from .common import CONTEXT_SETTINGS, detector_options
+
+# What the `service` extra installs (pydantic and starlette come with FastAPI): the core install leaves them out.
+SERVICE_PACKAGES = {"fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client"}
 
 
 def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -63,10 +67,17 @@ def serve(**options):
     detector settings are the defaults of every request (whose options may choose k and
     mode). Each scoring request writes one JSON line to stdout (the request log); the
     server's own messages go to stderr. SIGTERM drains: new requests get 503 while those in flight
-    finish (at most --grace seconds), then the server exits 0.
+    finish (at most --grace seconds), then the server exits 0. Needs the extra: pip install
+    'groundsense[service]'.
     """
-    from ..service.app import create_app
-    from ..service.server import run
+    try:
+        from ..service.app import create_app
+        from ..service.server import run
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in SERVICE_PACKAGES:
+            raise
+        raise InputError(f"`groundsense serve` needs the service's packages (FastAPI, uvicorn, prometheus-client), "
+                         f"and {exc.name} is not installed: pip install 'groundsense[service]'") from exc
     from ..service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env(**options)
