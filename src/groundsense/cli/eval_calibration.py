@@ -72,7 +72,8 @@ def operating(caches, calibration, output, resamples, seed, partial):
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
     command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
     sets = held_out_sets(caches, fitted.scorer, partial)
-    text = operating_report(sets, fitted, command, resamples, seed)
+    text = operating_report(held_out_sets(caches, fitted.scorer, partial, lexical=True), fitted, command, resamples,
+                            seed)
     emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
 
 
@@ -93,9 +94,12 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
                 output)
 
 
-def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict:
-    """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it."""
-    return {f"{b} ({cache.name}/{s.key})": s.sentences
+def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, lexical: bool = False) -> dict:
+    """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it;
+    with ``lexical``, their lexical signals joined on (``groundsense eval lexical`` must have run)."""
+    from ..eval.caches.lexical import lexical_path, with_lexical
+
+    return {f"{b} ({cache.name}/{s.key})": with_lexical(s.sentences, lexical_path(s, cache)) if lexical else s.sentences
             for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 
