@@ -99,7 +99,7 @@ def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, lexical:
     with ``lexical``, their lexical signals joined on (``groundsense eval lexical`` must have run)."""
     from ..eval.caches.lexical import lexical_path, with_lexical
 
-    return {f"{b} ({cache.name}/{s.key})": with_lexical(s.sentences, lexical_path(s, cache)) if lexical else s.sentences
+    return {f"{b} ({cache.name}/{s.key})": with_lexical(s.sentences, lexical_path(s)) if lexical else s.sentences
             for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 

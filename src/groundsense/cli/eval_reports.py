@@ -103,7 +103,7 @@ def fusion(cache, split_cache, scorer, dev_only, output, resamples, seed):
         if len(sets) != 1:
             raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
                           f"(found {len(sets)})")
-        found[name] = (sets[0], str(folder))
+        found[name] = sets[0]
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--dev-only"] if dev_only else []), *(["-o", output] if output else []))
     try:

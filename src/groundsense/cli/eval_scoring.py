@@ -103,7 +103,7 @@ def lexical(benchmark, data, cache, scorer, force):
     if not sets:
         raise click.UsageError(f"no full-mode {benchmark} feature set under {cache}")
     for features in sets:
-        path = lexical_path(features, cache)
+        path = lexical_path(features)
         if path.exists() and not force:
             click.echo(f"{path}: stored already (--force computes it again)", err=True)
             continue

@@ -184,6 +184,7 @@ class FeatureSet:
     key: str  # the cache folder name
     rows: pd.DataFrame
     planned: set[str] | None = None  # the answers its extractions were asked for (None: not recorded)
+    folder: Path | None = None  # where it is cached (None: built in memory)
 
     @property
     def answers(self) -> int:
@@ -234,7 +235,7 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
         folder = config_file.parent
         if scorer is None or config["scorer"] == scorer:
             sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder),
-                                   planned_case_ids(folder)))
+                                   planned_case_ids(folder), folder))
     return [s for s in sets if len(s.rows)]
 
 

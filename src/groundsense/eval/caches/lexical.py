@@ -38,12 +38,23 @@ def lexical_rows(sentences: pd.DataFrame, chunks: Mapping[str, list[str]]) -> pd
     return pd.DataFrame(rows, columns=[*KEY, *LEXICAL, "absent"])
 
 
-def lexical_path(features: FeatureSet, cache: str | Path) -> Path:
-    return Path(cache) / features.benchmark / features.key / LEXICAL_FILE
+def lexical_path(features: FeatureSet) -> Path:
+    """Where a cached feature set's lexical signals are stored."""
+    if features.folder is None:
+        raise ValueError(f"the {features.benchmark} feature set {features.key} is not cached: no lexical signals")
+    return features.folder / LEXICAL_FILE
 
 
 def write_lexical(path: Path, rows: pd.DataFrame) -> Path:
     return write_table(path, rows.sort_values(KEY, ignore_index=True))
+
+
+def lexical_columns(features: FeatureSet, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (rows of ``features``) with the lexical signals joined on where they are stored,
+    as it is where they are not (or where the set is not cached)."""
+    if features.folder is None or not lexical_path(features).exists():
+        return table
+    return with_lexical(table, lexical_path(features))
 
 
 def with_lexical(table: pd.DataFrame, path: Path) -> pd.DataFrame:

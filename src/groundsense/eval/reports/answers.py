@@ -18,6 +18,7 @@ import pandas as pd
 from ...judging.calibration import shipped_calibration
 from ..caches.detector_inputs import has_token_rows, token_threshold_sweep, tuned_thresholds, with_token_features
 from ..caches.extract import FeatureSet
+from ..caches.lexical import lexical_columns
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from ..statistics.methods import answer_mean
@@ -42,6 +43,8 @@ def answer_table(sentences: pd.DataFrame, sensitivity: np.ndarray | None = None)
     scores["mean jsd_noctx"] = -answer_mean(sentences["jsd_noctx"], sentences)
     if sensitivity is not None:
         scores["highest sensitivity"] = pd.Series(sensitivity, index=sentences.index).groupby(case, sort=False).max()
+    if "overlap_chunk" in sentences.columns:  # the word-overlap baseline, where the lexical signals are stored
+        scores["highest word overlap"] = by["overlap_chunk"].max()
     scores["perplexity"] = answer_mean(sentences["surprisal"], sentences)
     scores["length"] = sentences["n_tokens"].astype(float).groupby(case, sort=False).sum()
     if "gap_dep" in sentences.columns:
@@ -84,7 +87,7 @@ def _lowest_two(gaps: pd.Series) -> float:
 
 
 AGGREGATIONS = ["lowest sentence gap", "lowest two gaps", "mean gap", "mean jsd_noctx", "highest sensitivity",
-                "perplexity", "length", *TOKEN_AGGREGATIONS]
+                "highest word overlap", "perplexity", "length", *TOKEN_AGGREGATIONS]
 
 
 def sensitivity_score(sentences: pd.DataFrame, scorer: str, k: int) -> np.ndarray | None:
@@ -109,7 +112,7 @@ def partition_answers(features: FeatureSet, seed: int = 0,
                       thresholds: tuple[float, float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Answer tables of a feature set's dev and test partitions, with the token-level
     aggregations at ``thresholds`` where the set kept token rows."""
-    dev, test = partitioned(features.table, seed)
+    dev, test = partitioned(lexical_columns(features, features.table), seed)
     if thresholds is not None and has_token_rows(dev):
         dev, test = with_token_features(dev, thresholds), with_token_features(test, thresholds)
     scorer, k = features.config["scorer"], features.config["k"]
@@ -196,7 +199,10 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
              "Answer-level AUC (label: the answer has an unsupported scored sentence) of training-free "
              "aggregations of sentence scores, with 95% source-level bootstrap intervals. The aggregation "
              "to ship is chosen on the dev partitions. `highest sensitivity` is the shipped detector's "
-             "highest sentence score (what `answer.flagged` thresholds today).", "",
+             "highest sentence score (what `answer.flagged` thresholds today). `highest word overlap` is the "
+             "baseline: the answer's sentence with the smallest share of its words in its best-matching chunk "
+             "(`overlap_chunk`, no model), for the sets whose lexical signals are stored (`groundsense eval "
+             "lexical`).", "",
              *(line for scorer, (pair, tuning) in tuned.items() for line in token_note(scorer, pair, tuning)),
              "Feature sets: " + "; ".join(f"{n}: {fs.benchmark}/{fs.key}" for n, fs in sets.items()) + ".", "",
              "## By benchmark and partition", "", markdown_table(by_aggregation(columns)), "",

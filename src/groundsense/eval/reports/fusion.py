@@ -46,11 +46,11 @@ FROZEN = {"rule": "rank average", "lexical": "overlap, stems, bigrams", "aggrega
 BASELINES = ("sensitivity", "word overlap (chunk)", "word overlap (evidence)", "sentence gap", "shipped, as judged")
 
 
-def fusion_table(features: FeatureSet, cache: str, calibration: Calibration) -> pd.DataFrame:
+def fusion_table(features: FeatureSet, calibration: Calibration) -> pd.DataFrame:
     """A feature set's scored sentences with the lexical signals, ``number_flag``,
     ``sensitivity`` (the shipped statistics, on every sentence whatever its chunk count) and
     ``shipped`` (the product's score: the ``gap`` where the calibration does not serve the chunk count)."""
-    table = with_lexical(detector_table(features), lexical_path(features, cache))
+    table = with_lexical(detector_table(features), lexical_path(features))
     inputs = {f: table[f].to_numpy(float) for f in calibration.inputs}
     return table.assign(
         number_flag=(table["novel_numbers"] > 0).astype(float),
@@ -241,19 +241,19 @@ def goals(results: Sequence[Scored]) -> list[str]:
     return lines
 
 
-def fusion_report(sets: Mapping[str, tuple[FeatureSet, str]], calibration: Calibration, command: str,
+def fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration, command: str,
                   n_resamples: int = 2000, seed: int = 0, dev_only: bool = False) -> str:
     """The Markdown report: the dev sweep, then (unless ``dev_only``) the frozen candidate and the
     baselines on every test partition, RAGTruth's tasks apart, and the rule's verdict."""
     domains = []
-    for name, (features, cache) in sets.items():
-        dev, test = partitioned(fusion_table(features, cache, calibration), seed)
+    for name, features in sets.items():
+        dev, test = partitioned(fusion_table(features, calibration), seed)
         domains.append(Domain(name, dev, test))
     sentences, answers, choice = dev_sweep(domains)
     lines = ["# Detector selection: the scorer's signal fused with word overlap", "", f"`{command}`", "",
              "Protocol and rule: docs/detector-selection.md (\"Word overlap and the scorer's signal, fused\"). "
              "Data: " + "; ".join(f"{n}: {fs.key}, {fs.table['case_id'].nunique()} answers scored"
-                                  for n, (fs, _) in sets.items()) + ".", "",
+                                  for n, fs in sets.items()) + ".", "",
              "## Dev partitions: rule and lexical set", "",
              "Sentence AUC of each rule fusing `sensitivity` with each lexical set, on each dev partition (z-sum "
              "and rank average standardise or rank on the domain's own dev rows without labels; logistic is "
