@@ -46,7 +46,9 @@ class Install:
                     "PATH": f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     def pip(self, *args: str) -> None:
-        done = subprocess.run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
+        """``pip install`` into the venv; without compiling every module ahead (Python compiles
+        what it imports), which takes the longest part of installing torch and leaves the most files."""
+        done = subprocess.run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", *args],
                               env=self.pip_env, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
