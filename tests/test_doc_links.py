@@ -1,5 +1,6 @@
-"""The user's entry documents link only to what exists: every relative link of README.md and
-CONTRIBUTING.md names a file of the repository, and a ``#fragment`` a heading of that page."""
+"""The entry documents link only to what exists: every relative link of README.md,
+CONTRIBUTING.md, the docs index and the pages it sends readers to first names a file of the
+repository, and a ``#fragment`` a heading of that page. The docs index lists every page."""
 
 import re
 from pathlib import Path
@@ -7,7 +8,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "CONTRIBUTING.md"]
+DOCUMENTS = [
+    "README.md", "CONTRIBUTING.md", "docs/README.md", "docs/architecture.md", "docs/calibration.md",
+    "docs/performance.md", "docs/performance-changelog.md",
+]
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -46,3 +50,11 @@ def test_relative_links_resolve(document):
         elif fragment and target.suffix == ".md" and fragment not in anchors(target):
             broken.append(f"{link}: no heading with that anchor")
     assert not broken, f"{document}: " + "; ".join(broken)
+
+
+def test_docs_index_lists_every_page():
+    index = ROOT / "docs" / "README.md"
+    listed = {(index.parent / link.partition("#")[0]).resolve() for link in relative_links(index)}
+    pages = {page.resolve() for page in (ROOT / "docs").glob("*.md") if page.name != "README.md"}
+    assert not pages - listed, f"docs/README.md does not list: {sorted(p.name for p in pages - listed)}"
+    assert (ROOT / "docs" / "results").resolve() in listed, "docs/README.md does not list docs/results/"

@@ -94,11 +94,13 @@ def test_each_precision_has_its_own_feature_cache_key():
 # Measured on the two shipped examples (K=5, exact leave-one-out) against fp32, per example:
 # int8: mean |delta log p| over every condition's tokens 0.76 and 0.76, Pearson of the token
 # log-probabilities 0.84 and 0.92, largest |delta gap| of a sentence 0.91 and 1.04; bf16: 0.028
-# and 0.030, 0.9998 and 0.9999, 0.010 and 0.012. The bounds leave about a factor two (for
-# Pearson, twice the distance from 1). An fp32 scorer is exact to the reference (test_detector.py,
-# test_masked.py), so these are what each path's rounding adds.
+# and 0.030, 0.9998 and 0.9999, 0.010 and 0.012 on a CPU with AMX, and 0.029 and 0.030, 0.9998
+# and 0.9999, 0.030 and 0.023 on an AMD EPYC without native bf16 (its kernels round otherwise).
+# The bounds leave about a factor two over the larger (for Pearson, twice the distance from 1).
+# An fp32 scorer is exact to the reference (test_detector.py, test_masked.py), so these are
+# what each path's rounding adds.
 TOLERANCE = {"int8": {"mean_logp": 1.5, "pearson": 0.68, "gap": 2.0},
-             "bf16": {"mean_logp": 0.06, "pearson": 0.9996, "gap": 0.025}}
+             "bf16": {"mean_logp": 0.06, "pearson": 0.9996, "gap": 0.06}}
 
 
 @pytest.mark.slow

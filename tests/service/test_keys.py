@@ -155,3 +155,10 @@ def test_serve_hash_key_prints_the_line_for_the_key_file(tmp_path):
     assert app(tmp_path / "keys.txt").get("/v1/examples", headers=bearer(KEY)).status_code == 200
     empty = CliRunner().invoke(cli, ["serve", "--hash-key"], input="")
     assert empty.exit_code == 2 and "got none" in empty.output
+
+
+def test_serve_with_a_bad_key_file_exits_2_before_serving(tmp_path):
+    (tmp_path / "keys.txt").write_text(KEY + "\n")
+    result = CliRunner().invoke(cli, ["serve", "--api-key-file", str(tmp_path / "keys.txt")])
+    assert result.exit_code == 2 and "does not start with a key hash" in result.output
+    assert "serving on" not in result.output and KEY not in result.output

@@ -51,7 +51,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--adapt", "base", default=None, metavar="BASE.json|shipped",
-              help="Adapt a labelled calibration to SOURCE's domain without labels (docs/operating-point.md): "
+              help="Adapt a labelled calibration to SOURCE's domain without labels (docs/calibration.md): "
                    "`shipped` for the default scorer's shipped one, or a file.")
 @click.option("--method", type=click.Choice(METHODS), default=DEFAULT_METHOD, show_default=True,
               help="With --adapt: what is re-estimated on the domain (docs/detector-selection.md chose the default).")

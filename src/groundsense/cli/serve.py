@@ -81,10 +81,11 @@ def serve(**options):
     from ..service.settings import ServiceSettings
 
     settings = ServiceSettings.from_env(**options)
+    app = create_app(settings)  # a bad setting (a key file without keys, ...) stops here, before "serving"
     click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)",
                err=True)
     requests = logging.getLogger("groundsense.requests")
     requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
     requests.setLevel(logging.INFO)
     requests.propagate = False
-    run(create_app(settings), host=settings.host, port=settings.port)
+    run(app, host=settings.host, port=settings.port)
