@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..caches.extract import FeatureSet
+from ..caches.lexical import lexical_columns
 from ..data.split import DEV, TEST, assign_partition
 from .methods import add_answer_columns
 from .metrics import Evaluation, evaluate
@@ -96,7 +97,7 @@ def cost_table(features: FeatureSet) -> pd.DataFrame:
 def evaluate_set(features: FeatureSet, seed: int = 0, n_resamples: int = 2000) -> BenchmarkResult:
     """Cost, and for a full-mode set with both labels in both partitions, the evaluation."""
     result = BenchmarkResult(features, cost_table(features))
-    result.dev, result.test = partitioned(features.table, seed)
+    result.dev, result.test = partitioned(lexical_columns(features, features.table), seed)
     if features.config["mode"] != "full":
         result.skipped = "two-pass extraction: no leave-one-out features; cost and the cost frontier only"
         return result

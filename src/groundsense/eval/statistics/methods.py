@@ -81,13 +81,17 @@ def logistic_scores(
 
 
 def two_pass_scores(test: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The methods that need no leave-one-out pass and no fitting (answer columns required)."""
-    return {
+    """The methods that need no leave-one-out pass and no fitting (answer columns required);
+    ``word overlap`` (no model pass at all) where the table carries the lexical signals."""
+    scores = {
         "perplexity": test["surprisal"].to_numpy(),
         "length": test["n_tokens"].to_numpy(dtype=float),
         "answer gap": -test["answer_gap"].to_numpy(),
         "sentence gap": -test["gap"].to_numpy(),
     }
+    if "overlap_chunk" in test.columns:
+        scores["word overlap"] = test["overlap_chunk"].to_numpy(dtype=float)
+    return scores
 
 
 def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[str, np.ndarray]:
