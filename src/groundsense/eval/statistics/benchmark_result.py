@@ -15,6 +15,7 @@ from .metrics import Evaluation, evaluate
 
 # Scoring passes each method needs per answer ("K+2": every leave-one-out condition).
 PASSES = {
+    "word overlap": "0",  # no model pass: the evidence's words only
     "perplexity": "1",
     "length": "1",
     "answer gap": "2",
