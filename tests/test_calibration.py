@@ -1,8 +1,13 @@
+import zipfile
+
 import numpy as np
 import pytest
 
+from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.judging.calibration import Calibration, fit_calibration, shipped_calibration
+from groundsense.judging.verdicts import Adjudicator
+from groundsense.weights import DEFAULT_SCORER
 
 
 def _features(n=200, seed=0):
@@ -125,3 +130,22 @@ def test_a_calibration_without_curves_says_how_to_get_a_target():
     assert unlabelled.threshold("gap", "answer") == unlabelled.thresholds["gap"]
     with pytest.raises(InputError, match="refit it with labelled rows"):
         unlabelled.threshold("gap", target_recall=0.8)
+
+
+def test_a_calibration_loads_from_a_zipped_package(tmp_path):
+    # A package imported from a zip gives its data files (the shipped calibrations) as
+    # Traversables, not paths: Calibration.load reads them too.
+    features, _ = _features()
+    cal = fit_calibration(features, "s", 5, flag_rate=0.2)
+    cal.save(tmp_path / "c.json")
+    with zipfile.ZipFile(tmp_path / "package.zip", "w") as archive:
+        archive.write(tmp_path / "c.json", "calibrations/c.json")
+    assert Calibration.load(zipfile.Path(tmp_path / "package.zip", "calibrations/c.json")) == cal
+
+
+def test_an_adjudicator_of_a_config_naming_no_scorer_judges_as_the_default_scorer():
+    # None names the default scorer: its shipped calibration judges, and the result names it
+    # (it looked for a calibration of a scorer called "None", found none and flagged nothing).
+    calibration, detector = Adjudicator(DetectorConfig()).calibration_for(5)
+    assert calibration == shipped_calibration(DEFAULT_SCORER, 5) and calibration is not None
+    assert detector == "sensitivity"

@@ -1,10 +1,14 @@
 """The cascade wrapper end to end: the real default scorer, then a real (lexical) verifier."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from groundsense.cascade import Cascade, escalation_mask
 from groundsense.cascade.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
+from groundsense.config import DetectorConfig
+from groundsense.detection import Detection
 from groundsense.errors import InputError
 
 PASSAGES = [
@@ -25,6 +29,25 @@ def test_escalation_takes_the_most_suspicious_share_and_skips_nan():
     assert escalation_mask(scores, 0.0).sum() == 0 and escalation_mask(scores, 1.0).sum() == 4
     with pytest.raises(InputError):
         escalation_mask(scores, 1.5)
+
+
+def test_a_cascade_streams_only_over_a_detectors_stream():
+    # The cascade gives its verifier the chunks of the detector stream's evidence: over a
+    # detection whose stream has none it failed with an AttributeError at the first flagged sentence.
+    class Streams(Detection):
+        config = DetectorConfig()
+
+        def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+            raise AssertionError("not called")
+
+        def describe(self, chunks=None):
+            return {"kind": "streams", "scorer": "none"}
+
+        def stream(self, question="", context=None, passages=None, score_every=16):
+            return SimpleNamespace(text="", chunks=1, feed=lambda delta: [], close=lambda: None)
+
+    with pytest.raises(InputError, match="a cascade streams over a Detector's stream, not a SimpleNamespace"):
+        Cascade(Streams(), LexicalOverlapVerifier()).stream(passages=PASSAGES)
 
 
 def test_lexical_overlap_finds_the_copied_chunk():

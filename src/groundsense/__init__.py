@@ -5,6 +5,7 @@
 """
 
 from importlib import import_module
+from typing import Any
 
 __all__ = ["Detector", "DetectorConfig", "Cascade", "DetectionResult", "Scorer", "Calibration", "GroundsenseError",
            "InputError", "ScorerUnavailable"]
@@ -16,7 +17,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Lazy, so that `groundsense --help` does not wait for torch to import.
     if name in _WHERE:
         return getattr(import_module(f".{_WHERE[name]}", __name__), name)

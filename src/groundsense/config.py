@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 from .inputs.validate import MODES, PRECISIONS, check_k
@@ -63,7 +64,7 @@ class DetectorConfig:
     verifier_threshold: float = 0.5
     verifier_url: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.leave_one_out not in LEAVE_ONE_OUT:
@@ -111,7 +112,8 @@ class DetectorConfig:
 
     def without_verifier(self) -> DetectorConfig:
         """The detector's part: this config with the :data:`VERIFIER_FIELDS` at their defaults."""
-        return replace(self, **{f.name: f.default for f in fields(self) if f.name in VERIFIER_FIELDS})
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(self) if f.name in VERIFIER_FIELDS}
+        return replace(self, **defaults)
 
     def settings(self) -> dict:
         """The detector's fields by name (all but :data:`VERIFIER_FIELDS`), as :class:`Detector`'s

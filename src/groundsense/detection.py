@@ -41,8 +41,13 @@ class Outcome:
 class AnswerStream(Protocol):
     """An answer checked while it is generated (:class:`~groundsense.pipeline.stream.DetectionStream`)."""
 
-    text: str  # the answer so far
-    chunks: int  # how many chunks the evidence is scored in
+    @property
+    def text(self) -> str:
+        """The answer so far."""
+
+    @property
+    def chunks(self) -> int:
+        """How many chunks the evidence is scored in."""
 
     def feed(self, delta: str) -> list[SentenceResult]:
         """Add generated text; the sentences it finished, judged."""
@@ -100,6 +105,7 @@ class Detection(Protocol):
         for outcome in self.iter_detect(rows, progress):
             if outcome.error is not None:
                 raise outcome.error
+            assert outcome.result is not None  # an Outcome holds a result or an error
             results.append(outcome.result)
         return results
 

@@ -13,8 +13,9 @@ separate conflicting from baseless sentences (docs/results.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def signed_features(gap: np.ndarray, drops: Sequence[np.ndarray]) -> dict[str, n
     """
     rows = [np.asarray(d, dtype=float) for d in drops]
 
-    def per_sentence(fn) -> np.ndarray:
+    def per_sentence(fn: Callable[[np.ndarray], Any]) -> np.ndarray:
         return np.array([fn(d) if d.size else np.nan for d in rows], dtype=float).reshape(len(rows))
 
     return {

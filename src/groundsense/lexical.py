@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _stop_words() -> frozenset[str]:
 
 
 @cache
-def _stemmer():
+def _stemmer() -> Any:  # a snowballstemmer stemmer (the package ships no types)
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")

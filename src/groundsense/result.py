@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def support_score(flags: Iterable[bool | None]) -> float:
@@ -166,7 +169,7 @@ class DetectionResult:
             "warnings": list(self.warnings),
         }
 
-    def to_df(self):
+    def to_df(self) -> pd.DataFrame:
         """One row per sentence with its features, score, flag and support chunk."""
         import pandas as pd
 

@@ -89,7 +89,7 @@ def find_builtin(name: str) -> BuiltinScorer | None:
 def display_name(name: str | None) -> str:
     """The name :func:`resolve` gives a scorer (its ``Scorer.name``), without loading it."""
     builtin = find_builtin(name or DEFAULT_SCORER)
-    return builtin.name if builtin is not None else name
+    return builtin.name if builtin is not None else (name or DEFAULT_SCORER)
 
 
 def resolve(name: str | None) -> tuple[str, str]:
@@ -201,7 +201,7 @@ def _convert(gguf_dir: Path, gguf_file: str, target: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_file)
     model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_file, dtype=torch.float32)
     # The dequantised weights are plain tensors: drop the GGUF marker so they can be saved.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers types the attribute as a Module's
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -24,17 +24,21 @@ import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..config import DetectorConfig
-from ..detection import AnswerStream, Detection, check_detection
+from ..detection import Detection, check_detection
 from ..errors import InputError
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.verdicts import answer_summary
 from ..result import DetectionResult, SentenceResult
 from .verifier import Verifier
+
+if TYPE_CHECKING:
+    from ..pipeline.stream import DetectionStream
 
 
 def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
@@ -120,7 +124,11 @@ class Cascade(Detection):
                score_every: int = 16) -> CascadeStream:
         """The detector's stream: a flagged sentence is escalated as it ends, and the close
         escalates the answer's share (:class:`CascadeStream`)."""
+        from ..pipeline.stream import DetectionStream
+
         inner = self.detector.stream(question, context, passages, score_every)
+        if not isinstance(inner, DetectionStream):  # its evidence's chunks are what the verifier is given
+            raise InputError(f"a cascade streams over a Detector's stream, not a {type(inner).__name__}")
         return CascadeStream(self, inner, _Evidence(question, context, passages))
 
     def _escalated(self, items: list[tuple[_Evidence, DetectionResult]], known: dict[int, float] | None = None,
@@ -164,7 +172,8 @@ class Cascade(Detection):
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
                    "n_escalated": len(known)}
         if spent_before is not None:  # what escalating this answer cost (a remote judge's tokens)
-            cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in _usage(self.verifier).items()}
+            spent_after = _usage(self.verifier) or {}
+            cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in spent_after.items()}
         return replace(result, sentences=sentences, answer=answer_summary(sentences), cascade=cascade)
 
 
@@ -178,7 +187,7 @@ class CascadeStream:
     sentence spans, except that a sentence the detector flagged outside the share is verified
     too."""
 
-    def __init__(self, cascade: Cascade, inner: AnswerStream, evidence: _Evidence):
+    def __init__(self, cascade: Cascade, inner: DetectionStream, evidence: _Evidence) -> None:
         self.cascade, self.inner, self.evidence = cascade, inner, evidence
         self.known: dict[int, float] = {}  # sentence index -> the verifier's score, decided while streaming
         self.spent_before = _usage(cascade.verifier)
@@ -226,7 +235,7 @@ class _Evidence:
         return cls(arguments["question"], arguments["context"], arguments["passages"])
 
     def text(self) -> str:
-        return self.context if self.context is not None else join_passages(self.passages)[0]
+        return self.context if self.context is not None else join_passages(self.passages or [])[0]
 
 
 def _usage(verifier: Verifier) -> dict[str, int] | None:

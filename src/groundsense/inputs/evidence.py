@@ -31,6 +31,7 @@ def build_evidence(
     if passages is not None:
         text, chunks = join_passages(passages)
     else:
+        assert context is not None, "check_evidence refuses a request without evidence"
         text, chunks = context, []
     budget = max_tokens
     while True:
@@ -58,11 +59,7 @@ def _clip(text: str, chunks: list[Chunk], cut: int) -> list[Chunk]:
     for chunk in chunks:
         if chunk.content.start >= cut:
             break
-        kept.append(
-            replace(
-                chunk,
-                removal=Span(chunk.removal.start, min(chunk.removal.end, cut)),
-                content=strip_span(text, chunk.content.start, min(chunk.content.end, cut)),
-            )
-        )
+        content = strip_span(text, chunk.content.start, min(chunk.content.end, cut))
+        assert content is not None  # a chunk's content starts with a visible character, before the cut
+        kept.append(replace(chunk, removal=Span(chunk.removal.start, min(chunk.removal.end, cut)), content=content))
     return kept

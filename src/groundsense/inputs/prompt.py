@@ -10,6 +10,10 @@ the answer's token ids are identical in every condition. The LLM judge's prompt
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 _CONTEXT_SLOT = "\x00GROUNDSENSE_CONTEXT\x00"
 _SENTENCE_SLOT = "\x00GROUNDSENSE_SENTENCE\x00"
@@ -33,13 +37,13 @@ class PromptLayout:
     answer_lead: str
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, question: str) -> PromptLayout:
+    def for_tokenizer(cls, tokenizer: PreTrainedTokenizerBase, question: str) -> PromptLayout:
         rendered, lead = render_user_turn(tokenizer, user_message(_CONTEXT_SLOT, question))
         prefix, middle = rendered.split(_CONTEXT_SLOT)
         return cls(prefix, middle, lead)
 
 
-def render_user_turn(tokenizer, message: str) -> tuple[str, str]:
+def render_user_turn(tokenizer: PreTrainedTokenizerBase, message: str) -> tuple[str, str]:
     """The prompt text for one user ``message`` up to the assistant's answer (the chat
     template where the tokenizer has one, else ``message`` + ``Answer:``), and the lead
     the answer's text takes (a space after a plain ``Answer:``)."""
@@ -47,6 +51,7 @@ def render_user_turn(tokenizer, message: str) -> tuple[str, str]:
         rendered = tokenizer.apply_chat_template(
             [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
         )
+        assert isinstance(rendered, str)  # tokenize=False: the text
         return rendered, ""
     return message + "\nAnswer:", " "
 
@@ -75,18 +80,18 @@ class JudgeLayout:
     suffix: str
 
     @classmethod
-    def for_tokenizer(cls, tokenizer, question: str) -> JudgeLayout:
+    def for_tokenizer(cls, tokenizer: PreTrainedTokenizerBase, question: str) -> JudgeLayout:
         return cls._around_slots(tokenizer, judge_message(_CONTEXT_SLOT, question, _SENTENCE_SLOT))
 
     @classmethod
-    def for_rating(cls, tokenizer) -> JudgeLayout:
+    def for_rating(cls, tokenizer: PreTrainedTokenizerBase) -> JudgeLayout:
         """The attribution rater's prompt: ``Passage:`` and one chunk, ``Sentence:`` and the
         sentence, then :data:`RATING_QUESTION` (no question of the benchmark's)."""
         message = f"Passage:\n{_CONTEXT_SLOT}\n\nSentence: {_SENTENCE_SLOT}\n\n{RATING_QUESTION}"
         return cls._around_slots(tokenizer, message)
 
     @classmethod
-    def _around_slots(cls, tokenizer, message: str) -> JudgeLayout:
+    def _around_slots(cls, tokenizer: PreTrainedTokenizerBase, message: str) -> JudgeLayout:
         rendered, _ = render_user_turn(tokenizer, message)
         prefix, rest = rendered.split(_CONTEXT_SLOT)
         lead, suffix = rest.split(_SENTENCE_SLOT)

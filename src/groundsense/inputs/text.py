@@ -134,7 +134,7 @@ def join_passages(passages: list[str]) -> tuple[str, list[Chunk]]:
     passage ``k`` leaves the others joined exactly as before.
     """
     context = ""
-    chunks = []
+    chunks: list[Chunk] = []
     for position, passage in enumerate(passages):
         if is_blank(passage):
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeGuard
 
 from ..errors import InputError
 from .text import Span, is_blank
@@ -135,7 +136,7 @@ def check_k(k: object, name: str = "k") -> int:
     return int(k)
 
 
-def check_object(row: object) -> Mapping:
+def check_object(row: object) -> Mapping[Any, Any]:
     if not isinstance(row, Mapping):
         raise InputError(f"each input must be a JSON object, not {_kind(row)}")
     return row
@@ -143,7 +144,7 @@ def check_object(row: object) -> Mapping:
 
 def _check_head(row: object, fields: tuple[str, ...]) -> tuple[str | int | None, str]:
     """A row's known fields, its ``id`` and its ``question`` ("" when absent)."""
-    check_object(row)
+    row = check_object(row)
     unknown = [key for key in row if key not in fields]
     if unknown:
         raise InputError(f"unknown field {_short(unknown[0])}: the fields are {', '.join(fields)}")
@@ -160,6 +161,7 @@ def check_stream_head(row: object) -> CheckedRow:
     """The first line of a streamed request (:data:`STREAM_FIELDS`): the evidence, the
     question and options; the answer follows as :func:`check_delta` lines."""
     row_id, question = _check_head(row, STREAM_FIELDS)
+    row = check_object(row)
     check_evidence(row.get("context"), row.get("passages"))
     arguments = {"question": question, "context": row.get("context"), "passages": row.get("passages")}
     return CheckedRow(row_id, arguments, check_options(row.get("options")))
@@ -167,7 +169,7 @@ def check_stream_head(row: object) -> CheckedRow:
 
 def check_delta(line: object) -> str:
     """A streamed line of answer text: ``{"delta": "..."}``."""
-    check_object(line)
+    line = check_object(line)
     if set(line) != {"delta"}:
         raise InputError('each line after the first must be {"delta": "<answer text>"}, '
                          f"not an object with {', '.join(map(_short, line)) or 'no field'}")
@@ -177,6 +179,7 @@ def check_delta(line: object) -> str:
 def check_row(row: object) -> CheckedRow:
     """Validate one request row (a JSON object with the keys of :data:`FIELDS`)."""
     row_id, question = _check_head(row, FIELDS)
+    row = check_object(row)
     source = row.get("source")
     if source is not None and not (_is_int(source) or isinstance(source, str)):
         raise InputError(f"'source' must be a string or an integer, not {_kind(source)}")
@@ -203,7 +206,7 @@ def echo_id(row: object) -> str | int | None:
         return None
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

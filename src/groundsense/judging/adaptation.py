@@ -50,7 +50,7 @@ class DomainSentences:
     answers: np.ndarray
     chunk_counts: np.ndarray
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not len(self.answers):
             raise InputError("adaptation needs scored sentences from the domain: none were given")
 

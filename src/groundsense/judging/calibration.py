@@ -28,12 +28,16 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
 from ..features import GROUNDING
 from .thresholds import compact_curve, labelled_threshold, target_threshold
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 # What a fitted (logistic) sensitivity score reads: every per-sentence feature the detector
@@ -53,7 +57,7 @@ def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
 def sensitivity_score(stats: dict[str, tuple[float, float]], features: dict[str, np.ndarray]) -> np.ndarray:
     """-(sum of the features' z-scores under ``stats``, feature -> (mean, standard deviation))."""
     total = sum((np.asarray(features[f], float) - m) / s for f, (m, s) in stats.items())
-    return -total
+    return -np.asarray(total, dtype=float)
 
 
 def logistic_input(features: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -175,9 +179,9 @@ class Calibration:
         Path(path).write_text(text + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> Calibration:
+    def load(cls, path: str | Path | Traversable) -> Calibration:
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
             calibration = cls(**data)
         except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -195,7 +199,8 @@ def shipped_calibration(scorer: str, chunks: int | None) -> Calibration | None:
     """The calibration shipped with the package for this scorer that was fitted on answers
     scored in ``chunks`` chunks (any one if None)."""
     folder = resources.files("groundsense") / "calibrations"
-    files = sorted(p for p in folder.iterdir() if fnmatch(p.name, f"{scorer}-k*.json")) if folder.is_dir() else []
+    files = (sorted((p for p in folder.iterdir() if fnmatch(p.name, f"{scorer}-k*.json")), key=lambda p: p.name)
+             if folder.is_dir() else [])
     for calibration in map(Calibration.load, files):
         if chunks is None or calibration.serves(chunks):
             return calibration
@@ -228,7 +233,8 @@ def fit_calibration(
         raise InputError("calibration needs at least two scored sentences with all four features")
     calibration = Calibration(scorer, k, standardisation(features), {}, dict(made_with or {}),
                               weights=dict(weights or {}))
-    rule, quality = {}, {}
+    rule: dict[str, dict[str, str]] = {}
+    quality: dict[str, dict[str, dict[str, float]]] = {}
     for detector in SCORE_RULES:
         scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
         if labels is None:

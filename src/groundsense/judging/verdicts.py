@@ -26,6 +26,7 @@ from ..inputs.text import Span
 from ..lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals
 from ..result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, Support, TokenRows, Truncation
 from ..scorer import EncodedPrompt, TokenScores
+from ..weights import display_name
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,9 @@ class Adjudicator:
         """The calibration shipped for the scorer and ``chunks`` (None: any). None at int8: the
         shipped ones are fitted on fp32 features, which int8's are not near (bf16's are;
         docs/performance.md, "Numeric precision")."""
-        return None if self.config.precision == "int8" else shipped_calibration(self.config.scorer, chunks)
+        if self.config.precision == "int8":
+            return None
+        return shipped_calibration(display_name(self.config.scorer), chunks)
 
     def rule(self, chunks: int) -> Rule:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
@@ -148,7 +151,7 @@ class Adjudicator:
                 )
             )
         return DetectionResult(
-            scorer=self.config.scorer, precision=self.config.precision, mode=self.config.mode,
+            scorer=display_name(self.config.scorer), precision=self.config.precision, mode=self.config.mode,
             leave_one_out=self.leave_one_out, detector=rule.detector, threshold=rule.threshold, sentences=sentences,
             answer=answer_summary(sentences, rule.answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
@@ -190,7 +193,7 @@ def answer_summary(sentences: list[SentenceResult], threshold: float | None = No
     n = np.array([s.features["n_tokens"] for s in scored])
     gaps = np.array([s.features["gap"] for s in scored])
     n_flagged = sum(bool(s.flagged) for s in sentences)
-    top = max((s.score for s in scored), default=None)
+    top = max((s.score for s in scored if s.score is not None), default=None)
     blocked = n_flagged > 0 if threshold is None else top is not None and top >= threshold
     undecided = any(s.flagged is None for s in sentences)
     return AnswerSummary(

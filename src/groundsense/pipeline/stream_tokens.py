@@ -12,8 +12,12 @@ the stream scores exactly the tokens that ``detect`` scores.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 _TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
 RESPLIT = "the scorer's tokenizer re-split text it had already produced; this scorer cannot stream"
@@ -23,7 +27,7 @@ class FinalTokens:
     """The final tokens of ``lead + answer`` (``lead``: the prompt's text that goes with the
     answer's first word), with their character spans in the answer."""
 
-    def __init__(self, tokenizer, lead: str):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, lead: str) -> None:
         self._tokenizer, self._lead = tokenizer, lead
         self.ids: list[int] = []
         self._spans: list[np.ndarray] = []  # pieces of [n, 2] spans in lead + answer

@@ -44,9 +44,10 @@ def parse_line(number: int, raw: bytes, source: str | Path) -> Row:
     except InputError as exc:
         return exc
     try:
-        return check_object(row)
+        check_object(row)
     except InputError as exc:
         return InputError(f"line {number}: {exc}")
+    return row
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
@@ -132,7 +133,7 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
     if pending and callable(detection) and not isinstance(detection, Detection):
         detection = detection()  # before the output is opened: a detection that cannot be made leaves none
     with out.open("a", encoding="utf-8") as sink:  # created even when nothing is left to score
-        for record in score_rows(detection, pending, progress) if pending else ():
+        for record in score_rows(check_detection(detection), pending, progress) if pending else ():
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             summary.written += 1

@@ -4,6 +4,8 @@ log-probabilities after several tails over one evidence (the judge, the rater)."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
@@ -11,6 +13,9 @@ from .condition_caches import ConditionEncoder
 from .encoding import EncodedPrompt
 from .evidence_cache import Ablation
 from .kv import cache_bytes, compact, crop
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 
 def next_token_logprobs(
@@ -21,7 +26,7 @@ def next_token_logprobs(
     tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens encoded."""
     ids = torch.tensor(token_ids, device=encoder.passes.device)
 
-    def run(row: int, cache) -> np.ndarray:
+    def run(row: int, cache: Cache) -> np.ndarray:
         out = np.zeros((len(tails), len(token_ids)))
         for i, tail in enumerate(tails):
             logits = encoder.passes.tail_logits(tail, cache, 1)
@@ -45,7 +50,8 @@ def subset_logprobs(encoder: ConditionEncoder, prompt: EncodedPrompt, keep: np.n
     lead, tail, n_answer = prompt.lead, prompt.tail, len(prompt.answer.ids)
     target = torch.tensor(prompt.answer.ids, device=encoder.passes.device)
     logp = np.zeros((len(keep), n_answer))
-    fresh, previous = {}, {}
+    fresh: dict[tuple[bool, ...], Ablation] = {}
+    previous: dict[tuple[bool, ...], Ablation] = {}
     with encoder.lease(prompt.prefix, prompt.chunks) as lease:
         (full,), processed = encoder.caches(lease, prompt.prefix, prompt.chunks, 1, lead)
         known = lease.entry.subsets if lease.entry is not None else {}
@@ -71,6 +77,7 @@ def subset_logprobs(encoder: ConditionEncoder, prompt: EncodedPrompt, keep: np.n
             processed += encoded + len(tail)
             if mask.all():
                 continue
+            assert ablation is not None  # set above for every row that leaves a chunk out
             if chunk_mask not in known and chunk_mask not in fresh and cache_bytes(cache) <= budget:
                 fresh[chunk_mask], budget = ablation, budget - cache_bytes(cache)
             if chunk_mask in known or chunk_mask in fresh:

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from .evidence_cache import EvidenceCache, KeptEvidence, Lease, evidence_key
 from .kv import cache_bytes, compact, crop, cropped_copy
 from .passes import ModelPasses
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from transformers import Cache
 
 T = TypeVar("T")
 
@@ -36,16 +41,16 @@ class ConditionEncoder:
     context, row ``2 + k`` the context without chunk ``k``.
     """
 
-    def __init__(self, passes: ModelPasses, kept: EvidenceCache):
+    def __init__(self, passes: ModelPasses, kept: EvidenceCache) -> None:
         self.passes, self.kept = passes, kept
 
-    def lease(self, prefix: list[int], chunks: list[list[int]]):
+    def lease(self, prefix: list[int], chunks: list[list[int]]) -> AbstractContextManager[Lease]:
         """The kept-evidence lease of this evidence (see :meth:`EvidenceCache.lease`)."""
         return self.kept.lease(evidence_key(prefix, chunks))
 
     def caches(
         self, lease: Lease, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...]
-    ) -> tuple[list, int]:
+    ) -> tuple[list[Cache], int]:
         """A cache of its own for each of the first ``rows`` conditions, and the tokens
         encoded for them. They come from the lease's entry (its lead re-encoded when the
         question changed), or are encoded and put in the lease when they fit the budget."""
@@ -57,7 +62,7 @@ class ConditionEncoder:
 
     def each(
         self, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...],
-        run: Callable[[int, object], T],
+        run: Callable[[int, Cache], T],
     ) -> tuple[list[T], int]:
         """``run(row, cache)`` for each of the first ``rows`` conditions, row 0 first; the
         results by row and the tokens encoded. ``cache`` is the row's cache, valid during the
@@ -78,8 +83,8 @@ class ConditionEncoder:
             return results, encoded
 
     def ablated(
-        self, sources: dict[tuple[bool, ...], object], chunks: list[list[int]], prefix: int, keep: list[bool]
-    ) -> tuple[object, int]:
+        self, sources: dict[tuple[bool, ...], Cache], chunks: list[list[int]], prefix: int, keep: list[bool]
+    ) -> tuple[Cache, int]:
         """The cache of the evidence with only the chunks marked in ``keep`` (at least one
         left out), built from the encoding in ``sources`` (caches by the chunks they keep: the
         full evidence's, ablations') whose chunk mask agrees with ``keep`` longest: a copy of
@@ -94,7 +99,7 @@ class ConditionEncoder:
         self.passes.encode(rest, cache)
         return cache, len(rest)
 
-    def _reuse(self, lease: Lease, rows: int, lead: tuple[int, ...]) -> tuple[list, int] | None:
+    def _reuse(self, lease: Lease, rows: int, lead: tuple[int, ...]) -> tuple[list[Cache], int] | None:
         """The kept caches of the first ``rows`` conditions, with ``lead`` after their
         evidence, and the tokens encoded for that; None when fewer are kept."""
         kept = lease.entry
@@ -114,7 +119,7 @@ class ConditionEncoder:
 
     def _encode_evidence(
         self, lease: Lease, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...]
-    ) -> tuple[object, bool]:
+    ) -> tuple[Cache, bool]:
         """The full evidence's cache, and whether the first ``rows`` conditions' caches fit the
         budget (room made for them if so)."""
         full_ids = prefix + list(chain.from_iterable(chunks))
@@ -123,12 +128,13 @@ class ConditionEncoder:
         return full, self.kept.make_room(lease, needed)
 
     def _copies(
-        self, lease: Lease, full, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...],
+        self, lease: Lease, full: Cache, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...],
         keep: bool,
-    ) -> tuple[list, int]:
+    ) -> tuple[list[Cache], int]:
         """The conditions' caches, the full evidence's cache ``full`` the first and the others
         built from it, with the lead encoded after each; put in the lease when ``keep``."""
-        caches, encoded = [], len(prefix) + sum(map(len, chunks))
+        caches: list[Cache] = []
+        encoded = len(prefix) + sum(map(len, chunks))
         for row in range(rows):
             if row == 0:
                 cache = full
@@ -144,8 +150,8 @@ class ConditionEncoder:
         return caches, encoded
 
     def _in_place(
-        self, cache, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...],
-        run: Callable[[int, object], T],
+        self, cache: Cache, prefix: list[int], chunks: list[list[int]], rows: int, lead: tuple[int, ...],
+        run: Callable[[int, Cache], T],
     ) -> tuple[list[T], int]:
         """:meth:`each` on one cache, ``cache`` (the full evidence's), when none is kept: the
         full evidence first, then the leave-one-out rows from the last chunk back (the

@@ -5,6 +5,7 @@ answer that arrives in pieces (:func:`open_conditions`, :func:`score_next`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from .encoding import EncodedPrompt
 from .kv import cropped_copy
 from .passes import ModelPasses, StackedCaches
 from .token_scores import ConditionRows, TokenScores
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 BATCH_LOGITS = 2**24  # logits (rows x positions x vocabulary) one batched forward call may return
 
@@ -24,7 +28,7 @@ class ConditionCaches:
     as one :class:`StackedCaches` that every step runs over in one forward call; and the
     token the next piece's first token is predicted from (not fed yet)."""
 
-    caches: list | StackedCaches
+    caches: list[Cache] | StackedCaches
     next_input: int
     tokens_processed: int = 0
 
@@ -44,11 +48,11 @@ def score_exact(
         with encoder.lease(prompt.prefix, prompt.chunks) as lease:
             caches, encoded = encoder.caches(lease, prompt.prefix, prompt.chunks, rows, prompt.lead)
             conditions = ConditionCaches(encoder.passes.stack(caches), tail[0], encoded)
-        scores = score_next(encoder.passes, conditions, prompt.answer.ids, block_size)
-        return replace(scores, tokens_processed=conditions.tokens_processed)
+        return replace(score_next(encoder.passes, conditions, prompt.answer.ids, block_size),
+                       tokens_processed=conditions.tokens_processed)
     scores = ConditionRows(rows, prompt.answer.ids, block_size, encoder.passes.device)
 
-    def run(row: int, cache) -> None:
+    def run(row: int, cache: Cache) -> None:
         scores.add(row, encoder.passes.tail_logits(tail, cache, len(tail)))
 
     _, encoded = encoder.each(prompt.prefix, prompt.chunks, rows, prompt.lead, run)
@@ -61,7 +65,7 @@ def open_conditions(
 ) -> ConditionCaches:
     """Each of the first ``rows`` conditions' caches up to the prompt's last token, as copies
     of its own (stacked into one batch when ``batched``), for :func:`score_next`."""
-    def copy(row: int, cache):
+    def copy(row: int, cache: Cache) -> Cache:
         return cropped_copy(cache, cache.get_seq_length())
 
     caches, encoded = encoder.each(prefix, chunks, rows, tuple(middle[:-1]), copy)
@@ -81,13 +85,15 @@ def score_next(
         piece = ids[start : start + step]
         inputs = [conditions.next_input, *piece[:-1]]
         scores = ConditionRows(rows, piece, block_size, passes.device)
-        if stacked:
+        if isinstance(conditions.caches, StackedCaches):
             logits = passes.stacked_forward(inputs, conditions.caches, len(inputs))
             for row in range(rows):
                 scores.add(row, logits[row : row + 1])
         else:
             for row, cache in enumerate(conditions.caches):
-                scores.add(row, passes.forward(inputs, cache, len(inputs)).logits)
+                row_logits = passes.forward(inputs, cache, len(inputs)).logits
+                assert row_logits is not None  # a causal LM's output always holds them
+                scores.add(row, row_logits)
         conditions.next_input = piece[-1]
         conditions.tokens_processed += len(inputs) * rows
         logp.append(scores.logp)

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
 from ..inputs.prompt import PromptLayout
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 UNFAMILIAR_SHARE = 0.5  # byte-fragment tokens past which text counts as unfamiliar to the scorer
 
@@ -46,7 +50,7 @@ class EncodedPrompt:
         return self.prefix + list(chain.from_iterable(chunks)) + self.middle + self.answer.ids[:-1]
 
 
-def leading_special_ids(tokenizer) -> list[int]:
+def leading_special_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """Ids the tokenizer adds in front of plain text (a BOS token), if any."""
     with_special = tokenizer("a").input_ids
     plain = tokenizer("a", add_special_tokens=False).input_ids
@@ -58,16 +62,22 @@ def leading_special_ids(tokenizer) -> list[int]:
 class PromptEncoder:
     """Encodes prompts with ``tokenizer`` (None when prompts come pre-encoded)."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase | None) -> None:
         self.tokenizer = tokenizer
         self._bos = leading_special_ids(tokenizer) if tokenizer is not None else []
 
+    def text_tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer, which a scorer made on pre-encoded prompts only lacks."""
+        if self.tokenizer is None:
+            raise ValueError("this scorer has no tokenizer: it was made to score pre-encoded prompts only")
+        return self.tokenizer
+
     def tokenize(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return self.text_tokenizer()(text, add_special_tokens=False).input_ids
 
     def token_offsets(self, text: str) -> np.ndarray:
         """Character span of each token of ``text``, shape [n_tokens, 2]."""
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.text_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
         return np.asarray(enc.offset_mapping, dtype=np.int64).reshape(-1, 2)
 
     def byte_fragment_share(self, ids: Sequence[int]) -> float:
@@ -75,7 +85,7 @@ class PromptEncoder:
         than whole characters: high for a script the tokenizer, and so the model, saw little of."""
         if not ids:
             return 0.0
-        return sum("\ufffd" in piece for piece in self.tokenizer.batch_decode([[i] for i in ids])) / len(ids)
+        return sum("\ufffd" in piece for piece in self.text_tokenizer().batch_decode([[i] for i in ids])) / len(ids)
 
     def unfamiliar_text(self, prompt: EncodedPrompt) -> list[str]:
         """Warnings for an answer or evidence that the scorer mostly reads as byte fragments
@@ -94,7 +104,7 @@ class PromptEncoder:
     def encode(
         self, question: str, chunk_texts: list[str], answer: str, max_answer_tokens: int
     ) -> EncodedPrompt:
-        layout = PromptLayout.for_tokenizer(self.tokenizer, question)
+        layout = PromptLayout.for_tokenizer(self.text_tokenizer(), question)
         return EncodedPrompt(
             prefix=self.encode_prefix(layout.prefix),
             chunks=[self.tokenize(text) for text in chunk_texts],
@@ -110,7 +120,7 @@ class PromptEncoder:
         return prefix
 
     def _encode_answer(self, text: str, lead: int, cap: int) -> EncodedAnswer:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.text_tokenizer()(text, add_special_tokens=False, return_offsets_mapping=True)
         if not enc.input_ids:
             raise InputError("the answer has no tokens to score")
         offsets = np.clip(np.asarray(enc.offset_mapping, dtype=np.int64) - lead, 0, None)

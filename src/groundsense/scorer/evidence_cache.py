@@ -13,8 +13,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .kv import cache_bytes, compact
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 
 def evidence_key(prefix: list[int], chunks: list[list[int]]) -> tuple:
@@ -27,7 +31,7 @@ class Ablation:
     """The cache of an ablated evidence (``length`` tokens) followed by ``lead``, the
     question it was last used with."""
 
-    cache: object
+    cache: Cache
     length: int
     lead: tuple[int, ...]
 
@@ -38,12 +42,12 @@ class KeptEvidence:
     (``lengths`` tokens) followed by ``lead``, the last question seen. ``subsets`` holds
     ablations of the evidence (by chunk mask) kept for the verifiers."""
 
-    caches: list
+    caches: list[Cache]
     lengths: list[int]
     lead: tuple[int, ...]
     subsets: dict[tuple[bool, ...], Ablation] = field(default_factory=dict)
 
-    def all_caches(self) -> list:
+    def all_caches(self) -> list[Cache]:
         return [*self.caches, *(ablation.cache for ablation in self.subsets.values())]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -10,8 +11,13 @@ from .. import weights
 from ..errors import InputError, ScorerUnavailable
 from ..inputs.validate import PRECISIONS
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-def load_model(name: str | None, device: torch.device, precision: str = "fp32") -> tuple[str, object, object]:
+
+def load_model(
+    name: str | None, device: torch.device, precision: str = "fp32"
+) -> tuple[str, PreTrainedModel, PreTrainedTokenizerBase]:
     """``(display name, model in eval mode on device, tokenizer)`` of a built-in scorer name,
     a local model directory or a Hugging Face id (None: the embedded default). CPU runs at
     ``precision`` (:func:`at_precision`); CUDA in bf16."""
@@ -22,7 +28,8 @@ def load_model(name: str | None, device: torch.device, precision: str = "fp32") 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device).eval()
+        # transformers' decorated `to` loses its binding to the model in typeshed's functools.wraps
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device).eval()  # type: ignore[arg-type]
     except (OSError, ValueError) as exc:
         raise ScorerUnavailable(f"cannot load scorer {name!r} from {source}: {exc}") from exc
     return name, at_precision(model, precision) if device.type == "cpu" else model, tokenizer
@@ -35,7 +42,7 @@ def check_precision(precision: str, device: torch.device) -> None:
         raise InputError(f"precision int8 runs on a CPU only, not on {device}: pass device cpu")
 
 
-def at_precision(model, precision: str):
+def at_precision(model: PreTrainedModel, precision: str) -> PreTrainedModel:
     """``model`` (fp32) at ``precision``, changed in place: itself for ``fp32``; for ``bf16``,
     its weights and so its activations and KV cache in bfloat16 (fast where the CPU has
     AVX-512 BF16 or AMX, emulated and slow where not); for ``int8``, its ``nn.Linear`` layers
@@ -45,16 +52,16 @@ def at_precision(model, precision: str):
     at every precision. torch marks ``torch.ao.quantization`` deprecated in favour of
     torchao; its warnings are silenced here, the measured path being this one."""
     if precision == "bf16":
-        return model.to(torch.bfloat16)
+        return model.to(torch.bfloat16)  # type: ignore[arg-type]  # as in load_model
     if precision == "int8":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
-            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+            torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
     return model
 
 
-def n_parameters(model) -> int:
+def n_parameters(model: PreTrainedModel) -> int:
     """The model's weights, at any precision: a quantised layer's are not torch parameters,
     and a vocabulary head tied to the embeddings counts once, as in fp32."""
     from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear

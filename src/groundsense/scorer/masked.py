@@ -13,6 +13,8 @@ more than it saved time. The full- and no-context rows stay exact.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
@@ -21,6 +23,9 @@ from .encoding import EncodedPrompt
 from .kv import crop
 from .passes import ModelPasses
 from .token_scores import ConditionRows, TokenScores
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 PACK_ATTENTION = 2**19  # query-key pairs one packed forward call may hold
 
@@ -37,7 +42,7 @@ def score_masked(encoder: ConditionEncoder, prompt: EncodedPrompt, block_size: i
     scores = ConditionRows(rows, prompt.answer.ids, block_size, encoder.passes.device)
     tail = prompt.tail
 
-    def run(row: int, cache) -> None:
+    def run(row: int, cache: Cache) -> None:
         if row == 0:
             _add_masked_rows(encoder.passes, prompt, tail, cache, scores)
         else:
@@ -47,7 +52,9 @@ def score_masked(encoder: ConditionEncoder, prompt: EncodedPrompt, block_size: i
     return scores.scores(encoded + rows * len(tail))
 
 
-def _add_masked_rows(passes: ModelPasses, prompt: EncodedPrompt, tail: list[int], full, scores: ConditionRows) -> None:
+def _add_masked_rows(
+    passes: ModelPasses, prompt: EncodedPrompt, tail: list[int], full: Cache, scores: ConditionRows
+) -> None:
     """Row 0 and the masked rows ``2 + k`` over ``full``, the full context's cache."""
     ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
     hidden = [(0, 0)] + list(zip(ends[:-1], ends[1:]))  # row 0 hides nothing; row 2 + k chunk k
@@ -61,7 +68,7 @@ def _add_masked_rows(passes: ModelPasses, prompt: EncodedPrompt, tail: list[int]
             scores.add(row, logits[i : i + 1])
 
 
-def masked_tails(passes: ModelPasses, tail: list[int], cache, hidden: list[tuple[int, int]]) -> torch.Tensor:
+def masked_tails(passes: ModelPasses, tail: list[int], cache: Cache, hidden: list[tuple[int, int]]) -> torch.Tensor:
     """Logits ``[len(hidden), len(tail), vocab]`` of ``tail`` run after ``cache`` once
     per ``(start, stop)`` in ``hidden``, with those cache positions masked out.
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
 from ..errors import Cancelled
 from .kv import crop
+
+if TYPE_CHECKING:
+    from transformers import Cache, PreTrainedModel
+    from transformers.modeling_outputs import CausalLMOutputWithPast
 
 ENCODE_PIECE = 512  # evidence tokens per forward call
 
@@ -21,7 +26,7 @@ class ModelPasses:
     are not at ``model.model.layers``), so that a cancelled request stops within one layer's
     work, not one forward pass's, however slow the machine."""
 
-    def __init__(self, model, device: torch.device):
+    def __init__(self, model: PreTrainedModel, device: torch.device) -> None:
         self.model, self.device = model, device
         layers = getattr(getattr(model, "model", None), "layers", None)
         self._stoppable = list(layers) if layers else [model]
@@ -35,7 +40,7 @@ class ModelPasses:
             yield
             return
 
-        def check(*_) -> None:
+        def check(*_: object) -> None:
             if stop():
                 raise Cancelled("scoring was cancelled")
 
@@ -46,27 +51,29 @@ class ModelPasses:
             for hook in hooks:
                 hook.remove()
 
-    def forward(self, ids: list[int], cache, n_logits: int):
+    def forward(self, ids: list[int], cache: Cache | None, n_logits: int) -> CausalLMOutputWithPast:
         """The model's output for ``ids`` after ``cache`` (None: none), which it extends,
         with the logits of the last ``n_logits`` positions."""
         inputs = torch.tensor([ids], device=self.device)
         return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_logits)
 
-    def encode(self, ids: list[int], cache):
+    def encode(self, ids: list[int], cache: Cache | None) -> Cache:
         """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
         tokens, so that attention's memory stays bounded for long contexts."""
         for start in range(0, len(ids), ENCODE_PIECE):
             cache = self.forward(ids[start : start + ENCODE_PIECE], cache, 1).cache
+        assert cache is not None, "a new cache needs at least one token"
         return cache
 
-    def tail_logits(self, tail: list[int], cache, n_logits: int) -> torch.Tensor:
+    def tail_logits(self, tail: list[int], cache: Cache, n_logits: int) -> torch.Tensor:
         """Logits of ``tail`` run after ``cache``, which is left as it was."""
         length = cache.get_seq_length()
         logits = self.forward(tail, cache, n_logits).logits
+        assert logits is not None  # a causal LM's output always holds them
         crop(cache, length)  # back to evidence and question, for the next answer over them
         return logits
 
-    def stack(self, caches: list) -> StackedCaches:
+    def stack(self, caches: list[Cache]) -> StackedCaches:
         """The caches as one batch, left-padded to the longest (a copy: they are not changed)."""
         from transformers import DynamicCache
 
@@ -104,6 +111,6 @@ class StackedCaches:
     after ``pads[i]`` masked positions; ``lengths[i]`` is the row's own length, the
     position of its next token."""
 
-    cache: object
+    cache: Cache
     pads: list[int]
     lengths: list[int]

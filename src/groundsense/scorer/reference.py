@@ -37,7 +37,9 @@ def masked_token_scores(scorer: Scorer, prompt: EncodedPrompt) -> TokenScores:
     ids = prompt.condition_ids()
     tail_start = len(ids) - len(prompt.answer.ids)  # the last prompt token, then the answer
     ends = np.cumsum([len(prompt.prefix)] + [len(c) for c in prompt.chunks]).tolist()
-    conditions = [(ids, None), (prompt.condition_ids(no_context=True), None)]
+    conditions: list[tuple[list[int], torch.Tensor | None]] = [
+        (ids, None), (prompt.condition_ids(no_context=True), None)
+    ]
     for start, stop in zip(ends[:-1], ends[1:]):
         visible = torch.ones(len(ids), len(ids), dtype=torch.bool).tril()
         visible[tail_start:, start:stop] = False

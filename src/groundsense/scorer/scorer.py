@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -16,6 +17,9 @@ from .loading import load_model, n_parameters
 from .masked import score_masked
 from .passes import ModelPasses
 from .token_scores import TokenScores
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 class Scorer(PromptEncoder):
@@ -44,13 +48,14 @@ class Scorer(PromptEncoder):
         evidence_cache_bytes: int = 512 * 2**20,
         batch_conditions: bool | None = None,
         precision: str = "fp32",
-    ):
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        name, model, tokenizer = load_model(name, device, precision)
-        self._setup(name, model, tokenizer, device, block_size, evidence_cache_bytes, batch_conditions, precision)
+    ) -> None:
+        on = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        display, model, tokenizer = load_model(name, on, precision)
+        self._setup(display, model, tokenizer, on, block_size, evidence_cache_bytes, batch_conditions, precision)
 
     @classmethod
-    def from_model(cls, model, tokenizer, name: str, **options) -> Scorer:
+    def from_model(cls, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None, name: str,
+                   **options: Any) -> Scorer:
         """A scorer around a model already in memory (e.g. one built from a config for a
         speed test). ``tokenizer`` may be None when prompts come pre-encoded; ``precision``
         names the one the model is at (``fp32`` if not given)."""
@@ -59,7 +64,8 @@ class Scorer(PromptEncoder):
         return scorer
 
     def _setup(
-        self, name: str, model, tokenizer, device: torch.device, block_size: int = 64,
+        self, name: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None, device: torch.device,
+        block_size: int = 64,
         evidence_cache_bytes: int = 512 * 2**20, batch_conditions: bool | None = None, precision: str = "fp32",
     ) -> None:
         super().__init__(tokenizer)

@@ -7,12 +7,15 @@ import json
 import re
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..cascade.verifier import SentenceInput, Verifier
 from ..inputs.validate import check_inputs
+
+if TYPE_CHECKING:
+    from ..scorer import Scorer
 
 VERSION = 1  # bump when a verifier's scores change for the same configuration
 
@@ -51,6 +54,11 @@ class ModelVerifier(Verifier):
     model_name: str
     n_parameters: int
     params: dict
+
+    def __init__(self, model: Scorer | str, device: str | None = None, **options: Any) -> None:
+        """Every kind is made as ``cls(model, device=..., **options)`` (``verifiers.factory``):
+        ``model`` a name, or for the kinds that run on the scorer a loaded :class:`Scorer`."""
+        raise TypeError(f"{type(self).__name__} must define __init__(model, device=None, **options)")
 
     def verify(self, sentences: SentenceInput) -> Verdicts:
         """Score every sentence of ``sentences``; raise an InputError on input it cannot score."""

@@ -97,7 +97,8 @@ class ContextCiteVerifier(ModelVerifier):
         logp = logp[inverse.reshape(-1)]  # [ablations, answer tokens]
         owner = assign_tokens(prompt.answer.offsets, sentences.spans)
         n = len(sentences.spans)
-        best, support = np.full(n, np.nan), [None] * n
+        best = np.full(n, np.nan)
+        support: list[int | None] = [None] * n
         n_tokens = np.array([(owner == i).sum() for i in range(n)], dtype=float)
         for i in np.flatnonzero(n_tokens):  # sentences past the answer cap have no token: unscored
             weights = lasso_attributions(masks, sequence_logit(logp[:, owner == i].sum(axis=1)), int(n_tokens[i]),

@@ -52,7 +52,7 @@ class JudgeVerifier(ModelVerifier):
     def verdicts(self, sentences: SentenceInput) -> Verdicts:
         scorer = self.scorer
         evidence = build_evidence(scorer, sentences.context, sentences.passages, self.k, self.max_context_tokens)
-        layout = JudgeLayout.for_tokenizer(scorer.tokenizer, sentences.question)
+        layout = JudgeLayout.for_tokenizer(scorer.text_tokenizer(), sentences.question)
         prefix, lead, suffix = (scorer.encode_prefix(layout.prefix), scorer.tokenize(layout.lead),
                                 scorer.tokenize(layout.suffix))
         chunks = [scorer.tokenize(evidence.chunk_text(c)) for c in evidence.chunks]

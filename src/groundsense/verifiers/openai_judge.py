@@ -36,6 +36,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ class OpenAIVerifier(ModelVerifier):
         return f"the verifier server {self.url} (model {self.model_name!r})"
 
     def verdicts(self, sentences: SentenceInput) -> Verdicts:
-        context = sentences.context if sentences.context is not None else join_passages(sentences.passages)[0]
+        context = sentences.context if sentences.context is not None else join_passages(sentences.passages or [])[0]
         requests = [self.request(context, sentences.question, sentence) for sentence in sentences.texts()]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = [pool.submit(self.ask, request) for request in requests]
@@ -211,26 +212,25 @@ class OpenAIVerifier(ModelVerifier):
                 self.usage[name] += amount
 
 
-def read_reply(reply, server: str) -> Reading:
+def read_reply(reply: Any, server: str) -> Reading:
     """P(supported) and the token counts of one chat-completions reply (parsed JSON)."""
-    choices = reply.get("choices") if isinstance(reply, dict) else None
+    choices: Any = reply.get("choices") if isinstance(reply, dict) else None
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
     if not isinstance(message, dict):
         raise VerifierError(f"{server} replied without a chat completion (no choices[0].message): "
                             f"{json.dumps(reply)[:200]}; is the URL an OpenAI-compatible chat-completions API?")
     usage = reply.get("usage") or {}
-    tokens = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
-              "completion_tokens": int(usage.get("completion_tokens") or 0)}
+    prompt_tokens, completion_tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     for position in (choices[0].get("logprobs") or {}).get("content") or []:
         p_yes, p_no = (sum(math.exp(top["logprob"]) for top in position.get("top_logprobs") or []
                            if _word(top.get("token", "")) in words) for words in (JUDGE_YES, JUDGE_NO))
         if p_yes + p_no > 0:
-            return Reading(p_yes / (p_yes + p_no), p_yes + p_no, True, **tokens)
+            return Reading(p_yes / (p_yes + p_no), p_yes + p_no, True, prompt_tokens, completion_tokens)
     text = message.get("content") or ""
     words = {_word(word) for word in text.split()}
     yes, no = (not words.isdisjoint(spellings) for spellings in (JUDGE_YES, JUDGE_NO))
     if yes != no:
-        return Reading(1.0 if yes else 0.0, math.nan, False, **tokens)
+        return Reading(1.0 if yes else 0.0, math.nan, False, prompt_tokens, completion_tokens)
     said = "both Yes and No" if yes else "neither Yes nor No"
     raise VerifierError(f"{server} answered {text[:100]!r}, {said}, and gave no logprobs for either: "
                         "use a model that follows the instruction (an instruct model), or one that returns logprobs")
@@ -244,8 +244,9 @@ def _word(token: str) -> str:
 class ReplyCache:
     """Replies by request hash: in memory, and under ``folder`` (one JSON file each) when given."""
 
-    def __init__(self, folder: Path | None):
-        self.folder, self.memory, self._lock = folder, {}, threading.Lock()
+    def __init__(self, folder: Path | None) -> None:
+        self.folder, self._lock = folder, threading.Lock()
+        self.memory: dict[str, dict] = {}
 
     def get(self, key: str) -> dict | None:
         with self._lock:

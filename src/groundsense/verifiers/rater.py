@@ -53,7 +53,7 @@ class SupportRater:
         if not all(self.option_ids) or len(set(self._flat_ids)) != len(self._flat_ids):
             raise VerifierUnavailable(f"the tokenizer of {self.name!r} has no distinct single token for each of "
                                       f"{', '.join(OPTION_WORDS.values())}: it cannot rate")
-        layout = JudgeLayout.for_rating(self.scorer.tokenizer)
+        layout = JudgeLayout.for_rating(self.scorer.text_tokenizer())
         self._prefix = self.scorer.encode_prefix(layout.prefix)
         self._lead, self._suffix = self.scorer.tokenize(layout.lead), self.scorer.tokenize(layout.suffix)
 

@@ -44,10 +44,10 @@ def support_label(id2label: dict, wanted: str) -> int:
 
 def premises(sentences: SentenceInput, premise: str, k: int) -> list[str]:
     """The premise texts of an input: its chunks (as the detector makes them), or the whole evidence."""
-    if sentences.passages is not None:
-        context, chunks = join_passages(sentences.passages)
-    else:
+    if sentences.context is not None:
         context, chunks = sentences.context, chunk_context(sentences.context, k)
+    else:  # exactly one of the two is set (SentenceInput checks it)
+        context, chunks = join_passages(sentences.passages or [])
     if premise == "context":
         return [context]
     return [c.content.of(context) for c in chunks]
