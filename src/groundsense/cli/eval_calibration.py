@@ -96,10 +96,10 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
 
 def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, lexical: bool = False) -> dict:
     """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it;
-    with ``lexical``, their lexical signals joined on (``groundsense eval lexical`` must have run)."""
-    from ..eval.caches.lexical import lexical_path, with_lexical
+    with ``lexical``, their lexical signals joined on where `groundsense eval lexical` stored them."""
+    from ..eval.caches.lexical import lexical_columns
 
-    return {f"{b} ({cache.name}/{s.key})": with_lexical(s.sentences, lexical_path(s)) if lexical else s.sentences
+    return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences) if lexical else s.sentences
             for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 
