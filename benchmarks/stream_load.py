@@ -74,6 +74,7 @@ class Outcome:
     latencies: list[float] = field(default_factory=list)
     difference: float | None = None  # largest sentence-score difference from detect
     error: str | None = None
+    retry_after: str | None = None  # a refusal's Retry-After header
 
 
 def chunk(data: bytes) -> bytes:
@@ -94,6 +95,7 @@ async def read_events(reader: asyncio.StreamReader, outcome: Outcome) -> list[tu
         name, _, value = header.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
     if outcome.status != 200:
+        outcome.retry_after = headers.get("retry-after")
         outcome.error = (await reader.readexactly(int(headers.get("content-length", 0)))).decode()
         return []
     events, buffer = [], b""

@@ -6,11 +6,13 @@ import logging
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from servers import ServeProcess
 
 from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
+from groundsense.service.metrics import Metrics
 from groundsense.service.observe import answer_outcome
 from groundsense.service.settings import ServiceSettings
 
@@ -40,6 +42,18 @@ def request_log(caplog):
     caplog.set_level(logging.INFO, logger="groundsense.requests")
     return caplog
 
+
+def test_open_streams_are_a_gauge():
+    """``groundsense_open_streams`` reads the service's open streams when scraped (the soak,
+    benchmarks/soak.py, checks it is back to 0 after its load)."""
+    client = TestClient(create_app(ServiceSettings()))
+    assert value(metrics(client), "groundsense_open_streams", scorer=SCORER) == 0
+    held = []
+    gauge = Metrics(SCORER, lambda: 0, lambda: len(held))
+    held += [object(), object()]
+    samples = {s.name: s.value for family in text_string_to_metric_families(generate_latest(gauge.registry).decode())
+               for s in family.samples}
+    assert samples["groundsense_open_streams"] == 2
 
 def test_refusals_are_counted_and_logged_without_the_text(request_log):
     """No scorer needed: a client without its lifespan never starts the worker (503)."""

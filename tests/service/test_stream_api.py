@@ -55,6 +55,7 @@ def test_stream_events_end_with_the_detect_result(client):
     metrics = client.get("/metrics").text  # counted like any scoring request
     assert any(line.startswith("groundsense_requests_total{") and 'route="/v1/detect/stream"' in line
                and 'outcome="flagged"' in line and line.endswith(" 1.0") for line in metrics.splitlines())
+    assert "groundsense_open_streams{scorer=\"smollm2-135m-instruct\"} 0.0" in metrics.splitlines()  # its place freed
 
 
 @pytest.mark.parametrize(

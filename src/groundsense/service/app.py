@@ -141,7 +141,7 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
         version="0.1.0",
         lifespan=lifespan,
     )
-    metrics = Metrics(display_name(settings.detector.scorer), lambda: worker.pending)
+    metrics = Metrics(display_name(settings.detector.scorer), lambda: worker.pending, lambda: len(open_streams))
     app.state.worker, app.state.settings, app.state.metrics = worker, settings, metrics
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.allowed_hosts:  # a request for another Host gets 400 before anything else

@@ -8,6 +8,8 @@ Every series carries the scorer's name as the ``scorer`` label:
 - ``groundsense_latency_seconds{route, phase}``: a histogram of the time a request waited in
   the queue (``phase="queue"``) and spent on the scorer (``phase="scoring"``);
 - ``groundsense_queue_depth``: requests waiting for the scorer now;
+- ``groundsense_open_streams``: streams open now (``/v1/detect/stream``, at most ``--max-streams``);
+  0 when the service is idle, so a stream's place that outlived it shows here;
 - ``groundsense_sentences_total{status}``: sentences ``scored`` and ``unscored`` (past the
   answer cap).
 """
@@ -26,7 +28,7 @@ BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 30
 
 
 class Metrics:
-    def __init__(self, scorer: str, queue_depth: Callable[[], int]):
+    def __init__(self, scorer: str, queue_depth: Callable[[], int], open_streams: Callable[[], int] = lambda: 0):
         self.scorer = scorer
         self.registry = CollectorRegistry()
         self.requests = Counter("groundsense_requests", "Scoring requests by HTTP status and outcome.",
@@ -37,6 +39,8 @@ class Metrics:
                                  ["scorer", "status"], registry=self.registry)
         depth = Gauge("groundsense_queue_depth", "Requests waiting for the scorer.", ["scorer"], registry=self.registry)
         depth.labels(scorer).set_function(queue_depth)
+        streams = Gauge("groundsense_open_streams", "Streams open now.", ["scorer"], registry=self.registry)
+        streams.labels(scorer).set_function(open_streams)
 
     def observe(self, record: RequestRecord) -> None:
         self.requests.labels(self.scorer, record.route, str(record.status), record.outcome, record.key or "").inc()
