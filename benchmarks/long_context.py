@@ -124,7 +124,8 @@ def summarise(root: Path) -> list[dict]:
             memory = features.folder / "peak_rss.json"
             rows.append({
                 "evidence_tokens": size, "mode": config["mode"], "budget": config["max_context_tokens"],
-                "answers": int(table["case_id"].nunique()), "sentences": len(table), "unsupported": int(table["label"].sum()),
+                "answers": int(table["case_id"].nunique()), "sentences": len(table),
+                "unsupported": int(table["label"].sum()),
                 "sentence_auc": round(float(roc_auc_score(table["label"], score)), 3),
                 "seconds_per_answer": round(float(per_answer["seconds"].mean()), 2),
                 "prompt_tokens": round(float(per_answer["prompt_tokens"].mean())),
