@@ -24,7 +24,7 @@ def test_a_draining_app_refuses_new_work_but_answers_its_probe_and_metrics():
     app = create_app(ServiceSettings(grace_s=20))
     client = TestClient(app)
     assert client.get("/v1/examples").status_code == 200
-    app.state.drain.begin()
+    app.state.service.drain.begin()
     for method, path in [("POST", "/v1/detect"), ("POST", "/v1/detect/stream"), ("GET", "/v1/examples"),
                          ("GET", "/readyz"), ("GET", "/")]:
         response = client.request(method, path, json={"answer": "A.", "context": "B."})

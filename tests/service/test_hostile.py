@@ -103,7 +103,7 @@ def test_a_timed_out_request_frees_the_worker_within_a_second(wait_ready):
              for i in range(32)]
     with TestClient(create_app(ServiceSettings(timeout_s=2.0))) as client:
         wait_ready(client.get)
-        worker = client.app.state.worker
+        worker = client.app.state.service.worker
         started = time.perf_counter()
         response = client.post("/v1/detect/batch", json=items)
         answered = time.perf_counter()
@@ -112,7 +112,7 @@ def test_a_timed_out_request_frees_the_worker_within_a_second(wait_ready):
             time.sleep(0.01)
         freed = time.perf_counter() - answered
         assert freed < 1.5, f"the worker kept scoring for {freed:.1f} s after the 504 at {answered - started:.1f} s"
-        settings_timeout = client.app.state.settings.timeout_s
+        settings_timeout = client.app.state.service.settings.timeout_s
         assert answered - started < settings_timeout + 1.5
         ok = client.post("/v1/detect", json=REQUEST)
         assert ok.status_code in (200, 504)  # a free worker: the next request is scored, not queued behind

@@ -93,7 +93,7 @@ def test_an_unhandled_error_is_logged_with_the_id_the_500_gives(request_log, mon
     def broken(body):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("groundsense.service.app.alignscore_row", broken)
+    monkeypatch.setattr("groundsense.service.routes.detect.alignscore_row", broken)
     client = TestClient(create_app(ServiceSettings()), raise_server_exceptions=False)
     response = client.post("/alignscore_large", json={"evidence": "Evidence.", "claim": "Claim."})
     assert response.status_code == 500

@@ -1,9 +1,15 @@
-"""The JSON error answer that the service's ASGI middlewares send themselves, in the shape of
-the app's own errors: ``{"error": message}``."""
+"""The service's JSON error answers, ``{"error": message}``: :class:`ApiError`, which a route
+raises (the app's handler answers it), and :func:`send_error`, which the ASGI middlewares call."""
 
 from __future__ import annotations
 
 import json
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, retry_after: float | None = None, request_id: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.retry_after, self.request_id = status, message, retry_after, request_id
 
 
 async def send_error(send, status: int, message: str, headers: list[tuple[bytes, bytes]] = ()) -> None:

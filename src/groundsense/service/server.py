@@ -40,7 +40,7 @@ class DrainingServer(uvicorn.Server):
 def run(app: FastAPI, host: str, port: int) -> None:
     """Serve ``app`` (made by :func:`.app.create_app`, which holds its :class:`Drain`) until
     SIGTERM has drained it, or SIGINT."""
-    drain = app.state.drain
+    drain = app.state.service.drain
     # The request log replaces uvicorn's access log for the scoring routes.
     config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False,
                             timeout_graceful_shutdown=drain.grace_s)
