@@ -38,7 +38,7 @@ from ..errors import GroundsenseError, InputError
 from ..inputs.files import decode, example_names, load_example, parse_json
 from ..inputs.validate import MAX_K, CheckedRow, check_row, echo_id
 from ..rows.runner import error_record, internal_error, run_row
-from ..verifiers import check_verifier
+from ..verification import check_verifier
 from ..weights import display_name
 from .alignscore import PATHS as ALIGNSCORE_PATHS
 from .alignscore import alignscore_response, alignscore_row
@@ -94,7 +94,7 @@ class Scoring:
 
     @classmethod
     def from_settings(cls, settings: ServiceSettings) -> Scoring:
-        from ..verifiers import make_detection
+        from ..verification import make_detection
 
         return cls(make_detection(settings.detector))
 
