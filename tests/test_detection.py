@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from groundsense.cascade import Cascade
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection, check_detection
@@ -18,7 +17,7 @@ from groundsense.errors import InputError
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
 from groundsense.rows.batch import run_batch, score_rows
-from groundsense.verifiers import check_verifier, make_detection
+from groundsense.verification import Cascade, check_verifier, make_detection
 
 JUDGE = "judge:smollm2-135m-instruct"  # the default scorer is an instruct model: it can judge
 EXAMPLES = ("passages-qa", "clinical-summary")
@@ -130,7 +129,7 @@ def test_batch_runs_a_cascade_from_its_options(tmp_path, cli_on):
         for sentence in scored:
             if sentence["verifier_score"] is None:  # the detector's verdict
                 assert sentence["score"] <= bar and sentence["flagged"] is (sentence["score"] >= record["threshold"])
-            else:  # the judge's (whose scores test_cascade.py checks against the judge alone)
+            else:  # the judge's (whose scores verification/test_cascade.py checks against the judge alone)
                 assert 0.0 <= sentence["verifier_score"] <= 1.0
                 assert sentence["flagged"] is (sentence["verifier_score"] >= 0.4)
         assert record["answer"]["n_flagged"] == sum(bool(s["flagged"]) for s in record["sentences"])
@@ -150,7 +149,7 @@ def test_batch_accepts_any_object_that_implements_the_interface(tmp_path, detect
 
 
 def test_a_cascade_over_a_third_party_detection_detects(detector):
-    from groundsense.cascade.lexical import LexicalOverlapVerifier
+    from groundsense.verification.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
     cascade = Cascade(Wrapped(detector), LexicalOverlapVerifier(), escalate=1.0)
@@ -159,7 +158,7 @@ def test_a_cascade_over_a_third_party_detection_detects(detector):
 
 
 def test_a_cascade_stream_ends_with_the_cascade_result(detector):
-    from groundsense.cascade.lexical import LexicalOverlapVerifier
+    from groundsense.verification.lexical import LexicalOverlapVerifier
 
     row = load_example(EXAMPLES[0])
     cascade = Cascade(detector, LexicalOverlapVerifier(), escalate=0.5)
@@ -194,7 +193,7 @@ def test_the_stream_command_runs_a_cascade(cli_on):
 
 def test_an_integration_checks_through_a_cascade(detector, scorer):
     from groundsense.integrations.common import check
-    from groundsense.verifiers.judge import JudgeVerifier
+    from groundsense.verification.judge import JudgeVerifier
 
     row = load_example(EXAMPLES[0])
     report = check(row["answer"], row["passages"], row["question"], detector=Cascade(detector, JudgeVerifier(scorer)))

@@ -1,6 +1,7 @@
 """The package's layering rule (docs/architecture.md), checked on every import statement,
-deferred ones included: the core imports none of the layers above it, the verifiers import
-only the core, and the outer layers never import the CLI; no two layers import each other."""
+deferred ones included: the core imports none of the layers above it, and the outer layers
+never import the CLI; no two layers import each other. Within the core, verification sits
+above the detector: nothing below it imports it."""
 
 import ast
 import graphlib
@@ -10,7 +11,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "groundsense"
 # Layer of each top-level part of the package; a module not named here is in the core.
-LAYERS = {"verifiers": 1, "eval": 2, "service": 2, "scale": 2, "integrations": 2, "cli": 3}
+LAYERS = {"eval": 1, "service": 1, "scale": 1, "integrations": 1, "cli": 2}
+# The core's parts that may import verification (docs/architecture.md: inputs -> scorer -> features
+# -> judging -> pipeline -> verification -> rows); every other core module sits below it.
+ABOVE_VERIFICATION = ("verification", "rows")
 
 
 def layer_part(module: str) -> str:
@@ -85,10 +89,24 @@ def test_no_module_imports_a_layer_above_its_own_or_beside_it():
 
 
 def test_the_rule_sees_relative_and_deferred_imports():
-    assert "groundsense.cascade.verifier" in imported_modules(PACKAGE / "cascade" / "cascade.py")  # relative
+    assert "groundsense.verification.verifier" in imported_modules(PACKAGE / "verification" / "cascade.py")  # relative
     assert "groundsense.result" in imported_modules(PACKAGE / "judging" / "adaptation.py")  # under TYPE_CHECKING
     assert "groundsense.result" not in runtime_imports(PACKAGE / "judging" / "adaptation.py")
     assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.pipeline.detector") == "core"
+
+
+def test_nothing_in_the_core_below_verification_imports_it():
+    """The detector, its inputs and scorer, the detection interface and the config never load
+    verification at runtime (a config names a verifier by its spec; verification checks it)."""
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        part = (module.split(".") + [""])[1]  # "" for the package's own __init__
+        if layer_part(module) != "core" or part in ABOVE_VERIFICATION:
+            continue
+        upward += [f"{module} imports {target}" for target in sorted(runtime_imports(path))
+                   if target.split(".")[1:2] == ["verification"]]
+    assert not upward, "\n".join(upward)
 
 
 EVAL_ORDER = ("data", "caches", "statistics", "reports")

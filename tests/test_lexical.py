@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundsense.cascade.lexical import LexicalOverlapVerifier
 from groundsense.eval.caches.lexical import lexical_rows, with_lexical
 from groundsense.lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals, normalise_number, numbers
+from groundsense.verification.lexical import LexicalOverlapVerifier
 
 CHUNKS = [
     "The Golden Gate Bridge is a suspension bridge spanning the Golden Gate strait. It opened in 1937.",

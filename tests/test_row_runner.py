@@ -9,8 +9,6 @@ import logging
 import pytest
 from click.testing import CliRunner
 
-from groundsense.cascade import Cascade
-from groundsense.cascade.lexical import LexicalOverlapVerifier
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import Cancelled, InputError, VerifierError
@@ -18,6 +16,8 @@ from groundsense.inputs import validate
 from groundsense.inputs.files import load_example
 from groundsense.rows.batch import run_batch
 from groundsense.rows.runner import error_record, run_row
+from groundsense.verification import Cascade
+from groundsense.verification.lexical import LexicalOverlapVerifier
 
 ROW = load_example("passages-qa")
 
@@ -87,7 +87,7 @@ def test_batch_checks_each_row_once_through_a_cascade(detector, tmp_path, valida
 
 def test_detect_checks_the_request_once(scorer, monkeypatch, validator_calls):
     from groundsense.cli import cli, common
-    from groundsense.verifiers import make_detection
+    from groundsense.verification import make_detection
 
     monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
     result = CliRunner().invoke(cli, ["detect", "--json", "-k", "5"], input=json.dumps(rows()[1]))

@@ -9,7 +9,8 @@ import torch
 from groundsense.errors import Cancelled
 from groundsense.scorer import Scorer
 from groundsense.scorer.evidence_cache import evidence_key
-from groundsense.verifiers.contextcite import ablation_masks
+from groundsense.verification.contextcite import ablation_masks, subset_logprobs
+from groundsense.verification.judge import next_token_logprobs
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -53,7 +54,7 @@ def test_evidence_stored_again_with_more_conditions_becomes_the_most_recent(tiny
     a, b = encode(tiny_scorer), encode(tiny_scorer, passages=PASSAGES[::-1])
     scorer = like(tiny_scorer)
     # keeps a's full context only
-    scorer.next_token_logprobs(a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])
+    next_token_logprobs(scorer, a.prefix, a.chunks, a.middle[:-1], [a.answer.ids[:3]], [0])
     scorer.score(b)
     scorer.score(a)  # needs all of a's conditions: encoded again and stored as the newest
     assert list(scorer.evidence) == [evidence_key(b.prefix, b.chunks), evidence_key(a.prefix, a.chunks)]
@@ -67,9 +68,10 @@ def test_kept_evidence_holds_only_what_it_counts_after_masked_and_judge_passes(t
     scorer.score(prompt, masked=True)
     assert storage(scorer) == scorer.evidence.nbytes()
     scorer.forget_evidence()
-    scorer.next_token_logprobs(prompt.prefix, prompt.chunks, prompt.middle[:-1], [prompt.answer.ids[:5]], [0, 1])
+    next_token_logprobs(scorer, prompt.prefix, prompt.chunks, prompt.middle[:-1], [prompt.answer.ids[:5]], [0, 1])
     assert storage(scorer) == scorer.evidence.nbytes()
-    scorer.subset_logprobs(prompt, np.array([[True] * len(prompt.chunks), [False] + [True] * (len(prompt.chunks) - 1)]))
+    n = len(prompt.chunks)
+    subset_logprobs(scorer, prompt, np.array([[True] * n, [False] + [True] * (n - 1)]))
     assert storage(scorer) == scorer.evidence.nbytes()
 
 
@@ -77,10 +79,10 @@ def test_kept_ablations_stay_within_the_byte_budget(tiny_scorer):
     prompt = encode(tiny_scorer, answer="Bananas are yellow.")
     keep = ablation_masks(len(prompt.chunks), 16, 0.5)
     probe = like(tiny_scorer)
-    probe.subset_logprobs(prompt, np.ones((1, len(prompt.chunks)), dtype=bool))  # the full evidence alone
+    subset_logprobs(probe, prompt, np.ones((1, len(prompt.chunks)), dtype=bool))  # the full evidence alone
     evidence_bytes = probe.evidence.nbytes()
     scorer = like(tiny_scorer, evidence_cache_bytes=2 * evidence_bytes)  # room for a few ablations, not all
-    scorer.subset_logprobs(prompt, keep)
+    subset_logprobs(scorer, prompt, keep)
     (key,) = scorer.evidence
     ablated = {tuple(row) for row in keep.tolist() if not all(row)}
     assert 0 < len(scorer.evidence.get(key).subsets) < len(ablated)

@@ -7,11 +7,12 @@
 from importlib import import_module
 from typing import Any
 
-__all__ = ["Detector", "DetectorConfig", "Cascade", "DetectionResult", "Scorer", "Calibration", "GroundsenseError",
-           "InputError", "ScorerUnavailable"]
+__all__ = ["Detector", "DetectorConfig", "Detection", "make_detection", "Cascade", "DetectionResult", "Scorer",
+           "Calibration", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
 _WHERE = {
-    "Detector": "pipeline.detector", "DetectorConfig": "config", "Cascade": "cascade.cascade",
+    "Detector": "pipeline.detector", "DetectorConfig": "config", "Detection": "detection",
+    "make_detection": "verification.factory", "Cascade": "verification.cascade",
     "DetectionResult": "result", "Scorer": "scorer", "Calibration": "judging.calibration",
     "GroundsenseError": "errors", "InputError": "errors", "ScorerUnavailable": "errors",
 }

@@ -1,9 +1,9 @@
 """The detection's settings, declared once.
 
 :class:`DetectorConfig` holds everything that builds a detection (a
-:class:`~groundsense.pipeline.detector.Detector`, or a :class:`~groundsense.cascade.cascade.Cascade` when it
+:class:`~groundsense.pipeline.detector.Detector`, or a :class:`~groundsense.verification.cascade.Cascade` when it
 names a verifier) besides a loaded scorer, with its defaults and its checks. Every entry point
-builds its detection from one (``groundsense.verifiers.make_detection``): the Python API, the
+builds its detection from one (``groundsense.verification.make_detection``): the Python API, the
 command line (whose options are made from its fields), `serve` (flags and ``GROUNDSENSE_*``
 variables), the stream, the Ray engine, the integrations, MCP and `eval extract`.
 """
@@ -45,7 +45,7 @@ class DetectorConfig:
     the detector's ``escalate`` most suspicious share of each answer's sentences goes to it, and
     it flags those whose score reaches ``verifier_threshold``. ``verifier_url``: the server of a
     verifier kind that calls one (``openai:``). The spec and whether its kind takes a URL are
-    checked where verifiers are known, by ``groundsense.verifiers.check_verifier``.
+    checked where verifiers are known, by ``groundsense.verification.check_verifier``.
     """
 
     scorer: str | None = None

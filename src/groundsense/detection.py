@@ -5,8 +5,8 @@ A :class:`Detection` checks answers against their evidence: ``detect`` one answe
 (request rows), ``with_options`` for a request's ``k`` and ``mode``, ``stream`` an answer as it
 is generated, ``config`` (the :class:`DetectorConfig` it was built from) and ``describe()``
 (what it is, for logs, probes and headers). The plain :class:`~groundsense.pipeline.detector.Detector`
-and the :class:`~groundsense.cascade.cascade.Cascade` implement it;
-``groundsense.verifiers.make_detection(config)`` builds the one a config describes. `detect`,
+and the :class:`~groundsense.verification.cascade.Cascade` implement it;
+``groundsense.verification.make_detection(config)`` builds the one a config describes. `detect`,
 `batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any object that
 implements it, so a later detector plugs in everywhere at once.
 

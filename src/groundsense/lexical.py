@@ -4,7 +4,7 @@ Deterministic and model-free: they read only the sentence's text and the chunks'
 is "higher = more suspicious", like every score here.
 
 - ``overlap_chunk``: 1 - the share of the sentence's distinct words found in its
-  best-matching chunk (the word-overlap baseline, :class:`~groundsense.cascade.lexical.LexicalOverlapVerifier`).
+  best-matching chunk (the word-overlap baseline, :class:`~groundsense.verification.lexical.LexicalOverlapVerifier`).
 - ``overlap_evidence``: the same over the whole evidence.
 - ``content_novel``: the share of the sentence's distinct content words (stop words left
   out) that the evidence lacks.

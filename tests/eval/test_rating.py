@@ -1,6 +1,9 @@
 """Attribution ratings (step 2): the rater on the real default scorer, the resumable run
 into ratings-<judge>.parquet, and `eval rate-attribution`."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,11 +13,10 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.eval.caches.attribution import attribution_summary
+from groundsense.eval.caches.rater import SupportRater, rating_layout
 from groundsense.eval.caches.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings
-from groundsense.inputs.prompt import JudgeLayout
-from groundsense.verifiers.judge import option_probabilities
-from groundsense.verifiers.rater import SupportRater
-from groundsense.verifiers.rating_scale import SCALE
+from groundsense.eval.caches.rating_scale import SCALE
+from groundsense.verification.judge import option_probabilities
 
 EIFFEL = "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."
 BANANAS = "Bananas are yellow when ripe. They grow in tropical climates."
@@ -32,6 +34,12 @@ def pairs_table() -> pd.DataFrame:
         ("ragtruth:2", 1, "random", 0, "The Colosseum held 50,000 people.", EIFFEL),
     ]
     return pd.DataFrame(rows, columns=["case_id", "sentence_index", "which", "chunk", "sentence", "chunk_text"])
+
+
+def test_the_scale_loads_without_torch():
+    """Ratings can be read without loading a scorer."""
+    code = "import sys, groundsense.eval.caches.rating_scale; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +60,7 @@ def test_ratings_are_on_the_scale_with_option_probabilities(rater):
 def test_shared_passage_encoding_equals_one_plain_pass_per_sentence(scorer, rater):
     sentences = [COPIED, "Bananas are blue."]
     ratings = rater.rate(EIFFEL, sentences)
-    layout = JudgeLayout.for_rating(scorer.tokenizer)
+    layout = rating_layout(scorer.tokenizer)
     ids = [i for option in rater.option_ids for i in option]
     for row, sentence in enumerate(sentences):
         tokens = (scorer.encode_prefix(layout.prefix) + scorer.tokenize(EIFFEL) + scorer.tokenize(layout.lead)

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.eval.caches.store import read_parts
 from groundsense.eval.caches.verifier_scores import load_verifier_cache
-from groundsense.eval.caches.verify import verdict_rows, verify
+from groundsense.eval.caches.verify import score_rows, verify
 from groundsense.eval.data.cases import Case, LabelledSentence
-from groundsense.verifiers import Verdicts
-from groundsense.verifiers.judge import JudgeVerifier
+from groundsense.verification import VerifierScores
+from groundsense.verification.judge import JudgeVerifier
 
 PASSAGES = ["The Colosseum is in Rome. It could hold about 50,000 spectators.", "Bananas are yellow when ripe."]
 ANSWER = "The Colosseum is in Rome. It was built by Napoleon."
@@ -72,8 +72,9 @@ def test_rerun_resumes_and_loads(runs):
 
 
 def test_seconds_are_shared_by_gflops():
-    verdicts = Verdicts(score=np.array([0.2, np.nan]), gflops=np.array([1.0, 3.0]), extra={"passes": np.array([2, 2])})
-    rows = verdict_rows(dataclasses.replace(case("ragtruth:1")), verdicts, seconds=2.0)
+    scores = VerifierScores(score=np.array([0.2, np.nan]), gflops=np.array([1.0, 3.0]),
+                            extra={"passes": np.array([2, 2])})
+    rows = score_rows(dataclasses.replace(case("ragtruth:1")), scores, seconds=2.0)
     assert [r["seconds"] for r in rows] == [0.5, 1.5] and [r["status"] for r in rows] == ["scored", "unscored"]
     assert rows[0]["passes"] == 2
 

@@ -83,8 +83,8 @@ def test_the_app_serves_any_object_that_implements_the_interface(detector, wait_
 
 
 def test_a_request_is_checked_once_on_its_way_through_the_service(detector, scorer, wait_ready, validator_calls):
-    from groundsense.cascade import Cascade
-    from groundsense.verifiers.judge import JudgeVerifier
+    from groundsense.verification import Cascade
+    from groundsense.verification.judge import JudgeVerifier
 
     spanned = {**ROW, "id": "b", "sentences": [[0, len(ROW["answer"])]]}
     cascade = Cascade(detector, JudgeVerifier(scorer), escalate=0.5)

@@ -74,7 +74,7 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
 
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
     from ..rows.batch import run_batch
-    from ..verifiers import check_verifier
+    from ..verification import check_verifier
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
@@ -90,7 +90,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
     from ..judging.calibration import Calibration
     from ..scale import Resources, open_sink, run_ray_batch
-    from ..verifiers import check_verifier
+    from ..verification import check_verifier
 
     check_verifier(config)  # a bad verifier, like a bad output name, fails before Ray starts
     sink = open_sink(output)

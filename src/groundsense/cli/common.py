@@ -154,10 +154,10 @@ def fit_target_options(labels_optional: bool = False):
 
 def make_detection(config: DetectorConfig) -> Detection:
     """Every command's detection (a detector, or a cascade when ``config`` names a verifier:
-    ``verifiers.make_detection``). Commands call it as ``common.make_detection``, so that a test
+    ``verification.make_detection``). Commands call it as ``common.make_detection``, so that a test
     can hand them one on a loaded scorer; the detector module (torch) is imported only when one
     is made, which keeps ``groundsense -h`` fast."""
-    from ..verifiers import make_detection as make
+    from ..verification import make_detection as make
 
     return make(config)
 

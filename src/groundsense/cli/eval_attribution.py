@@ -69,8 +69,8 @@ def rate_attribution(benchmark, judge, cache, attribution, features, limit, devi
       groundsense --threads 1 eval rate-attribution ragtruth --judge qwen2.5-coder-0.5b-instruct \
 --cache results/features
     """
+    from ..eval.caches.rater import SupportRater
     from ..eval.caches.rating import rate_pairs, ratings_path, read_pairs
-    from ..verifiers.rater import SupportRater
 
     root = (attribution or cache_folder("attribution", cache)) / benchmark
     found = sorted(p for p in root.glob("*/pairs.parquet") if features in (None, p.parent.name))

@@ -73,7 +73,7 @@ def verify(benchmark, data, sample, splits, subsets, limit, spec, options, devic
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
     from ..eval.caches.verify import verify as run_verify
-    from ..verifiers import make_verifier
+    from ..verification import make_verifier
 
     # before the cases load (a minute for RAGTruth), so a bad spec fails fast
     verifier = make_verifier(spec, options, device=device)

@@ -33,7 +33,7 @@ from ..detection import Detection, check_detection
 from ..errors import GroundsenseError, InputError
 from ..inputs.validate import CheckedRow
 from ..result import DetectionResult, SentenceResult, support_score
-from ..verifiers import check_verifier, make_detection
+from ..verification import check_verifier, make_detection
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
 # pools and event loops, and the scorer keeps state (its evidence cache) between calls.

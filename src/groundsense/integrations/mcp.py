@@ -41,7 +41,7 @@ from pydantic import Field
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import CheckedRow, check_row
-from ..verifiers import check_verifier
+from ..verification import check_verifier
 from .common import GroundingReport, detect, detector_for
 
 __all__ = ["create_server", "run"]

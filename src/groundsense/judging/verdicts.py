@@ -6,9 +6,8 @@ sentence and answer thresholds, each sentence's score, flag and support, and the
 summary. The detector (:meth:`Detector.detect <groundsense.pipeline.detector.Detector.detect>`) and the
 stream (:class:`~groundsense.pipeline.stream.DetectionStream`) both build their results through it, once.
 
-Named *verdicts*, not *judge*: ``verifiers/judge.py`` is the LLM judge, a verifier a cascade
-escalates sentences to; and the class is no ``Verdicts``: that is a verifier's output
-(``verifiers.base.Verdicts``).
+Named *verdicts*, not *judge*: ``verification/judge.py`` is the LLM judge, a verifier a cascade
+escalates sentences to.
 """
 
 from __future__ import annotations

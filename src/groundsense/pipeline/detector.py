@@ -78,10 +78,10 @@ class Detector(Detection):
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
         """The detector ``config`` describes; ``scorer``, an already loaded one to use instead
         of loading ``config.scorer``. A config that names a verifier describes a cascade, which
-        ``groundsense.verifiers.make_detection`` builds."""
+        ``groundsense.make_detection`` builds."""
         if config.verifier is not None:
             raise InputError(f"this config names a verifier ({config.verifier}), so it describes a cascade: "
-                             "build it with groundsense.verifiers.make_detection(config)")
+                             "build it with groundsense.make_detection(config)")
         return cls(**{**config.settings(), "scorer": scorer or config.scorer})
 
     def describe(self, chunks: int | None = None) -> dict:

@@ -59,13 +59,13 @@ class Resources:
 
 class ScoreRows:
     """A Ray Data actor: the detection its config describes (a detector or a cascade:
-    ``verifiers.make_detection``), loaded once, scoring batches of rows."""
+    ``verification.make_detection``), loaded once, scoring batches of rows."""
 
     def __init__(self, source: str, threads: int, config: DetectorConfig):
         import torch
         from transformers.utils import logging as hf_logging
 
-        from ..verifiers import make_detection
+        from ..verification import make_detection
 
         torch.set_num_threads(threads)
         hf_logging.disable_progress_bar()

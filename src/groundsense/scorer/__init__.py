@@ -20,8 +20,9 @@ Modules: :mod:`.scorer` (the :class:`Scorer`), :mod:`.loading` (model and tokeni
 :mod:`.encoding` (prompts as token ids), :mod:`.passes` (forward passes, cancellation),
 :mod:`.kv` (KV cache operations), :mod:`.evidence_cache` (the LRU),
 :mod:`.condition_caches` (each condition's cache, reused or encoded), :mod:`.conditions`
-(exact and streaming scoring), :mod:`.masked` (masked leave-one-out), :mod:`.ablations`
-(the verifiers' passes), :mod:`.token_scores` and :mod:`.divergence` (the scores).
+(exact and streaming scoring), :mod:`.masked` (masked leave-one-out), :mod:`.token_scores`
+and :mod:`.divergence` (the scores). The verifiers' passes over the same encodings are theirs
+(:mod:`groundsense.verification.judge`, :mod:`groundsense.verification.contextcite`).
 """
 
 from .conditions import ConditionCaches

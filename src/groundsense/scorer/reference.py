@@ -49,8 +49,9 @@ def masked_token_scores(scorer: Scorer, prompt: EncodedPrompt) -> TokenScores:
 
 @torch.inference_mode()
 def subset_logprobs(scorer: Scorer, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
-    """What :meth:`Scorer.subset_logprobs` computes: the answer tokens' log-probabilities
-    ([masks, T]) with only the chunks marked in each row of ``keep``, and the tokens run."""
+    """What :func:`groundsense.verification.contextcite.subset_logprobs` computes: the answer
+    tokens' log-probabilities ([masks, T]) with only the chunks marked in each row of
+    ``keep``, and the tokens run."""
     n_answer = len(prompt.answer.ids)
     target = torch.tensor(prompt.answer.ids, device=scorer.device)[:, None]
     rows, tokens = [], 0

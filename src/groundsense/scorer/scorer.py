@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
-from .ablations import next_token_logprobs, subset_logprobs
 from .condition_caches import ConditionEncoder
 from .conditions import ConditionCaches, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
@@ -122,18 +120,3 @@ class Scorer(PromptEncoder):
         """Score the answer's next tokens ``ids`` under every condition, extending each
         condition's cache by them: the rows of :meth:`score` for those tokens."""
         return score_next(self.passes, conditions, ids, self.block_size)
-
-    @torch.inference_mode()
-    def next_token_logprobs(
-        self, prefix: list[int], chunks: list[list[int]], lead: list[int], tails: list[list[int]], token_ids: list[int]
-    ) -> tuple[np.ndarray, int]:
-        """Log-probabilities of ``token_ids`` as the next token after ``prefix + chunks +
-        lead + tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens
-        encoded. The evidence and lead are encoded once (or taken from the kept evidence)."""
-        return next_token_logprobs(self.condition_encoder, prefix, chunks, lead, tails, token_ids)
-
-    @torch.inference_mode()
-    def subset_logprobs(self, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
-        """Answer-token log-probs with only the chunks marked in each row of ``keep`` left in
-        the context, and the tokens encoded (see :func:`groundsense.scorer.ablations.subset_logprobs`)."""
-        return subset_logprobs(self.condition_encoder, prompt, keep)

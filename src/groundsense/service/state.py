@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from ..detection import Detection, check_detection
 from ..inputs.validate import CheckedRow
 from ..rows.runner import run_row
-from ..verifiers import check_verifier
+from ..verification import check_verifier
 from ..weights import display_name
 from .drain import Drain
 from .metrics import Metrics
@@ -34,7 +34,7 @@ class Scoring:
 
     @classmethod
     def from_settings(cls, settings: ServiceSettings) -> Scoring:
-        from ..verifiers import make_detection
+        from ..verification import make_detection
 
         return cls(make_detection(settings.detector))
 

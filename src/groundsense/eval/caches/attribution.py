@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from ...cascade.lexical import lexical_chunk
 from ...features import support_chunk
-from ...verifiers.rating_scale import SCALE
+from ...verification.lexical import lexical_chunk
 from ..data.cases import Case
+from .rating_scale import SCALE
 
 if TYPE_CHECKING:  # the scorer loads torch: the report reads ratings without it
     from ...scorer import Scorer

@@ -22,10 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from ...progress import track
-from ...verifiers.base import model_slug
-from ...verifiers.rater import SupportRater
-from ...verifiers.rating_scale import SCALE
+from ...verification.model import model_slug
 from .attribution import RATING_COLUMNS
+from .rater import SupportRater
+from .rating_scale import SCALE
 from .store import write_table
 
 PAIR_COLUMNS = ["case_id", "sentence_index", "which", "chunk", "sentence", "chunk_text"]

@@ -20,31 +20,31 @@ import numpy as np
 
 from ...errors import GroundsenseError
 from ...progress import track
-from ...verifiers import ModelVerifier, Verdicts
+from ...verification import ModelVerifier, VerifierScores
 from ..data.cases import Case
 from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, write_cases, write_json
 
 
-def verdict_rows(case: Case, verdicts: Verdicts, seconds: float) -> list[dict]:
+def score_rows(case: Case, scores: VerifierScores, seconds: float) -> list[dict]:
     """One row per labelled sentence of ``case``."""
     n = len(case.sentences)
-    if len(verdicts.score) != n:
-        raise RuntimeError(f"verifier returned {len(verdicts.score)} scores for {n} sentences")
-    share = verdicts.gflops / verdicts.gflops.sum() if verdicts.gflops.sum() > 0 else np.full(n, 1 / n)
-    support = verdicts.support_chunk or [None] * n
+    if len(scores.score) != n:
+        raise RuntimeError(f"verifier returned {len(scores.score)} scores for {n} sentences")
+    share = scores.gflops / scores.gflops.sum() if scores.gflops.sum() > 0 else np.full(n, 1 / n)
+    support = scores.support_chunk or [None] * n
     return [
         {
             **case_columns(case),
             "sentence_index": i,
             "label": int(sentence.unsupported),
             "type": sentence.type,
-            "score": float(verdicts.score[i]),
+            "score": float(scores.score[i]),
             "seconds": seconds * float(share[i]),
-            "gflops": float(verdicts.gflops[i]),
-            "status": "scored" if np.isfinite(verdicts.score[i]) else "unscored",
+            "gflops": float(scores.gflops[i]),
+            "status": "scored" if np.isfinite(scores.score[i]) else "unscored",
             "error": None,
             "support_chunk": support[i],
-            **{name: np.asarray(values)[i].item() for name, values in verdicts.extra.items()},
+            **{name: np.asarray(values)[i].item() for name, values in scores.extra.items()},
         }
         for i, sentence in enumerate(case.sentences)
     ]
@@ -73,8 +73,8 @@ def _case_rows(verifier: ModelVerifier, cases: list[Case], progress: bool) -> It
     for case in track(cases, f"Verifying ({verifier.kind})", enabled=progress):
         start = time.perf_counter()
         try:
-            verdicts = verifier.verify(case.sentence_input())
+            scores = verifier.verify(case.sentence_input())
         except (GroundsenseError, ValueError, RuntimeError) as exc:
             yield [error_row(case, exc)]
             continue
-        yield verdict_rows(case, verdicts, time.perf_counter() - start)
+        yield score_rows(case, scores, time.perf_counter() - start)

@@ -10,8 +10,8 @@ from typing import Literal
 
 import pandas as pd
 
-from ...cascade.verifier import SentenceInput
 from ...inputs.text import Span
+from ...verification.verifier import SentenceInput
 
 SentenceType = Literal["baseless", "conflict"]
 

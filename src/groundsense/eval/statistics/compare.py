@@ -24,7 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
 from ...features import BASELINES, GROUNDING
-from ...verifiers import KINDS, verifier_class
+from ...verification import KINDS, verifier_class
 from ..caches.verifier_scores import join_scores
 from .bootstrap import BootstrapResult, source_bootstrap
 from .methods import logistic_scores, method_scores

@@ -1,6 +1,6 @@
 """The cascade offline: the detector ranks every test sentence, the top fraction is escalated
-to the verifier (:func:`groundsense.cascade.cascade.escalation_mask`, the rule the
-:class:`~groundsense.cascade.cascade.Cascade` wrapper applies), and AUC and compute are compared with
+to the verifier (:func:`groundsense.verification.cascade.escalation_mask`, the rule the
+:class:`~groundsense.verification.cascade.Cascade` wrapper applies), and AUC and compute are compared with
 the verifier alone.
 
 Ranking: escalated sentences come first, ordered by the verifier's score; the rest follow in
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from ...cascade.cascade import escalation_mask
+from ...verification.cascade import escalation_mask
 from .bootstrap import source_bootstrap
 from .compare import VerifierComparison
 

@@ -2,7 +2,7 @@
 per sentence, higher = more likely unsupported.
 
 :meth:`Verifier.score_sentences` is the primitive every verifier provides and what a
-:class:`~groundsense.cascade.cascade.Cascade` calls; any object with that method counts as a
+:class:`~groundsense.verification.cascade.Cascade` calls; any object with that method counts as a
 :class:`Verifier`. A verifier that needs the answer as written (its sentence spans, the
 evidence before chunking) reads a :class:`SentenceInput`, which
 :meth:`SentenceInput.from_texts` makes from the primitive's arguments.

@@ -1,5 +1,6 @@
 """Word overlap between a sentence and evidence chunks: the lexical control for attribution
-and the simplest :class:`~groundsense.cascade.verifier.Verifier` for a :class:`~groundsense.cascade.cascade.Cascade`."""
+and the simplest :class:`~groundsense.verification.verifier.Verifier` for a
+:class:`~groundsense.verification.cascade.Cascade`."""
 
 from __future__ import annotations
 

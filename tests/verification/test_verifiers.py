@@ -9,17 +9,22 @@ import numpy as np
 import pytest
 import torch
 
-from groundsense.cascade import Cascade
-from groundsense.cascade.verifier import SentenceInput
 from groundsense.errors import InputError, VerifierUnavailable
 from groundsense.inputs.evidence import build_evidence
-from groundsense.inputs.prompt import JudgeLayout
 from groundsense.pipeline.detector import Detector
 from groundsense.scorer import reference
-from groundsense.verifiers import make_verifier
-from groundsense.verifiers.contextcite import ContextCiteVerifier, ablation_masks, lasso_attributions, sequence_logit
-from groundsense.verifiers.judge import JudgeVerifier, yes_probability
-from groundsense.verifiers.seqclf import NLIVerifier, premises, support_label
+from groundsense.verification import Cascade, make_verifier
+from groundsense.verification.contextcite import (
+    ContextCiteVerifier,
+    ablation_masks,
+    lasso_attributions,
+    sequence_logit,
+    subset_logprobs,
+)
+from groundsense.verification.judge import JudgeVerifier, yes_probability
+from groundsense.verification.prompts import JudgeLayout
+from groundsense.verification.seqclf import NLIVerifier, premises, support_label
+from groundsense.verification.verifier import SentenceInput
 
 PASSAGES = [
     "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair.",
@@ -44,13 +49,14 @@ def test_sentence_input_from_texts_joins_the_sentences_and_takes_the_chunks_as_p
         SentenceInput("q", "One.", [], context="a.", passages=["a."])
 
 
-def test_verifiers_never_import_the_evaluation_and_a_kind_loads_only_when_asked_for():
+def test_verification_loads_no_torch_until_a_kind_is_made_and_never_imports_the_evaluation():
     code = (
         "import sys\n"
-        "import groundsense.verifiers, groundsense.verifiers.rating_scale\n"
-        "assert 'torch' not in sys.modules, 'importing the verifiers package loaded torch'\n"
-        "import groundsense.cascade.cascade, groundsense.verifiers.rater\n"
-        "for kind in groundsense.verifiers.KINDS: groundsense.verifiers.verifier_class(kind)\n"
+        "import groundsense.verification as verification\n"
+        "verification.make_verifier, verification.check_verifier, verification.KINDS\n"
+        "assert 'torch' not in sys.modules, 'importing the verification package or its spec checks loaded torch'\n"
+        "import groundsense.verification.cascade, groundsense.verification.factory, groundsense.verification.lexical\n"
+        "for kind in verification.KINDS: verification.verifier_class(kind)\n"
         "print(sorted(m for m in sys.modules if m.startswith('groundsense.eval')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -65,12 +71,12 @@ def judge(scorer):
 
 
 def test_judge_gives_probabilities_and_costs(judge):
-    verdicts = judge.verify(SENTENCES)
-    p = verdicts.extra["p_supported"]
+    scores = judge.verify(SENTENCES)
+    p = scores.extra["p_supported"]
     assert p.shape == (2,) and ((p > 0) & (p < 1)).all()
-    np.testing.assert_allclose(verdicts.score, 1 - p)
-    assert ((verdicts.extra["answer_mass"] > 0) & (verdicts.extra["answer_mass"] <= 1)).all()
-    assert (verdicts.gflops > 0).all() and (verdicts.extra["tokens_as_run"] > 0).all()
+    np.testing.assert_allclose(scores.score, 1 - p)
+    assert ((scores.extra["answer_mass"] > 0) & (scores.extra["answer_mass"] <= 1)).all()
+    assert (scores.gflops > 0).all() and (scores.extra["tokens_as_run"] > 0).all()
 
 
 def test_judge_context_cache_equals_independent_passes(scorer, judge):
@@ -79,7 +85,7 @@ def test_judge_context_cache_equals_independent_passes(scorer, judge):
     other = make_input(["Bananas grow in tropical climates."])
     first, second = judge.verify(SENTENCES), judge.verify(other)
     assert second.extra["tokens_as_run"][0] < second.gflops[0] / (2 * scorer.n_parameters / 1e9)  # evidence reused
-    for item, verdicts in ((SENTENCES, first), (other, second)):
+    for item, scores in ((SENTENCES, first), (other, second)):
         layout = JudgeLayout.for_tokenizer(scorer.tokenizer, item.question)
         evidence = build_evidence(scorer, item.context, item.passages, 5, 1800)
         context = [t for c in evidence.chunks for t in scorer.tokenize(evidence.chunk_text(c))]
@@ -90,7 +96,7 @@ def test_judge_context_cache_equals_independent_passes(scorer, judge):
                 logits = scorer.model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
             logp = torch.log_softmax(logits.float(), -1)[judge.yes + judge.no].double().numpy()
             p, _ = yes_probability(logp[None], len(judge.yes))
-            assert abs(p[0] - verdicts.extra["p_supported"][i]) <= 1e-4
+            assert abs(p[0] - scores.extra["p_supported"][i]) <= 1e-4
 
 
 def test_yes_probability_sums_spellings():
@@ -107,7 +113,7 @@ def test_subset_passes_equal_the_detector_conditions(scorer):
     prompt = scorer.encode("q", [p + " " for p in PASSAGES], SENTENCES.answer, 256)
     k = len(PASSAGES)
     keep = np.array([[True] * k, [False] * k] + [[j != i for j in range(k)] for i in range(k)])
-    logp, _ = scorer.subset_logprobs(prompt, keep)
+    logp, _ = subset_logprobs(scorer, prompt, keep)
     assert np.abs(logp - scorer.score(prompt).logp).max() <= 1e-4
 
 
@@ -119,7 +125,7 @@ def test_ablations_in_sorted_order_encode_each_run_of_leading_chunks_once(scorer
     k = len(prompt.chunks)
     keep = np.array(list(itertools.product([False, True], repeat=k)))
     scorer.forget_evidence()
-    logp, processed = scorer.subset_logprobs(prompt, keep)
+    logp, processed = subset_logprobs(scorer, prompt, keep)
     np.testing.assert_allclose(logp, reference.subset_logprobs(scorer, prompt, keep)[0], atol=1e-4)
     runs = {tuple(m[: j + 1]) for m in keep.tolist() for j in range(k) if m[j] and not all(m[: j + 1])}
     evidence = len(prompt.prefix) + sum(map(len, prompt.chunks)) + sum(len(prompt.chunks[len(r) - 1]) for r in runs)
@@ -138,17 +144,17 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
     drawn = ablation_masks(len(chunks), 16, 0.5)  # seven distinct masks of the eight, in drawn order
     keep = np.array(list(dict.fromkeys(map(tuple, drawn))))
     scorer.forget_evidence()
-    scorer.subset_logprobs(first, keep)
-    warm, warm_tokens = scorer.subset_logprobs(second, keep)
+    subset_logprobs(scorer, first, keep)
+    warm, warm_tokens = subset_logprobs(scorer, second, keep)
     assert warm_tokens == len(keep) * len(second.answer.ids)  # nothing but the answer's tokens
     scorer.forget_evidence()
-    cold, cold_tokens = scorer.subset_logprobs(second, keep)
+    cold, cold_tokens = subset_logprobs(scorer, second, keep)
     np.testing.assert_allclose(warm, cold, atol=1e-4)  # fp32 noise between kept and fresh encodings: the exactness bar
     assert cold_tokens > warm_tokens
     third = scorer.encode("another question", chunks, "Bananas are yellow.", 256)
-    relead, relead_tokens = scorer.subset_logprobs(third, keep)
+    relead, relead_tokens = subset_logprobs(scorer, third, keep)
     scorer.forget_evidence()
-    cold_third, cold_third_tokens = scorer.subset_logprobs(third, keep)
+    cold_third, cold_third_tokens = subset_logprobs(scorer, third, keep)
     np.testing.assert_allclose(relead, cold_third, atol=1e-4)
     assert warm_tokens < relead_tokens < cold_third_tokens
     scorer.forget_evidence()
@@ -156,20 +162,20 @@ def test_ablations_kept_for_a_later_answer_give_a_cold_scorers_logprobs(scorer):
 
 def test_contextcite_credits_a_copied_sentence_to_its_source_chunk(scorer):
     verifier = ContextCiteVerifier(scorer, ablations=32)
-    verdicts = verifier.verify(SENTENCES)
-    assert verdicts.support_chunk[0] == 1  # the Colosseum passage
-    best = verdicts.extra["attribution_max"]
+    scores = verifier.verify(SENTENCES)
+    assert scores.support_chunk[0] == 1  # the Colosseum passage
+    best = scores.extra["attribution_max"]
     assert (best >= 0).all() and best[0] > 0
-    np.testing.assert_allclose(verdicts.score, -best)
-    assert (verdicts.gflops > 0).all() and (verdicts.extra["passes"] <= 2 ** len(PASSAGES)).all()
+    np.testing.assert_allclose(scores.score, -best)
+    assert (scores.gflops > 0).all() and (scores.extra["passes"] <= 2 ** len(PASSAGES)).all()
     per_token = ContextCiteVerifier(scorer, ablations=32, variant="per_token").verify(SENTENCES)
     np.testing.assert_allclose(per_token.extra["attribution_max"], best)
     assert per_token.score[0] == pytest.approx(-per_token.extra["attribution_max_per_token"][0])
 
 
 def test_contextcite_leaves_sentences_past_the_answer_cap_unscored(scorer):
-    verdicts = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(SENTENCES)
-    assert np.isfinite(verdicts.score[0]) and np.isnan(verdicts.score[1]) and verdicts.support_chunk[1] is None
+    scores = ContextCiteVerifier(scorer, ablations=8, max_answer_tokens=5).verify(SENTENCES)
+    assert np.isfinite(scores.score[0]) and np.isnan(scores.score[1]) and scores.support_chunk[1] is None
 
 
 def test_a_cascade_refuses_contextcite_whose_scores_are_not_probabilities(scorer):
@@ -212,15 +218,15 @@ def tiny_nli(tmp_path_factory, scorer):
 def test_classifier_scores_one_minus_the_best_chunk(tiny_nli):
     verifier = NLIVerifier(tiny_nli)
     assert verifier.label == 0  # "entailment" found case-insensitively
-    verdicts = verifier.verify(SENTENCES)
+    scores = verifier.verify(SENTENCES)
     chunks = premises(SENTENCES, "chunks", 5)
     assert len(chunks) == len(PASSAGES)
     for i, sentence in enumerate(SENTENCES.texts()):
         probs, tokens = verifier.support_probabilities(chunks, [sentence] * len(chunks))
-        assert verdicts.extra["p_supported"][i] == pytest.approx(probs.max(), abs=1e-6)
-        assert verdicts.extra["best_chunk"][i] == probs.argmax()
-        assert verdicts.score[i] == pytest.approx(1 - probs.max(), abs=1e-6)
-        assert verdicts.gflops[i] == pytest.approx(tokens.sum() * 2 * verifier.n_parameters / 1e9)
+        assert scores.extra["p_supported"][i] == pytest.approx(probs.max(), abs=1e-6)
+        assert scores.extra["best_chunk"][i] == probs.argmax()
+        assert scores.score[i] == pytest.approx(1 - probs.max(), abs=1e-6)
+        assert scores.gflops[i] == pytest.approx(tokens.sum() * 2 * verifier.n_parameters / 1e9)
 
 
 def test_classifier_batching_and_whole_context_premise(tiny_nli):
@@ -236,8 +242,8 @@ def test_classifier_batching_and_whole_context_premise(tiny_nli):
 
 def test_classifier_truncates_long_premises(tiny_nli):
     long_input = make_input(["The Colosseum is in Rome."], passages=[" ".join(PASSAGES * 40)])
-    verdicts = NLIVerifier(tiny_nli, premise="context", max_length=64).verify(long_input)
-    assert verdicts.gflops[0] == pytest.approx(64 * 2 * NLIVerifier(tiny_nli).n_parameters / 1e9)
+    scores = NLIVerifier(tiny_nli, premise="context", max_length=64).verify(long_input)
+    assert scores.gflops[0] == pytest.approx(64 * 2 * NLIVerifier(tiny_nli).n_parameters / 1e9)
 
 
 def test_single_logit_head_is_a_sigmoid(tmp_path, scorer):

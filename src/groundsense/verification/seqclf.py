@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..cascade.verifier import SentenceInput
 from ..config import DEFAULTS
 from ..errors import InputError, VerifierUnavailable
 from ..inputs.text import chunk_context, join_passages
-from .base import ModelVerifier, Verdicts, gflops
+from .model import ModelVerifier, VerifierScores, gflops
+from .verifier import SentenceInput
 
 PREMISES = ("chunks", "context")
 
@@ -87,7 +87,7 @@ class SequenceClassifierVerifier(ModelVerifier):
         self.params = {"label": None if self.binary else label, "premise": premise, "k": k,
                        "max_length": self.max_length}
 
-    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+    def score_input(self, sentences: SentenceInput) -> VerifierScores:
         texts = premises(sentences, self.premise, self.k)
         hypotheses = sentences.texts()
         pairs = [(p, s) for s in hypotheses for p in texts]  # sentence-major: rows of [S, P]
@@ -97,7 +97,7 @@ class SequenceClassifierVerifier(ModelVerifier):
         extra = {"p_supported": best}
         if self.premise == "chunks":
             extra["best_chunk"] = probs.argmax(axis=1)
-        return Verdicts(score=1.0 - best, gflops=gflops(tokens.sum(axis=1), self.n_parameters), extra=extra)
+        return VerifierScores(score=1.0 - best, gflops=gflops(tokens.sum(axis=1), self.n_parameters), extra=extra)
 
     @torch.inference_mode()
     def support_probabilities(self, premise_texts: list[str], hypotheses: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cascade.verifier import SentenceInput, Verifier
 from ..inputs.validate import check_inputs
+from .verifier import SentenceInput, Verifier
 
 if TYPE_CHECKING:
     from ..scorer import Scorer
@@ -21,7 +21,7 @@ VERSION = 1  # bump when a verifier's scores change for the same configuration
 
 
 @dataclass
-class Verdicts:
+class VerifierScores:
     """A verifier's output for one answer, one entry per sentence of its input.
 
     ``score`` is the probability (or score) that the sentence is unsupported, higher = more
@@ -56,17 +56,17 @@ class ModelVerifier(Verifier):
     params: dict
 
     def __init__(self, model: Scorer | str, device: str | None = None, **options: Any) -> None:
-        """Every kind is made as ``cls(model, device=..., **options)`` (``verifiers.factory``):
+        """Every kind is made as ``cls(model, device=..., **options)`` (:mod:`.kinds`):
         ``model`` a name, or for the kinds that run on the scorer a loaded :class:`Scorer`."""
         raise TypeError(f"{type(self).__name__} must define __init__(model, device=None, **options)")
 
-    def verify(self, sentences: SentenceInput) -> Verdicts:
+    def verify(self, sentences: SentenceInput) -> VerifierScores:
         """Score every sentence of ``sentences``; raise an InputError on input it cannot score."""
         check_inputs(sentences.answer, sentences.context, sentences.passages)
-        return self.verdicts(sentences)
+        return self.score_input(sentences)
 
     @abstractmethod
-    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+    def score_input(self, sentences: SentenceInput) -> VerifierScores:
         """:meth:`verify` on a checked input."""
 
     @property
@@ -78,7 +78,7 @@ class ModelVerifier(Verifier):
         """The sentences scored against the detector's ``chunks``, given as the passages (so
         the evidence is the detector's). Not checked again: a cascade hands over the text of a
         request it checked (call :meth:`verify` for a check)."""
-        return self.verdicts(SentenceInput.from_texts(question, chunks, sentences)).score.tolist()
+        return self.score_input(SentenceInput.from_texts(question, chunks, sentences)).score.tolist()
 
     def config(self) -> dict:
         """What makes two runs comparable (the cache key hashes it), plus the model size."""

@@ -5,11 +5,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from groundsense.cascade import Cascade, escalation_mask
-from groundsense.cascade.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import InputError
+from groundsense.verification import Cascade, escalation_mask
+from groundsense.verification.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -111,9 +111,9 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
 
 
 def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector):
-    from groundsense.cascade.verifier import SentenceInput
     from groundsense.inputs.text import Span
-    from groundsense.verifiers.judge import JudgeVerifier
+    from groundsense.verification.judge import JudgeVerifier
+    from groundsense.verification.verifier import SentenceInput
 
     judge = JudgeVerifier(detector.scorer)  # the default scorer is an instruct model: it can judge
     result = Cascade(detector, judge, escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)

@@ -6,7 +6,7 @@ scorer's cached evidence encoding (docs/verifiers.md says why the package is not
 
 - ``ablations`` masks over the K chunks (the detector's chunks), chunk j kept with
   probability ``keep_prob``, mask i drawn by ``numpy.random.RandomState(seed + i)`` as the
-  package does; each distinct mask is scored once, and its encoding kept for the next
+  package does; each distinct mask is scored once (:func:`subset_logprobs`), and its encoding kept for the next
   answer over the same evidence (TofuEval has about 18 summaries per transcript), within
   ``EVIDENCE_CACHE_BYTES`` when the verifier loads its own scorer;
 - per sentence and mask, the target is the logit of the sentence's probability given the
@@ -23,14 +23,17 @@ chunk with the largest positive weight (None when no weight is positive).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from ..cascade.verifier import SentenceInput
 from ..config import DEFAULTS
 from ..errors import InputError
 from ..features import assign_tokens
 from ..inputs.evidence import build_evidence
-from ..scorer import Scorer
-from .base import ModelVerifier, Verdicts, gflops
+from ..scorer import EncodedPrompt, Scorer
+from ..scorer.evidence_cache import Ablation
+from ..scorer.kv import cache_bytes, compact, crop
+from .model import ModelVerifier, VerifierScores, gflops
+from .verifier import SentenceInput
 
 VARIANTS = ("raw", "per_token")
 EVIDENCE_CACHE_BYTES = 4 * 2**30  # one evidence's 2^K ablations at 1,800 tokens take about 1.5 GiB (K=5, SmolLM2)
@@ -86,14 +89,14 @@ class ContextCiteVerifier(ModelVerifier):
         self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,
                        "ablations": ablations, "keep_prob": keep_prob, "alpha": alpha, "variant": variant, "seed": seed}
 
-    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+    def score_input(self, sentences: SentenceInput) -> VerifierScores:
         p = self.params
         evidence = build_evidence(self.scorer, sentences.context, sentences.passages, p["k"], p["max_context_tokens"])
         prompt = self.scorer.encode(sentences.question, [evidence.chunk_text(c) for c in evidence.chunks],
                                     sentences.answer, p["max_answer_tokens"])
         masks = ablation_masks(len(prompt.chunks), p["ablations"], p["keep_prob"], p["seed"])
         distinct, inverse = np.unique(masks, axis=0, return_inverse=True)
-        logp, processed = self.scorer.subset_logprobs(prompt, distinct)
+        logp, processed = subset_logprobs(self.scorer, prompt, distinct)
         logp = logp[inverse.reshape(-1)]  # [ablations, answer tokens]
         owner = assign_tokens(prompt.answer.offsets, sentences.spans)
         n = len(sentences.spans)
@@ -108,10 +111,63 @@ class ContextCiteVerifier(ModelVerifier):
             support[i] = top if weights[top] > 0 else None
         per_token = best / np.where(n_tokens > 0, n_tokens, np.nan)
         one_pass = len(prompt.condition_ids()) + 1  # prompt and answer tokens of the full-context pass
-        return Verdicts(
+        return VerifierScores(
             score=-(best if p["variant"] == "raw" else per_token),
             gflops=np.full(n, float(gflops(len(distinct) * one_pass, self.n_parameters)) / n),
             extra={"attribution_max": best, "attribution_max_per_token": per_token,
                    "passes": np.full(n, float(len(distinct))), "tokens_as_run": np.full(n, processed / n)},
             support_chunk=support,
         )
+
+
+@torch.inference_mode()
+def subset_logprobs(scorer: Scorer, prompt: EncodedPrompt, keep: np.ndarray) -> tuple[np.ndarray, int]:
+    """ContextCite's pass: answer-token log-probs (shape [len(keep), answer tokens]) with only the chunks
+    marked in each row of ``keep`` (bool, [n, K]) left in the context, and the tokens
+    encoded. Rows that keep every chunk are the full-context condition. A new ablation
+    starts from the encoding (the full evidence's, a kept ablation's or the previous
+    row's) that keeps the same leading chunks longest, cut back to where they part, so rows
+    in sorted order (as ``numpy.unique`` gives them) encode each run of leading chunks
+    once. The ablated encodings are kept with the evidence's (within its budget), so a
+    later answer over the same evidence encodes only its own tokens (and the question under
+    each ablation, when it changed). :func:`groundsense.scorer.reference.subset_logprobs` is the
+    same by one plain forward pass per row."""
+    encoder = scorer.condition_encoder
+    lead, tail, n_answer = prompt.lead, prompt.tail, len(prompt.answer.ids)
+    target = torch.tensor(prompt.answer.ids, device=encoder.passes.device)
+    logp = np.zeros((len(keep), n_answer))
+    fresh: dict[tuple[bool, ...], Ablation] = {}
+    previous: dict[tuple[bool, ...], Ablation] = {}
+    with encoder.lease(prompt.prefix, prompt.chunks) as lease:
+        (full,), processed = encoder.caches(lease, prompt.prefix, prompt.chunks, 1, lead)
+        known = lease.entry.subsets if lease.entry is not None else {}
+        budget = encoder.kept.budget_bytes - cache_bytes(full) - sum(cache_bytes(a.cache) for a in known.values())
+        for row, mask in enumerate(np.asarray(keep, dtype=bool)):
+            chunk_mask = tuple(mask.tolist())
+            cache, encoded = full, 0
+            if not mask.all():
+                ablation = known.get(chunk_mask, fresh.get(chunk_mask))
+                if ablation is None:
+                    sources = {m: a.cache for m, a in (previous | known | fresh).items()}
+                    sources[(True,) * len(mask)] = full
+                    cache, encoded = encoder.ablated(sources, prompt.chunks, len(prompt.prefix), list(chunk_mask))
+                    ablation = Ablation(cache, cache.get_seq_length(), ())
+                previous = {chunk_mask: ablation}
+                cache = ablation.cache
+                if ablation.lead != lead:  # a new question after the same evidence
+                    crop(cache, ablation.length)
+                    encoder.passes.encode(list(lead), cache)
+                    ablation.lead, encoded = lead, encoded + len(lead)
+            logq = torch.log_softmax(encoder.passes.tail_logits(tail, cache, n_answer)[0].float(), dim=-1)
+            logp[row] = logq.gather(1, target[:, None])[:, 0].double().cpu().numpy()
+            processed += encoded + len(tail)
+            if mask.all():
+                continue
+            assert ablation is not None  # set above for every row that leaves a chunk out
+            if chunk_mask not in known and chunk_mask not in fresh and cache_bytes(cache) <= budget:
+                fresh[chunk_mask], budget = ablation, budget - cache_bytes(cache)
+            if chunk_mask in known or chunk_mask in fresh:
+                compact(cache)  # kept: without the tail's storage
+        if lease.entry is not None:
+            lease.entry.subsets.update(fresh)
+    return logp, processed

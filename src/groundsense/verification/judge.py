@@ -6,21 +6,28 @@ No.`` and the sentence. P(supported) is read from the next-token distribution: t
 probability of every single-token spelling of Yes (``Yes``, ``yes``, ``YES``, with or
 without a leading space) over that of Yes and No together. The context is encoded once per
 answer and kept in the scorer's evidence cache, so each sentence encodes only its own tokens,
-and answers over the same evidence reuse it too. The raw probability is stored; calibration
+and answers over the same evidence reuse it too (:func:`next_token_logprobs`, a pass the
+evaluation's attribution rater makes too). The raw probability is stored; calibration
 (a logistic fit on the development split) is left to the analysis.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ..cascade.verifier import SentenceInput
+import numpy as np
+import torch
+
 from ..config import DEFAULTS
 from ..errors import VerifierUnavailable
 from ..inputs.evidence import build_evidence
-from ..inputs.prompt import JUDGE_NO, JUDGE_YES, JudgeLayout
 from ..scorer import Scorer
-from .base import ModelVerifier, Verdicts, gflops
+from .model import ModelVerifier, VerifierScores, gflops
+from .prompts import JUDGE_NO, JUDGE_YES, JudgeLayout
+from .verifier import SentenceInput
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 
 def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
@@ -49,7 +56,7 @@ class JudgeVerifier(ModelVerifier):
             raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
                                       "it cannot be the judge")
 
-    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+    def score_input(self, sentences: SentenceInput) -> VerifierScores:
         scorer = self.scorer
         evidence = build_evidence(scorer, sentences.context, sentences.passages, self.k, self.max_context_tokens)
         layout = JudgeLayout.for_tokenizer(scorer.text_tokenizer(), sentences.question)
@@ -57,11 +64,11 @@ class JudgeVerifier(ModelVerifier):
                                 scorer.tokenize(layout.suffix))
         chunks = [scorer.tokenize(evidence.chunk_text(c)) for c in evidence.chunks]
         tails = [scorer.tokenize(text) + suffix for text in sentences.texts()]
-        logp, processed = scorer.next_token_logprobs(prefix, chunks, lead, tails, self.yes + self.no)
+        logp, processed = next_token_logprobs(scorer, prefix, chunks, lead, tails, self.yes + self.no)
         p_supported, mass = yes_probability(logp, len(self.yes))
         shared = len(prefix) + sum(map(len, chunks)) + len(lead)
         own = np.array([len(t) for t in tails], dtype=float)
-        return Verdicts(
+        return VerifierScores(
             score=1.0 - p_supported,
             gflops=gflops(shared + own, self.n_parameters),
             extra={
@@ -70,6 +77,28 @@ class JudgeVerifier(ModelVerifier):
                 "tokens_as_run": own + (processed - own.sum()) / len(tails),  # as run: the evidence encoded once
             },
         )
+
+
+@torch.inference_mode()
+def next_token_logprobs(
+    scorer: Scorer, prefix: list[int], chunks: list[list[int]], lead: list[int], tails: list[list[int]],
+    token_ids: list[int],
+) -> tuple[np.ndarray, int]:
+    """The judge's pass: log-probabilities of ``token_ids`` as the next token after ``prefix +
+    chunks + lead + tail``, for each tail (shape [len(tails), len(token_ids)]), and the tokens
+    encoded. The evidence and lead are encoded once (or taken from the scorer's kept evidence)."""
+    encoder = scorer.condition_encoder
+    ids = torch.tensor(token_ids, device=encoder.passes.device)
+
+    def run(row: int, cache: Cache) -> np.ndarray:
+        out = np.zeros((len(tails), len(token_ids)))
+        for i, tail in enumerate(tails):
+            logits = encoder.passes.tail_logits(tail, cache, 1)
+            out[i] = torch.log_softmax(logits[0, -1].float(), dim=-1)[ids].double().cpu().numpy()
+        return out
+
+    (out,), encoded = encoder.each(prefix, chunks, 1, tuple(lead), run)
+    return out, encoded + sum(map(len, tails))
 
 
 def yes_probability(logp: np.ndarray, n_yes: int) -> tuple[np.ndarray, np.ndarray]:

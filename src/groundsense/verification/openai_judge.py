@@ -2,9 +2,9 @@
 (vLLM, SGLang, a llama.cpp server, a hosted API), through the ``openai`` SDK.
 
 One request per sentence, up to ``concurrency`` at a time: a system message asking for one
-word, then the judge's user message (:func:`~groundsense.inputs.prompt.judge_message`: the evidence
-as given, i.e. the detector's chunks joined as the detector joins passages, the question, the
-instruction and the sentence), ``temperature`` 0, a few answer tokens and the top
+word, then the judge's user message (:func:`~groundsense.verification.prompts.judge_message`:
+the evidence as given, i.e. the detector's chunks joined as the detector joins passages, the
+question, the instruction and the sentence), ``temperature`` 0, a few answer tokens and the top
 :data:`TOP_LOGPROBS` log-probabilities per token. P(supported) is read at the first answer
 token whose alternatives hold a Yes or No spelling: the probability of the Yes spellings over
 Yes and No together, as the local judge does. A server that gives no logprobs is read by its
@@ -20,9 +20,9 @@ to do; a failure is never a score. The SDK retries 408/409/429/5xx replies, time
 connection errors ``retries`` times with exponential backoff and jitter (0.5 s doubling, at
 most 8 s, or the server's ``Retry-After`` up to 2 minutes). Replies are cached by a hash of
 the URL and the request, in memory and, with ``cache=DIR``, on disk; a cached reply costs no
-tokens. Token counts come from the replies' ``usage``: per sentence in the verdicts and as
-running totals in :attr:`OpenAIVerifier.usage`. The model's size is unknown, so
-``n_parameters`` and ``gflops`` are 0.
+tokens. Token counts come from the replies' ``usage``: per sentence in the
+:class:`~groundsense.verification.model.VerifierScores` and as running totals in
+:attr:`OpenAIVerifier.usage`. The model's size is unknown, so ``n_parameters`` and ``gflops`` are 0.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from ..cascade.verifier import SentenceInput
 from ..errors import InputError, VerifierError, VerifierUnavailable
-from ..inputs.prompt import JUDGE_NO, JUDGE_YES, judge_message
 from ..inputs.text import join_passages
-from .base import ModelVerifier, Verdicts
+from .model import ModelVerifier, VerifierScores
+from .prompts import JUDGE_NO, JUDGE_YES, judge_message
+from .verifier import SentenceInput
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class OpenAIVerifier(ModelVerifier):
     def server(self) -> str:
         return f"the verifier server {self.url} (model {self.model_name!r})"
 
-    def verdicts(self, sentences: SentenceInput) -> Verdicts:
+    def score_input(self, sentences: SentenceInput) -> VerifierScores:
         context = sentences.context if sentences.context is not None else join_passages(sentences.passages or [])[0]
         requests = [self.request(context, sentences.question, sentence) for sentence in sentences.texts()]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
@@ -133,7 +133,7 @@ class OpenAIVerifier(ModelVerifier):
             return np.array([getattr(reading, name) for reading in readings], dtype=dtype)
 
         p_supported = column("p_supported")
-        return Verdicts(
+        return VerifierScores(
             score=1.0 - p_supported,
             gflops=np.zeros(len(readings)),
             extra={"p_supported": p_supported, "answer_mass": column("answer_mass"),

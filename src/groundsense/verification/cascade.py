@@ -63,7 +63,7 @@ class Cascade(Detection):
     ``threshold`` 0.5 to make sense; one with ``scores_are_probabilities = False`` is refused.
     An object without ``name`` or ``scores_are_probabilities`` is reported by its type and
     taken to give probabilities; a verifier that calls a server names it as ``url``.
-    ``groundsense.verifiers.make_detection`` builds one from a :class:`DetectorConfig`."""
+    :func:`~groundsense.verification.factory.make_detection` builds one from a :class:`DetectorConfig`."""
 
     def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
         if not isinstance(verifier, Verifier):
@@ -103,13 +103,13 @@ class Cascade(Detection):
     ) -> DetectionResult:
         """The detector's result with the answer's most suspicious ``escalate`` share verified."""
         result = self.detector.detect(answer, context, passages, question, sentences, stop=stop)
-        return self._escalated([(_Evidence(question, context, passages), result)])[0]
+        return self._escalated([(_AnswerRequest(question, context, passages), result)])[0]
 
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
         """:meth:`detect` on a checked request row (its own answer's share escalated): what
         ``iter_detect`` runs on each row, so a batch's records do not depend on which rows share a run."""
         result = self.detector.detect_checked(row, stop)
-        return self._escalated([(_Evidence.of(row), result)])[0]
+        return self._escalated([(_AnswerRequest.of(row), result)])[0]
 
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
         """Detect on every row, then escalate the most suspicious ``escalate`` share of all
@@ -118,7 +118,7 @@ class Cascade(Detection):
 
         checked = [check_row(row) for row in rows]
         results = [self.detector.detect_checked(row) for row in track(checked, "Scoring answers", enabled=progress)]
-        return self._escalated([(_Evidence.of(row), result) for row, result in zip(checked, results)])
+        return self._escalated([(_AnswerRequest.of(row), result) for row, result in zip(checked, results)])
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> CascadeStream:
@@ -129,9 +129,9 @@ class Cascade(Detection):
         inner = self.detector.stream(question, context, passages, score_every)
         if not isinstance(inner, DetectionStream):  # its evidence's chunks are what the verifier is given
             raise InputError(f"a cascade streams over a Detector's stream, not a {type(inner).__name__}")
-        return CascadeStream(self, inner, _Evidence(question, context, passages))
+        return CascadeStream(self, inner, _AnswerRequest(question, context, passages))
 
-    def _escalated(self, items: list[tuple[_Evidence, DetectionResult]], known: dict[int, float] | None = None,
+    def _escalated(self, items: list[tuple[_AnswerRequest, DetectionResult]], known: dict[int, float] | None = None,
                    spent_before: dict[str, int] | None = None) -> list[DetectionResult]:
         """The results with the most suspicious ``escalate`` share of all their sentences verified
         (``known``: the verifier's scores a stream already has for one item's sentences, by index)."""
@@ -141,8 +141,8 @@ class Cascade(Detection):
         for (r, s), chosen in zip(located, escalation_mask(suspicion, self.escalate)):
             if chosen:
                 escalated.setdefault(r, []).append(s)
-        return [self._verified(evidence, result, escalated.get(r, []), known, spent_before)
-                for r, (evidence, result) in enumerate(items)]
+        return [self._verified(request, result, escalated.get(r, []), known, spent_before)
+                for r, (request, result) in enumerate(items)]
 
     def verify(self, question: str, chunks: list[str], texts: list[str]) -> list[float]:
         """The verifier's scores of ``texts`` against the detector's ``chunks``, checked."""
@@ -157,16 +157,16 @@ class Cascade(Detection):
         flagged = bool(score >= self.threshold) if math.isfinite(score) else None
         return replace(sentence, verifier_score=score, flagged=flagged)
 
-    def _verified(self, evidence: _Evidence, result: DetectionResult, chosen: list[int],
+    def _verified(self, request: _AnswerRequest, result: DetectionResult, chosen: list[int],
                   known: dict[int, float] | None = None, spent_before: dict[str, int] | None = None
                   ) -> DetectionResult:
         sentences, known = list(result.sentences), dict(known or {})
         spent_before = spent_before if spent_before is not None else _usage(self.verifier)
         missing = [i for i in chosen if i not in known]
         if missing:
-            context = evidence.text()
+            context = request.text()
             chunks = [context[c.start : c.end] for c in result.chunks]
-            known.update(zip(missing, self.verify(evidence.question, chunks, [sentences[i].text for i in missing])))
+            known.update(zip(missing, self.verify(request.question, chunks, [sentences[i].text for i in missing])))
         for i, score in known.items():
             sentences[i] = self.decided(sentences[i], score)
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
@@ -187,8 +187,8 @@ class CascadeStream:
     sentence spans, except that a sentence the detector flagged outside the share is verified
     too."""
 
-    def __init__(self, cascade: Cascade, inner: DetectionStream, evidence: _Evidence) -> None:
-        self.cascade, self.inner, self.evidence = cascade, inner, evidence
+    def __init__(self, cascade: Cascade, inner: DetectionStream, request: _AnswerRequest) -> None:
+        self.cascade, self.inner, self.request = cascade, inner, request
         self.known: dict[int, float] = {}  # sentence index -> the verifier's score, decided while streaming
         self.spent_before = _usage(cascade.verifier)
 
@@ -206,12 +206,12 @@ class CascadeStream:
         if flagged:
             evidence = self.inner.evidence
             chunks = [c.content.of(evidence.context) for c in evidence.chunks]  # as the result's chunks index it
-            scores = self.cascade.verify(self.evidence.question, chunks, [s.text for s in flagged])
+            scores = self.cascade.verify(self.request.question, chunks, [s.text for s in flagged])
             self.known.update((s.index, score) for s, score in zip(flagged, scores))
         return [self.cascade.decided(s, self.known[s.index]) if s.index in self.known else s for s in finished]
 
     def close(self) -> DetectionResult:
-        return self.cascade._escalated([(self.evidence, self.inner.close())], self.known, self.spent_before)[0]
+        return self.cascade._escalated([(self.request, self.inner.close())], self.known, self.spent_before)[0]
 
     async def afeed(self, delta: str) -> list[SentenceResult]:
         return await asyncio.to_thread(self.feed, delta)
@@ -221,16 +221,16 @@ class CascadeStream:
 
 
 @dataclass(frozen=True)
-class _Evidence:
-    """What a verifier needs of a request besides the detector's result: the question and the
-    evidence as given (the result's chunks are character spans of its text)."""
+class _AnswerRequest:
+    """What a verifier needs of an answer's request besides the detector's result: the
+    question and the evidence as given (the result's chunks are character spans of its text)."""
 
     question: str
     context: str | None
     passages: list[str] | None
 
     @classmethod
-    def of(cls, row: CheckedRow) -> _Evidence:
+    def of(cls, row: CheckedRow) -> _AnswerRequest:
         arguments = row.arguments
         return cls(arguments["question"], arguments["context"], arguments["passages"])
 

@@ -1,7 +1,7 @@
 """Attribution rater: an instruct scorer rates how far one passage supports one sentence.
 
-The prompt (:meth:`JudgeLayout.for_rating`) is ``Passage:`` and the chunk, ``Sentence:`` and
-the sentence, then :data:`~groundsense.inputs.prompt.RATING_QUESTION`, which asks for one word:
+The prompt (:func:`rating_layout`) is ``Passage:`` and the chunk, ``Sentence:`` and
+the sentence, then :data:`~.rating_scale.RATING_QUESTION`, which asks for one word:
 ``Yes`` (full support), ``Some`` (partial), ``No`` (none) or ``False`` (contradicted). Each
 word is read as every one-token spelling of it, capitalised or lower case, with and without
 a leading space (:func:`answer_token_ids`); the four options' probabilities are taken over
@@ -14,21 +14,34 @@ with these words it gives more, and so does Qwen-0.5B, by a wider margin than wi
 (``scripts/rating_options_check.py``, output in docs/verifiers.md).
 
 The passage comes first, so all sentences rated against it share its encoding (the
-scorer's evidence cache): each sentence then encodes only its own tokens and the question.
+scorer's evidence cache, read by the judge's pass
+:func:`~groundsense.verification.judge.next_token_logprobs`): each sentence then encodes only
+its own tokens and the question.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError, VerifierUnavailable
-from ..inputs.prompt import JudgeLayout
-from ..scorer import Scorer
-from .judge import answer_token_ids, option_probabilities
-from .rating_scale import OPTION_WORDS, SCALE
+from ...errors import InputError, VerifierUnavailable
+from ...scorer import Scorer
+from ...verification.judge import answer_token_ids, next_token_logprobs, option_probabilities
+from ...verification.prompts import JudgeLayout
+from .rating_scale import OPTION_WORDS, RATING_QUESTION, SCALE
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+def rating_layout(tokenizer: PreTrainedTokenizerBase) -> JudgeLayout:
+    """The rater's prompt as a judge's: ``Passage:`` and one chunk, ``Sentence:`` and the
+    sentence, then :data:`RATING_QUESTION` (no question of the benchmark's)."""
+    return JudgeLayout.for_message(
+        tokenizer, lambda passage, sentence: f"Passage:\n{passage}\n\nSentence: {sentence}\n\n{RATING_QUESTION}")
 
 
 @dataclass
@@ -53,7 +66,7 @@ class SupportRater:
         if not all(self.option_ids) or len(set(self._flat_ids)) != len(self._flat_ids):
             raise VerifierUnavailable(f"the tokenizer of {self.name!r} has no distinct single token for each of "
                                       f"{', '.join(OPTION_WORDS.values())}: it cannot rate")
-        layout = JudgeLayout.for_rating(self.scorer.text_tokenizer())
+        layout = rating_layout(self.scorer.text_tokenizer())
         self._prefix = self.scorer.encode_prefix(layout.prefix)
         self._lead, self._suffix = self.scorer.tokenize(layout.lead), self.scorer.tokenize(layout.suffix)
 
@@ -63,8 +76,8 @@ class SupportRater:
             raise InputError("the passage and every sentence to rate must have text")
         position = {s: i for i, s in enumerate(dict.fromkeys(sentences))}
         tails = [self.scorer.tokenize(s) + self._suffix for s in position]
-        logp, processed = self.scorer.next_token_logprobs(
-            self._prefix, [self.scorer.tokenize(passage)], self._lead, tails, self._flat_ids)
+        logp, processed = next_token_logprobs(
+            self.scorer, self._prefix, [self.scorer.tokenize(passage)], self._lead, tails, self._flat_ids)
         p, mass = option_probabilities(logp, [len(ids) for ids in self.option_ids])
         rows = [position[s] for s in sentences]
         return Ratings([SCALE[i] for i in p[rows].argmax(axis=1)], p[rows], mass[rows], processed)

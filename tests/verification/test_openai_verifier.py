@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groundsense.cascade import Cascade
-from groundsense.cascade.verifier import SentenceInput
 from groundsense.errors import InputError, VerifierError
 from groundsense.inputs.files import load_example
 from groundsense.inputs.text import join_passages
-from groundsense.verifiers import make_verifier
-from groundsense.verifiers.openai_judge import OpenAIVerifier
+from groundsense.verification import Cascade, make_verifier
+from groundsense.verification.openai_judge import OpenAIVerifier
+from groundsense.verification.verifier import SentenceInput
 
 KEY = "test-key-of-the-judge"
 SENTENCES = SentenceInput.from_texts(
@@ -36,7 +35,7 @@ SENTENCES = SentenceInput.from_texts(
 
 def _helper():
     """benchmarks/llamacpp_server.py, which the benchmark uses too."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "llamacpp_server.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "llamacpp_server.py"
     spec = importlib.util.spec_from_file_location("llamacpp_server", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -83,16 +82,16 @@ def no_ambient_settings(monkeypatch):
 
 def test_scores_are_probabilities_read_from_the_logprobs(judge_server, keyed):
     judge = make_verifier(f"openai:{judge_server.model}", {"url": judge_server.url})
-    verdicts = judge.verify(SENTENCES)
-    p = verdicts.extra["p_supported"]
+    scores = judge.verify(SENTENCES)
+    p = scores.extra["p_supported"]
     assert p.shape == (3,) and ((p > 0) & (p < 1)).all()  # a probability, not a parsed verdict's 0 or 1
-    np.testing.assert_allclose(verdicts.score, 1 - p)
-    assert verdicts.extra["from_logprobs"].all() and not verdicts.extra["cached"].any()
-    assert ((verdicts.extra["answer_mass"] > 0) & (verdicts.extra["answer_mass"] <= 1 + 1e-9)).all()
-    assert (verdicts.extra["prompt_tokens"] > 50).all() and (verdicts.extra["completion_tokens"] >= 1).all()
-    assert judge.usage == {"requests": 3, "cache_hits": 0, "prompt_tokens": int(verdicts.extra["prompt_tokens"].sum()),
-                           "completion_tokens": int(verdicts.extra["completion_tokens"].sum())}
-    assert (verdicts.gflops == 0).all() and judge.n_parameters == 0  # the remote model's size is unknown
+    np.testing.assert_allclose(scores.score, 1 - p)
+    assert scores.extra["from_logprobs"].all() and not scores.extra["cached"].any()
+    assert ((scores.extra["answer_mass"] > 0) & (scores.extra["answer_mass"] <= 1 + 1e-9)).all()
+    assert (scores.extra["prompt_tokens"] > 50).all() and (scores.extra["completion_tokens"] >= 1).all()
+    assert judge.usage == {"requests": 3, "cache_hits": 0, "prompt_tokens": int(scores.extra["prompt_tokens"].sum()),
+                           "completion_tokens": int(scores.extra["completion_tokens"].sum())}
+    assert (scores.gflops == 0).all() and judge.n_parameters == 0  # the remote model's size is unknown
 
 
 def test_the_cache_makes_a_repeat_cost_no_tokens_in_memory_and_on_disk(judge_server, keyed, tmp_path):
@@ -169,10 +168,10 @@ def test_a_server_that_refuses_logprobs_is_read_by_its_verdicts(refusing_server)
     asked = httpx.post(f"{refusing_server.url}/chat/completions", timeout=60,
                        json={**judge.request("The sky is blue.", "", "The sky is blue."), "max_tokens": 1})
     assert asked.status_code == 500 and "logprobs is not supported" in asked.text  # what the verifier meets
-    verdicts = judge.verify(SENTENCES)
-    assert judge.logprobs_refused and not verdicts.extra["from_logprobs"].any()
-    assert set(verdicts.extra["p_supported"]) <= {0.0, 1.0} and np.isnan(verdicts.extra["answer_mass"]).all()
-    assert judge.usage["requests"] == 3 and (verdicts.extra["completion_tokens"] >= 1).all()
+    scores = judge.verify(SENTENCES)
+    assert judge.logprobs_refused and not scores.extra["from_logprobs"].any()
+    assert set(scores.extra["p_supported"]) <= {0.0, 1.0} and np.isnan(scores.extra["answer_mass"]).all()
+    assert judge.usage["requests"] == 3 and (scores.extra["completion_tokens"] >= 1).all()
 
 
 # --- failures: an error naming the server and what to do, never a score ---------------------
@@ -288,9 +287,9 @@ def test_no_logprobs_and_no_verdict_is_an_error_and_nothing_is_cached(tmp_path, 
                                             ("The answer is Yes.", 0.0), ("**No**", 1.0)])
 def test_without_logprobs_the_verdict_decides_and_says_so(content, score):
     with Peer(200, reply(content)) as peer:
-        verdicts = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
-    assert (verdicts.score == score).all() and not verdicts.extra["from_logprobs"].any()
-    assert np.isnan(verdicts.extra["answer_mass"]).all() and (verdicts.extra["prompt_tokens"] == 40).all()
+        scores = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
+    assert (scores.score == score).all() and not scores.extra["from_logprobs"].any()
+    assert np.isnan(scores.extra["answer_mass"]).all() and (scores.extra["prompt_tokens"] == 40).all()
 
 
 @pytest.mark.parametrize("status", [500, 400])
@@ -302,11 +301,11 @@ def test_a_refusal_of_logprobs_is_paid_once_then_the_verdicts_decide(status):
 
     with Peer(answer) as peer:
         judge = OpenAIVerifier("m", url=peer.url, retries=0, concurrency=1)
-        verdicts = judge.verify(SENTENCES)
+        scores = judge.verify(SENTENCES)
         judge.verify(SentenceInput.from_texts("", ["a b c."], ["a b.", "c."]))
     assert ["logprobs" in request for request in peer.requests] == [True] + [False] * 5
     assert [request["max_tokens"] for request in peer.requests] == [3] + [8] * 5  # room for "The answer is No."
-    assert (verdicts.score == 1.0).all() and not verdicts.extra["from_logprobs"].any()
+    assert (scores.score == 1.0).all() and not scores.extra["from_logprobs"].any()
 
 
 def test_an_error_that_is_not_about_logprobs_stays_an_error():
@@ -324,10 +323,10 @@ def test_logprobs_are_read_at_the_first_token_that_offers_yes_or_no():
                             position("Yes", [("Yes", np.log(0.6)), (" yes", np.log(0.1)), ("No", np.log(0.1)),
                                              ("Maybe", np.log(0.2))])]}
     with Peer(200, reply("**Yes", logprobs)) as peer:
-        verdicts = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
-    np.testing.assert_allclose(verdicts.extra["p_supported"], 0.7 / 0.8)
-    np.testing.assert_allclose(verdicts.extra["answer_mass"], 0.8)
-    assert verdicts.extra["from_logprobs"].all()
+        scores = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
+    np.testing.assert_allclose(scores.extra["p_supported"], 0.7 / 0.8)
+    np.testing.assert_allclose(scores.extra["answer_mass"], 0.8)
+    assert scores.extra["from_logprobs"].all()
 
 
 def test_requests_are_bounded_by_the_concurrency_and_the_key_is_sent_only_when_set(monkeypatch):
@@ -363,7 +362,7 @@ def test_batch_escalates_to_the_server_named_by_verifier_url(judge_server, keyed
 
     from groundsense.cli import cli, common
     from groundsense.inputs.files import load_example
-    from groundsense.verifiers import make_detection
+    from groundsense.verification import make_detection
 
     monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
     rows = tmp_path / "rows.jsonl"

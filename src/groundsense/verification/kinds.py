@@ -1,7 +1,4 @@
-"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``, and the
-detection a :class:`~groundsense.config.DetectorConfig` describes (:func:`make_detection`: a
-detector, or a cascade to the verifier it names), built here because only this layer knows the
-verifier kinds.
+"""Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``.
 
 A kind's module (and what it needs: torch, transformers) is imported only when a verifier
 of that kind is asked for."""
@@ -10,16 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
-from typing import TYPE_CHECKING
 
 from ..config import DetectorConfig
 from ..errors import InputError
-from ..weights import display_name
-from .base import ModelVerifier
-
-if TYPE_CHECKING:
-    from ..detection import Detection
-    from ..scorer import Scorer
+from .model import ModelVerifier
 
 KINDS = {  # kind -> (module of this package, class)
     "judge": ("judge", "JudgeVerifier"),
@@ -83,22 +74,3 @@ def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, di
         raise InputError(f"verifier_url (--verifier-url) is for a verifier that calls a server; {cls.kind}: runs "
                          "here, so leave the URL out")
     return cls, model, parse_options(cls, options)
-
-
-def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Detection:
-    """The detection ``config`` describes: a :class:`~groundsense.pipeline.detector.Detector`, or a
-    :class:`~groundsense.cascade.cascade.Cascade` to its ``verifier`` when it names one (checked by
-    :func:`check_verifier` before anything loads). ``scorer``: an already loaded one to use
-    instead of loading ``config.scorer``. A verifier that runs on the detector's own scorer
-    (``judge:``, ``contextcite:``) shares it, so that model is loaded once."""
-    from ..cascade.cascade import Cascade
-    from ..pipeline.detector import Detector
-
-    checked = check_verifier(config)
-    detector = Detector.from_config(config.without_verifier(), scorer)
-    if checked is None:
-        return detector
-    cls, model, options = checked
-    shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
-    verifier = cls(shared or model, device=config.device, **options)
-    return Cascade(detector, verifier, config.escalate, config.verifier_threshold)

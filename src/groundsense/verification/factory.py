@@ -1,0 +1,34 @@
+"""The detection a :class:`~groundsense.config.DetectorConfig` describes (:func:`make_detection`):
+a detector, or a cascade to the verifier it names. Built here because only this layer knows
+the verifier kinds; the core's :class:`~groundsense.detection.Detection` interface does not."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..config import DetectorConfig
+from ..weights import display_name
+from .kinds import ON_SCORER, check_verifier
+
+if TYPE_CHECKING:
+    from ..detection import Detection
+    from ..scorer import Scorer
+
+
+def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Detection:
+    """The detection ``config`` describes: a :class:`~groundsense.pipeline.detector.Detector`, or a
+    :class:`~groundsense.verification.cascade.Cascade` to its ``verifier`` when it names one (checked by
+    :func:`check_verifier` before anything loads). ``scorer``: an already loaded one to use
+    instead of loading ``config.scorer``. A verifier that runs on the detector's own scorer
+    (``judge:``, ``contextcite:``) shares it, so that model is loaded once."""
+    from ..pipeline.detector import Detector
+    from .cascade import Cascade
+
+    checked = check_verifier(config)
+    detector = Detector.from_config(config.without_verifier(), scorer)
+    if checked is None:
+        return detector
+    cls, model, options = checked
+    shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
+    verifier = cls(shared or model, device=config.device, **options)
+    return Cascade(detector, verifier, config.escalate, config.verifier_threshold)
