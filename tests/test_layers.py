@@ -1,7 +1,7 @@
 """The package's layering rule (docs/architecture.md), checked on every import statement,
 deferred ones included: the core imports none of the layers above it, and the outer layers
-never import the CLI; no two layers import each other. Within the core, verification sits
-above the detector: nothing below it imports it."""
+never import the CLI; no two layers import each other. Within the core, the pipeline's stages import only the stages
+before them (:data:`CORE_ORDER`)."""
 
 import ast
 import graphlib
@@ -12,9 +12,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "groundsense"
 # Layer of each top-level part of the package; a module not named here is in the core.
 LAYERS = {"eval": 1, "service": 1, "scale": 1, "integrations": 1, "cli": 2}
-# The core's parts that may import verification (docs/architecture.md: inputs -> scorer -> features
-# -> judging -> pipeline -> verification -> rows); every other core module sits below it.
-ABOVE_VERIFICATION = ("verification", "rows")
+# The core's stages in pipeline order (docs/architecture.md: inputs -> scorer -> features -> judging
+# -> pipeline -> verification -> rows), each with the top-level parts it holds: a core module
+# imports, at runtime, only its own stage and the stages before it.
+CORE_ORDER = (
+    ("errors", "progress", "weights"),  # what every stage may use
+    ("inputs", "config"),  # the request as given, and the settings
+    ("scorer",),
+    ("features", "lexical", "result"),  # what is computed per sentence, and the result's types
+    ("judging",),
+    ("pipeline", "detection"),  # the detector, and the interface every detection implements
+    ("verification",),
+    ("rows",),
+)
 
 
 def layer_part(module: str) -> str:
@@ -95,17 +105,26 @@ def test_the_rule_sees_relative_and_deferred_imports():
     assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.pipeline.detector") == "core"
 
 
-def test_nothing_in_the_core_below_verification_imports_it():
-    """The detector, its inputs and scorer, the detection interface and the config never load
-    verification at runtime (a config names a verifier by its spec; verification checks it)."""
+def core_stage(module: str) -> int | None:
+    """The index in :data:`CORE_ORDER` of a core module's stage (None: the package's own ``__init__``)."""
+    part = (module.split(".") + [""])[1]
+    if not part:
+        return None
+    stage = next((i for i, parts in enumerate(CORE_ORDER) if part in parts), None)
+    assert stage is not None, f"{module}: place groundsense.{part} in a stage of CORE_ORDER"
+    return stage
+
+
+def test_the_core_imports_only_its_own_stage_and_those_before_it():
+    """Runtime imports only: a name used in annotations alone (under ``TYPE_CHECKING``) may point
+    up, as the config's calibration does."""
     upward = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = module_name(path)
-        part = (module.split(".") + [""])[1]  # "" for the package's own __init__
-        if layer_part(module) != "core" or part in ABOVE_VERIFICATION:
+        if layer_part(module) != "core" or (source := core_stage(module)) is None:
             continue
         upward += [f"{module} imports {target}" for target in sorted(runtime_imports(path))
-                   if target.split(".")[1:2] == ["verification"]]
+                   if layer_part(target) == "core" and (core_stage(target) or 0) > source]
     assert not upward, "\n".join(upward)
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .inputs.validate import MODES, PRECISIONS, check_k
-from .judging.calibration import Calibration
+
+if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads the config
+    from .judging.calibration import Calibration
 
 LEAVE_ONE_OUT = ("exact", "masked")
 VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url")  # a cascade's; the rest a detector's

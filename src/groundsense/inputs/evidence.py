@@ -4,9 +4,20 @@ fit the scorer's context budget."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Protocol
 
-from ..scorer import Scorer
+import numpy as np
+
 from .text import Chunk, Span, chunk_context, join_passages, strip_span
+
+
+class Tokenizer(Protocol):
+    """What cutting the evidence needs of the scorer (a :class:`~groundsense.scorer.Scorer` is one):
+    its token ids of a text, and each token's character span ([n_tokens, 2])."""
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def token_offsets(self, text: str) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -21,7 +32,7 @@ class Evidence:
 
 
 def build_evidence(
-    scorer: Scorer, context: str | None, passages: list[str] | None, k: int, max_tokens: int
+    scorer: Tokenizer, context: str | None, passages: list[str] | None, k: int, max_tokens: int
 ) -> Evidence:
     """Chunk the evidence and cut it at ``max_tokens`` scorer tokens, keeping the start.
 
@@ -44,7 +55,7 @@ def build_evidence(
         budget -= excess  # pieces tokenised apart can take a few more tokens than the whole
 
 
-def _cut(scorer: Scorer, text: str, budget: int) -> tuple[int, int]:
+def _cut(scorer: Tokenizer, text: str, budget: int) -> tuple[int, int]:
     """Character position where ``budget`` tokens end, and how many tokens lie past it."""
     offsets = scorer.token_offsets(text)
     if len(offsets) <= budget:

@@ -41,7 +41,9 @@ class ServiceSettings:
 
 def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
-    values, types = {}, get_type_hints(kind)
+    from ..judging.calibration import Calibration  # named in DetectorConfig's hints, imported there for typing only
+
+    values, types = {}, get_type_hints(kind, localns={"Calibration": Calibration})
     for f in fields(kind):
         if f.default is MISSING:
             continue
