@@ -1,5 +1,5 @@
 """The detection interface: a cascade from the config through `batch`, `detect`, the stream and
-the integrations; any object that implements the interface accepted; a bad verifier refused
+the integrations; any Detection subclass accepted, any other object refused; a bad verifier refused
 before anything loads. The cascade's verifier is a real one: the LLM judge on the session's
 default scorer (which ``make_detection`` shares with the detector)."""
 

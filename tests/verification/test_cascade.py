@@ -46,7 +46,7 @@ def test_a_cascade_streams_only_over_a_detectors_stream():
         def stream(self, question="", context=None, passages=None, score_every=16):
             return SimpleNamespace(text="", chunks=1, feed=lambda delta: [], close=lambda: None)
 
-    with pytest.raises(InputError, match="a cascade streams over an AnswerStream, which has the evidence it scored, not a SimpleNamespace"):
+    with pytest.raises(InputError, match="AnswerStream, which has the evidence it scored, not a SimpleNamespace"):
         Cascade(Streams(), LexicalOverlapVerifier()).stream(passages=PASSAGES)
 
 
