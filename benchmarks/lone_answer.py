@@ -48,11 +48,12 @@ def timed_detect(detector: Detector, case) -> tuple[dict[str, float], int, int]:
         return out
 
     spans = step("segment", segment_sentences, case.answer)
-    evidence = step("evidence", build_evidence, scorer, case.context, case.passages, detector.k,
-                    detector.max_context_tokens)
+    evidence = step("evidence", build_evidence, scorer, case.context, case.passages, detector.config.k,
+                    detector.config.max_context_tokens)
     chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
-    prompt = step("tokenise", scorer.encode, case.question or "", chunk_texts, case.answer, detector.max_answer_tokens)
-    scores = step("scorer passes", scorer.score, prompt, leave_one_out=detector.mode == "full")
+    prompt = step("tokenise", scorer.encode, case.question or "", chunk_texts, case.answer,
+                  detector.config.max_answer_tokens)
+    scores = step("scorer passes", scorer.score, prompt, leave_one_out=detector.config.mode == "full")
     step("judge", detector.adjudicator.result, case.answer, spans, evidence, prompt, scores,
          scorer.unfamiliar_text(prompt))
     return seconds, len(prompt.condition_ids()), scores.tokens_processed

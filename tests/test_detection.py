@@ -1,5 +1,5 @@
 """The detection interface: a cascade from the config through `batch`, `detect`, the stream and
-the integrations; any object that implements the interface accepted; a bad verifier refused
+the integrations; any Detection subclass accepted, any other object refused; a bad verifier refused
 before anything loads. The cascade's verifier is a real one: the LLM judge on the session's
 default scorer (which ``make_detection`` shares with the detector)."""
 
@@ -30,9 +30,10 @@ class Wrapped(Detection):
     def __init__(self, inner: Detector):
         self.inner, self.config, self.calls = inner, inner.config, 0
 
-    def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+    def detect_checked(self, row, stop=None):
+        self.with_options(**row.options)  # inherited: refuses a k or mode other than its own
         self.calls += 1
-        return self.inner.detect(answer, context, passages, question, sentences, stop=stop)
+        return self.inner.detect_checked(row, stop)
 
     def describe(self, chunks=None):
         return {**self.inner.describe(chunks), "kind": "wrapped"}
@@ -92,10 +93,47 @@ def test_an_object_without_the_interface_is_refused_with_what_it_lacks():
         def detect(self, answer, **kwargs):
             return None
 
-    with pytest.raises(TypeError, match="lacks config, describe"):
+    with pytest.raises(TypeError, match="lacks config, detect_checked, describe; subclass"):
         check_detection(Half())
     with pytest.raises(TypeError, match="not a groundsense Detection"):
         score_rows(Half(), [(1, {"answer": "a", "context": "b"})]).__next__()
+
+
+def test_a_duck_typed_detection_must_subclass_or_register(detector):
+    class Duck:  # every name, but not a Detection: the interface is a base class, not a set of names
+        config = detector.config
+
+        def detect_checked(self, row, stop=None):
+            return detector.detect_checked(row, stop)
+
+        def describe(self, chunks=None):
+            return {"kind": "duck", "scorer": None}
+
+    with pytest.raises(TypeError, match="not a groundsense Detection: subclass .* Detection.register"):
+        check_detection(Duck())
+    Detection.register(Duck)
+    assert check_detection(Duck()) is not None
+
+
+def test_a_detection_must_implement_the_hook_and_set_its_config():
+    class NoHook(Detection):
+        config = DetectorConfig()
+
+        def describe(self, chunks=None):
+            return {"kind": "no-hook", "scorer": None}
+
+    with pytest.raises(TypeError, match="abstract method.*detect_checked"):
+        NoHook()
+
+    class NoConfig(Detection):
+        def detect_checked(self, row, stop=None):
+            raise AssertionError("not called")
+
+        def describe(self, chunks=None):
+            return {"kind": "no-config", "scorer": None}
+
+    with pytest.raises(TypeError, match="a NoConfig is a Detection without a config"):
+        check_detection(NoConfig())
 
 
 # -- a cascade through every entry point: the real scorer -------------------------------------

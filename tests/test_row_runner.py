@@ -23,12 +23,12 @@ ROW = load_example("passages-qa")
 
 
 class Failing(Detection):
-    """A detection whose detect raises ``error``: to see what a failed row's record shows."""
+    """A detection that raises ``error``: to see what a failed row's record shows."""
 
     def __init__(self, error: Exception):
         self.config, self.error = DetectorConfig(), error
 
-    def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+    def detect_checked(self, row, stop=None):
         raise self.error
 
     def describe(self, chunks=None):

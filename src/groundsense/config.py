@@ -117,11 +117,6 @@ class DetectorConfig:
         defaults: dict[str, Any] = {f.name: f.default for f in fields(self) if f.name in VERIFIER_FIELDS}
         return replace(self, **defaults)
 
-    def settings(self) -> dict:
-        """The detector's fields by name (all but :data:`VERIFIER_FIELDS`), as :class:`Detector`'s
-        keyword arguments (a calibration stays an object)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in VERIFIER_FIELDS}
-
 
 def check_device(device: str) -> None:
     """Refuse a device torch cannot parse, or a CUDA device this torch cannot reach, before

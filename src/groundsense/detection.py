@@ -1,30 +1,34 @@
 """The detection interface: what every entry point composes through.
 
-A :class:`Detection` checks answers against their evidence: ``detect`` one answer,
-``detect_checked`` one request row already checked, ``iter_detect`` and ``detect_many`` many
-(request rows), ``with_options`` for a request's ``k`` and ``mode``, ``stream`` an answer as it
-is generated, ``config`` (the :class:`DetectorConfig` it was built from) and ``describe()``
-(what it is, for logs, probes and headers). The plain :class:`~groundsense.pipeline.detector.Detector`
-and the :class:`~groundsense.verification.cascade.Cascade` implement it;
+A :class:`Detection` checks answers against their evidence. It is an abstract base class with
+one hook, ``detect_checked`` (detect on one request row that :func:`validate.check_row`
+accepted), plus ``describe()`` (what it is, for logs, probes and headers) and ``config`` (the
+:class:`DetectorConfig` it was built from). Everything else is inherited: ``detect`` (one
+answer: the row built and checked, then ``detect_checked``), ``iter_detect`` and
+``detect_many`` (many request rows), ``with_options`` (a request's ``k`` and ``mode``; by
+default only the detection's own) and ``stream`` (by default refused). The plain
+:class:`~groundsense.pipeline.detector.Detector` and the
+:class:`~groundsense.verification.cascade.Cascade` implement it;
 ``groundsense.verification.make_detection(config)`` builds the one a config describes. `detect`,
-`batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any object that
-implements it, so a later detector plugs in everywhere at once.
-
-A class that subclasses :class:`Detection` needs only ``config``, ``detect`` and ``describe``;
-it inherits the rest: rows checked by :func:`validate.check_row` and detected one by one, no
-per-request options beyond its own ``k`` and ``mode``, no streaming.
+`batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any
+:class:`Detection` (checked by :func:`check_detection`), so a later detector plugs in everywhere
+at once; :func:`groundsense.testing.check_detection` checks that one keeps the contract.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .config import DetectorConfig
 from .errors import InputError
 from .inputs.validate import CheckedRow, check_row
 from .result import DetectionResult, SentenceResult
+
+if TYPE_CHECKING:
+    from .inputs.evidence import Evidence
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,10 @@ class Outcome:
 
 @runtime_checkable
 class AnswerStream(Protocol):
-    """An answer checked while it is generated (:class:`~groundsense.pipeline.stream.DetectionStream`)."""
+    """An answer checked while it is generated (:class:`~groundsense.pipeline.stream.DetectionStream`).
+
+    ``evidence`` is what a :class:`~groundsense.verification.cascade.Cascade`'s stream reads: the
+    chunks it hands its verifier, as the results' ``chunks`` index them."""
 
     @property
     def text(self) -> str:
@@ -49,6 +56,11 @@ class AnswerStream(Protocol):
     def chunks(self) -> int:
         """How many chunks the evidence is scored in."""
 
+    @property
+    def evidence(self) -> Evidence:
+        """The evidence as scored: its ``context`` string and ``chunks`` (each chunk's
+        ``content`` is its character span of that string, as a result's ``chunks`` give it)."""
+
     def feed(self, delta: str) -> list[SentenceResult]:
         """Add generated text; the sentences it finished, judged."""
 
@@ -56,24 +68,42 @@ class AnswerStream(Protocol):
         """The whole answer's result."""
 
 
-@runtime_checkable
-class Detection(Protocol):
-    """Checks answers against their evidence (see the module's docstring)."""
+class Detection(ABC):
+    """Checks answers against their evidence (see the module's docstring).
 
-    config: DetectorConfig
+    A subclass implements :meth:`detect_checked` and :meth:`describe` and sets ``config``; it
+    inherits the rest: :meth:`detect` checks its arguments as a request row and calls
+    :meth:`detect_checked`, rows are detected one by one, no per-request options beyond its own
+    ``k`` and ``mode``, no streaming."""
 
-    def detect(self, answer: str, context: str | None = None, passages: list[str] | None = None, question: str = "",
-               sentences: list[tuple[int, int]] | None = None, stop: Callable[[], bool] | None = None,
-               ) -> DetectionResult:
-        """Score every sentence of ``answer`` against the evidence; ``stop()`` returning True
-        cancels the work (``errors.Cancelled``) where the detection checks it."""
-        ...
+    config: DetectorConfig  # what it was built from; ``config.k`` and ``config.mode`` are its own options
 
+    @abstractmethod
+    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
+        """Detect on a request row that :func:`validate.check_row` accepted (not checked again):
+        ``row.arguments`` holds ``answer``, ``context``, ``passages`` and ``question``,
+        ``row.spans`` the sentence spans (None: segment the answer), and ``row.options`` the
+        ``k`` and ``mode`` it asks for, to honour or refuse (``self.with_options(**row.options)``
+        refuses any but the detection's own). ``stop()`` returning True cancels the work
+        (``errors.Cancelled``) where the detection checks it."""
+
+    @abstractmethod
     def describe(self, chunks: int | None = None) -> dict:
         """What this is, as plain JSON values: at least ``kind`` and ``scorer``; a detector adds
         its mode, calibration and thresholds (those that judge an answer whose evidence is scored
         in ``chunks`` chunks; default: K), a cascade its verifier, share and threshold."""
-        ...
+
+    def detect(self, answer: str, context: str | None = None, passages: list[str] | None = None, question: str = "",
+               sentences: list[tuple[int, int]] | None = None, stop: Callable[[], bool] | None = None,
+               ) -> DetectionResult:
+        """Score every sentence of ``answer`` against the evidence (a ``context`` string or a list
+        of ``passages``). ``sentences`` optionally gives the sentence spans (character offsets
+        into ``answer``) instead of the built-in segmenter. The arguments are checked as a
+        request row (:func:`validate.check_row`, once), then :meth:`detect_checked` detects;
+        ``stop()`` returning True cancels the work (``errors.Cancelled``) where it checks it."""
+        row = {"answer": answer, "context": context, "passages": passages, "question": question,
+               "sentences": sentences}
+        return self.detect_checked(check_row(row), stop)
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detection:
         """This detection with a request's ``k`` or ``mode``; by default only its own are taken."""
@@ -81,12 +111,6 @@ class Detection(Protocol):
             return self
         raise InputError(f"this detection ({self.describe()['kind']}) takes no per-request k or mode: "
                          f"leave options out, or ask for k={self.config.k}, mode={self.config.mode}")
-
-    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
-        """Detect on a request row that :func:`validate.check_row` accepted, whose ``options``
-        choose ``k`` and ``mode``. By default through ``detect``; a detection whose ``detect``
-        checks its inputs overrides this to skip that, so that a request is checked once."""
-        return self.with_options(**row.options).detect(**row.arguments, stop=stop)
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
         """Detect on each row (checked by :func:`validate.check_row`, then :meth:`detect_checked`),
@@ -117,10 +141,16 @@ class Detection(Protocol):
 
 
 def check_detection(detection: object) -> Detection:
-    """``detection`` itself, when it implements :class:`Detection`; else a clear error."""
+    """``detection`` itself, when it is a :class:`Detection` (a subclass, or a class given to
+    ``Detection.register``) with a ``config``; else a clear :class:`TypeError`."""
     if not isinstance(detection, Detection):
-        missing = [name for name in ("config", "detect", "describe", "with_options", "detect_checked", "iter_detect",
-                                     "detect_many", "stream") if not hasattr(detection, name)]
-        raise TypeError(f"a {type(detection).__name__} is not a groundsense Detection: it lacks {', '.join(missing)} "
-                        "(subclass groundsense.detection.Detection to inherit all but config, detect and describe)")
+        missing = [name for name in ("config", "detect_checked", "describe") if not hasattr(detection, name)]
+        lacks = f"it lacks {', '.join(missing)}; " if missing else ""
+        raise TypeError(f"a {type(detection).__name__} is not a groundsense Detection: {lacks}subclass "
+                        "groundsense.detection.Detection (implement detect_checked and describe, set config; "
+                        "the rest is inherited), or register a class that implements all of it with "
+                        "Detection.register")
+    if not isinstance(getattr(detection, "config", None), DetectorConfig):
+        raise TypeError(f"a {type(detection).__name__} is a Detection without a config: set its config "
+                        "(a groundsense.config.DetectorConfig; its k and mode are the detection's own)")
     return detection

@@ -65,8 +65,9 @@ class Wrapped(Detection):
     def __init__(self, inner):
         self.inner, self.config = inner, inner.config
 
-    def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
-        return self.inner.detect(answer, context, passages, question, sentences, stop=stop)
+    def detect_checked(self, row, stop=None):
+        self.with_options(**row.options)  # inherited: refuses a k or mode other than its own
+        return self.inner.detect_checked(row, stop)
 
     def describe(self, chunks=None):
         return {**self.inner.describe(chunks), "kind": "wrapped"}

@@ -37,7 +37,7 @@ def test_a_cascade_streams_only_over_a_detectors_stream():
     class Streams(Detection):
         config = DetectorConfig()
 
-        def detect(self, answer, context=None, passages=None, question="", sentences=None, stop=None):
+        def detect_checked(self, row, stop=None):
             raise AssertionError("not called")
 
         def describe(self, chunks=None):
@@ -46,7 +46,7 @@ def test_a_cascade_streams_only_over_a_detectors_stream():
         def stream(self, question="", context=None, passages=None, score_every=16):
             return SimpleNamespace(text="", chunks=1, feed=lambda delta: [], close=lambda: None)
 
-    with pytest.raises(InputError, match="a cascade streams over a Detector's stream, not a SimpleNamespace"):
+    with pytest.raises(InputError, match="AnswerStream, which has the evidence it scored, not a SimpleNamespace"):
         Cascade(Streams(), LexicalOverlapVerifier()).stream(passages=PASSAGES)
 
 
@@ -100,10 +100,10 @@ def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
         Case("t:1", "s1", "QA", "", context, None, ANSWER, [LabelledSentence(0, 10, False)], "test"),
         Case("t:2", "s2", "QA", "", None, PASSAGES, ANSWER, [LabelledSentence(0, 10, False)], "test"),
     ]
-    config = {"k": detector.k, "max_context_tokens": 40}  # a cap that cuts the context
+    config = {"k": detector.config.k, "max_context_tokens": 40}  # a cap that cuts the context
     chunks = case_chunks(cases, scorer, config)
     for case in cases:
-        small = type(detector)(scorer, k=detector.k, calibration=False, max_context_tokens=40)
+        small = type(detector)(scorer, k=detector.config.k, calibration=False, max_context_tokens=40)
         result = small.detect(answer=case.answer, context=case.context, passages=case.passages)
         text = case.context if case.context is not None else join_passages(case.passages)[0]
         assert chunks[case.id] == [text[c.start : c.end] for c in result.chunks]

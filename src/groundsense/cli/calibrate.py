@@ -82,12 +82,12 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
                              "the rows")
         labelled_base = adaptation_base(base)  # read first: a bad base fails before the scorer loads
         detector, features = score_rows(source, features, no_progress, detector_options,
-                                        check=lambda d: check_base(labelled_base, base, d.scorer.name, d.k))
+                                        check=lambda d: check_base(labelled_base, base, d.scorer.name, d.config.k))
         adapted(labelled_base, source, features, method, output)
         return
     detector, features = score_rows(source, features, no_progress, detector_options)
-    calibration = fit_from_batch(source, features, detector.scorer.name, detector.k,
-                                 leave_one_out=detector.leave_one_out, target_recall=target_recall,
+    calibration = fit_from_batch(source, features, detector.scorer.name, detector.config.k,
+                                 leave_one_out=detector.adjudicator.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)

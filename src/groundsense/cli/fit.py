@@ -41,7 +41,7 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
         raise Failure(f"{source} has no 'labels': `groundsense fit` learns from labelled rows (to fit thresholds "
                       "without labels, use `groundsense calibrate`)")
     detector, features = score_rows(source, features, no_progress, detector_options)
-    scored = read_scored(source, features, detector.leave_one_out)
+    scored = read_scored(source, features, detector.adjudicator.leave_one_out)
     base = shipped_calibration(detector.scorer.name, None)
     rows = fitted_rows(scored.features)
     values = {name: v[rows] for name, v in scored.features.items()}
@@ -60,7 +60,7 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
                                        "write it anyway")
         click.echo(f"warning: {message}; writing it anyway (--force)", err=True)
     fitted = fit_detector(
-        scored.features, scored.labels, scored.answers, detector.scorer.name, detector.k, target_recall,
+        scored.features, scored.labels, scored.answers, detector.scorer.name, detector.config.k, target_recall,
         target_precision, made_with={
             **scored.made_with, "fit": {"model": f"logistic regression, C={REGULARISATION}, standardised features",
                                         "features": list(LOGISTIC_FEATURES)},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,8 +10,8 @@ from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection
 from ..errors import InputError
 from ..inputs.evidence import build_evidence
-from ..inputs.text import Span, segment_sentences
-from ..inputs.validate import CheckedRow, check_inputs, check_spans
+from ..inputs.text import segment_sentences
+from ..inputs.validate import CheckedRow
 from ..judging.calibration import Calibration
 from ..judging.verdicts import Adjudicator
 from ..result import DetectionResult
@@ -40,7 +40,10 @@ class Detector(Detection):
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
-    :class:`~groundsense.detection.Detection`, whose ``iter_detect`` and ``detect_many`` it inherits.
+    :class:`~groundsense.detection.Detection`: it implements ``detect_checked`` (and ``with_options``,
+    ``stream``) and inherits ``detect``, ``iter_detect`` and ``detect_many``. Its settings are read
+    from ``detector.config`` only (``detector.config.k``, ``.mode``, ...); ``detector.scorer`` and
+    ``detector.adjudicator`` are what it runs with.
     """
 
     def __init__(
@@ -62,17 +65,21 @@ class Detector(Detection):
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
         )
-        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device, precision=precision)
-        self.k, self.mode = config.k, mode
-        self.max_context_tokens, self.max_answer_tokens = max_context_tokens, max_answer_tokens
+        self._build(config, scorer if isinstance(scorer, Scorer) else None, {})
+
+    def _build(self, config: DetectorConfig, scorer: Scorer | None, siblings: dict[tuple[int, str], Detector]) -> None:
+        """The one way a detector is made: ``config``'s scorer loaded (unless ``scorer`` is given)
+        and its calibration file read; ``siblings``, the detectors by K and mode that share it."""
+        self.scorer = scorer or Scorer(config.scorer, device=config.device, precision=config.precision)
+        calibration = config.calibration
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         # What this detector was built from (its siblings, :meth:`with_options`, too): the
         # scorer by the name it resolved to and at its precision, a calibration file loaded.
         self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
         self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
-        self.leave_one_out = self.adjudicator.leave_one_out  # None in two-pass mode
-        self._siblings: dict[tuple[int, str], Detector] = {(self.k, mode): self}
+        self._siblings = siblings
+        siblings[(self.config.k, self.config.mode)] = self
 
     @classmethod
     def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
@@ -82,64 +89,48 @@ class Detector(Detection):
         if config.verifier is not None:
             raise InputError(f"this config names a verifier ({config.verifier}), so it describes a cascade: "
                              "build it with groundsense.make_detection(config)")
-        return cls(**{**config.settings(), "scorer": scorer or config.scorer})
+        detector = cls.__new__(cls)
+        detector._build(config, scorer, {})
+        return detector
 
     def describe(self, chunks: int | None = None) -> dict:
-        """The scorer, mode and leave-one-out kind, and what judges an answer scored in ``chunks``
-        chunks (default: K): the detector (``sensitivity`` or ``gap``), its calibration's source
-        (``given``, ``shipped`` or None: nothing is flagged) and the sentence and answer thresholds."""
-        judged_by = self.adjudicator.describe(self.k if chunks is None else chunks)
-        return {"kind": "detector", "scorer": self.scorer.name, "precision": self.scorer.precision, "mode": self.mode,
-                "leave_one_out": self.leave_one_out, "k": self.k, **judged_by}
+        """The scorer, mode and leave-one-out kind (None in two-pass mode), and what judges an
+        answer scored in ``chunks`` chunks (default: K): the detector (``sensitivity`` or ``gap``),
+        its calibration's source (``given``, ``shipped`` or None: nothing is flagged) and the
+        sentence and answer thresholds."""
+        config = self.config
+        judged_by = self.adjudicator.describe(config.k if chunks is None else chunks)
+        return {"kind": "detector", "scorer": self.scorer.name, "precision": self.scorer.precision,
+                "mode": config.mode, "leave_one_out": self.adjudicator.leave_one_out, "k": config.k, **judged_by}
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detector:
         """This detector with another ``k`` or ``mode`` (a request's ``options``): a detector
         that shares the scorer and the rest of its configuration (token budgets, leave-one-out
         kind, an explicitly given calibration), made once and kept."""
-        key = (self.k if k is None else k, self.mode if mode is None else mode)
+        key = (self.config.k if k is None else k, self.config.mode if mode is None else mode)
         if key not in self._siblings:
-            self._siblings[key] = Detector.from_config(replace(self.config, k=key[0], mode=key[1]), self.scorer)
-            self._siblings[key]._siblings = self._siblings
+            sibling = type(self).__new__(type(self))
+            sibling._build(replace(self.config, k=key[0], mode=key[1]), self.scorer, self._siblings)
+            self._siblings[key] = sibling  # under the key asked for too (a checked k may read otherwise)
         return self._siblings[key]
 
-    def detect(
-        self,
-        answer: str,
-        context: str | None = None,
-        passages: list[str] | None = None,
-        question: str = "",
-        sentences: list[tuple[int, int]] | None = None,
-        stop: Callable[[], bool] | None = None,
-    ) -> DetectionResult:
-        """Score every sentence of ``answer`` against the evidence.
-
-        ``sentences`` optionally gives the sentence spans (character offsets into
-        ``answer``) instead of the built-in segmenter. ``stop``, asked between the
-        scorer's conditions, cancels the work when it returns True (``errors.Cancelled``).
-        """
-        check_inputs(answer, context, passages)
-        spans = None if sentences is None else check_spans(sentences, answer)
-        return self._detect(answer, context, passages, question, spans, stop)
-
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
-        """:meth:`detect` on a request row :func:`validate.check_row` accepted, not checked again."""
-        arguments = row.arguments
-        return self.with_options(**row.options)._detect(
-            arguments["answer"], arguments["context"], arguments["passages"], arguments["question"], row.spans, stop)
-
-    def _detect(self, answer: str, context: str | None, passages: list[str] | None, question: str,
-                spans: Sequence[Span] | None, stop: Callable[[], bool] | None) -> DetectionResult:
-        """:meth:`detect` on checked inputs (``spans`` None: the answer is segmented)."""
-        spans = list(segment_sentences(answer) if spans is None else spans)
+        """Score every sentence of a request row :func:`validate.check_row` accepted (not checked
+        again) against its evidence, with the ``k`` and ``mode`` it asks for. ``stop``, asked
+        between the scorer's conditions, cancels the work when it returns True (``errors.Cancelled``)."""
+        detector, arguments = self.with_options(**row.options), row.arguments
+        answer = arguments["answer"]
+        spans = list(segment_sentences(answer) if row.spans is None else row.spans)
         if not spans:
             raise InputError("the answer has no sentence to score")
-        evidence = build_evidence(self.scorer, context, passages, self.k, self.max_context_tokens)
+        config, scorer = detector.config, detector.scorer
+        evidence = build_evidence(scorer, arguments["context"], arguments["passages"], config.k,
+                                  config.max_context_tokens)
         chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
-        prompt = self.scorer.encode(question or "", chunk_texts, answer, self.max_answer_tokens)
-        scores = self.scorer.score(
-            prompt, leave_one_out=self.mode == "full", masked=self.leave_one_out == "masked", stop=stop,
-        )
-        return self.adjudicator.result(answer, spans, evidence, prompt, scores, self.scorer.unfamiliar_text(prompt))
+        prompt = scorer.encode(arguments["question"], chunk_texts, answer, config.max_answer_tokens)
+        scores = scorer.score(prompt, leave_one_out=config.mode == "full",
+                              masked=detector.adjudicator.leave_one_out == "masked", stop=stop)
+        return detector.adjudicator.result(answer, spans, evidence, prompt, scores, scorer.unfamiliar_text(prompt))
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> DetectionStream:

@@ -84,7 +84,7 @@ class App(FastAPI):
 def create_app(settings: ServiceSettings | None = None, detection: Callable[[], Detection] | None = None) -> FastAPI:
     """The app for ``settings`` (default: from the environment). The worker thread builds its
     detection from them (a bad verifier is refused here, before it starts), or calls ``detection``
-    for one made elsewhere: any object that implements :class:`~groundsense.detection.Detection`."""
+    for one made elsewhere: any :class:`~groundsense.detection.Detection` (a subclass, or a registered class)."""
     settings = settings or ServiceSettings.from_env()
     service = Service.build(settings, detection)
     app = App(title="groundsense", summary="Flags the sentences of a RAG answer that the evidence does not support.",

@@ -24,21 +24,18 @@ import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..config import DetectorConfig
-from ..detection import Detection, check_detection
+from ..detection import AnswerStream, Detection, check_detection
 from ..errors import InputError
+from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.verdicts import answer_summary
 from ..result import DetectionResult, SentenceResult
 from .verifier import Verifier
-
-if TYPE_CHECKING:
-    from ..pipeline.stream import DetectionStream
 
 
 def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
@@ -92,22 +89,10 @@ class Cascade(Detection):
         detector = self.detector.with_options(k=k, mode=mode)
         return self if detector is self.detector else Cascade(detector, self.verifier, self.escalate, self.threshold)
 
-    def detect(
-        self,
-        answer: str,
-        context: str | None = None,
-        passages: list[str] | None = None,
-        question: str = "",
-        sentences: list[tuple[int, int]] | None = None,
-        stop: Callable[[], bool] | None = None,
-    ) -> DetectionResult:
-        """The detector's result with the answer's most suspicious ``escalate`` share verified."""
-        result = self.detector.detect(answer, context, passages, question, sentences, stop=stop)
-        return self._escalated([(_AnswerRequest(question, context, passages), result)])[0]
-
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
-        """:meth:`detect` on a checked request row (its own answer's share escalated): what
-        ``iter_detect`` runs on each row, so a batch's records do not depend on which rows share a run."""
+        """The detector's result on a checked request row with its answer's most suspicious
+        ``escalate`` share verified: what ``detect`` (inherited) and ``iter_detect`` run on each
+        row, so a batch's records do not depend on which rows share a run."""
         result = self.detector.detect_checked(row, stop)
         return self._escalated([(_AnswerRequest.of(row), result)])[0]
 
@@ -124,11 +109,10 @@ class Cascade(Detection):
                score_every: int = 16) -> CascadeStream:
         """The detector's stream: a flagged sentence is escalated as it ends, and the close
         escalates the answer's share (:class:`CascadeStream`)."""
-        from ..pipeline.stream import DetectionStream
-
         inner = self.detector.stream(question, context, passages, score_every)
-        if not isinstance(inner, DetectionStream):  # its evidence's chunks are what the verifier is given
-            raise InputError(f"a cascade streams over a Detector's stream, not a {type(inner).__name__}")
+        if not isinstance(inner, AnswerStream):  # its evidence's chunks are what the verifier is given
+            raise InputError(f"a cascade streams over an AnswerStream, which has the evidence it scored, "
+                             f"not a {type(inner).__name__}")
         return CascadeStream(self, inner, _AnswerRequest(question, context, passages))
 
     def _escalated(self, items: list[tuple[_AnswerRequest, DetectionResult]], known: dict[int, float] | None = None,
@@ -187,7 +171,7 @@ class CascadeStream:
     sentence spans, except that a sentence the detector flagged outside the share is verified
     too."""
 
-    def __init__(self, cascade: Cascade, inner: DetectionStream, request: _AnswerRequest) -> None:
+    def __init__(self, cascade: Cascade, inner: AnswerStream, request: _AnswerRequest) -> None:
         self.cascade, self.inner, self.request = cascade, inner, request
         self.known: dict[int, float] = {}  # sentence index -> the verifier's score, decided while streaming
         self.spent_before = _usage(cascade.verifier)
@@ -199,6 +183,10 @@ class CascadeStream:
     @property
     def chunks(self) -> int:
         return self.inner.chunks
+
+    @property
+    def evidence(self) -> Evidence:
+        return self.inner.evidence
 
     def feed(self, delta: str) -> list[SentenceResult]:
         finished = self.inner.feed(delta)

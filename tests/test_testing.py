@@ -1,0 +1,110 @@
+"""The Detection conformance kit (``groundsense.testing.check_detection``) on the real default
+detector, a cascade to the word-overlap verifier, and the third-party detection that
+docs/python.md shows (its code run exactly as written); and the clear failure of detections that
+break the contract."""
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from groundsense.testing import EXAMPLE, ConformanceError, ConformanceReport, check_detection
+from groundsense.verification import Cascade
+from groundsense.verification.lexical import LexicalOverlapVerifier
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
+
+
+def docs_example() -> dict:
+    """The namespace of docs/python.md's "A detection of your own" example, run as written."""
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"^## A detection of your own\n.*?```python\n(.*?)```", text, flags=re.S | re.M)
+    assert block, "docs/python.md lost its 'A detection of your own' example"
+    namespace = {"__name__": "docs_python_example"}
+    exec(compile(block.group(1), "<docs/python.md: A detection of your own>", "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def word_overlap():
+    return docs_example()["WordOverlap"]
+
+
+def test_the_docs_third_party_detection_conforms(capsys):
+    namespace = docs_example()
+    report = namespace["report"]
+    assert isinstance(report, ConformanceReport) and report.kind == "word-overlap"
+    assert any("HTTP service" in what for what in report.checked)
+    assert any("refuses to stream" in what for what in report.skipped)
+    assert any("k=6 is refused" in what for what in report.checked)  # it takes no per-request k
+    assert "word-overlap:" in capsys.readouterr().out  # the example prints the report
+
+
+def test_the_default_detector_conforms(detector):
+    report = check_detection(detector)
+    assert report.kind == "detector" and not report.skipped
+    assert any(what.startswith("the stream:") for what in report.checked)
+    assert any("is honoured" in what for what in report.checked)  # a request's k makes a sibling
+
+
+def test_a_cascade_conforms(detector):
+    report = check_detection(Cascade(detector, LexicalOverlapVerifier(), escalate=0.5), service=False)
+    assert report.kind == "cascade" and report.skipped == ["the HTTP service: not asked for (service=False)"]
+    assert any(what.startswith("the stream:") for what in report.checked)
+
+
+def test_a_non_detection_fails_with_the_interfaces_message():
+    with pytest.raises(ConformanceError, match="not a groundsense Detection: it lacks config, detect_checked"):
+        check_detection(object())
+
+
+def breaking(word_overlap, **changes):
+    """The docs' detection with each result sentence changed by ``changes`` (callables of the
+    sentence and the answer), or its ``describe`` replaced."""
+    describe = changes.pop("describe", None)
+
+    class Broken(word_overlap):
+        def detect_checked(self, row, stop=None):
+            result = super().detect_checked(row, stop)
+            answer = row.arguments["answer"]
+            sentences = [replace(s, **{name: make(s, answer) for name, make in changes.items()})
+                         for s in result.sentences]
+            return replace(result, sentences=sentences)
+
+        def describe(self, chunks=None):
+            return describe() if describe else super().describe(chunks)
+
+    return Broken()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"end": lambda s, answer: len(answer) + 5}, r"sentence 0's span \(0, \d+\) must lie inside the answer"),
+    ({"start": lambda s, answer: 0}, "sentence 1's span .* after the sentence before it"),
+    ({"score": lambda s, answer: float("nan")}, "is 'scored' with the score nan: give a finite score"),
+    ({"status": lambda s, answer: "unscored", "reason": lambda s, answer: "cut"},
+     "is 'unscored' but judged supported .*fail closed"),
+    ({"describe": lambda: {"kind": "odd", "scorer": object()}}, r"describe\(\) is not plain JSON values"),
+    ({"describe": lambda: {"scorer": None}}, r"describe\(\) has no 'kind'"),
+])
+def test_a_detection_that_breaks_the_contract_fails_clearly(word_overlap, changes, message):
+    with pytest.raises(ConformanceError, match="breaks the Detection contract: .*" + message):
+        check_detection(breaking(word_overlap, **changes), service=False)
+
+
+def test_a_detection_that_ignores_a_requests_options_fails(word_overlap):
+    class Ignores(word_overlap):
+        def detect_checked(self, row, stop=None):
+            return super().detect_checked(replace(row, options={}), stop)
+
+    with pytest.raises(ConformanceError, match=r"accepted a row asking for k=6 but with_options\(k=6\) refuses"):
+        check_detection(Ignores(), service=False)
+
+
+def test_a_detection_that_judges_a_bad_answer_fails(word_overlap):
+    class Lenient(word_overlap):
+        def detect(self, answer, *args, **kwargs):
+            return super().detect(answer if answer.strip() else EXAMPLE["answer"], *args, **kwargs)
+
+    with pytest.raises(ConformanceError, match="detect on an empty answer returned a result"):
+        check_detection(Lenient(), service=False)
