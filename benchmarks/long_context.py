@@ -94,34 +94,43 @@ def run_one(spec: dict, cases_file: Path, root: Path) -> None:
     detector = Detector.from_config(DetectorConfig(mode=spec["mode"], k=K, max_context_tokens=spec["budget"],
                                                    calibration=False))
     summary = extract(detector, cases, cache_of(root, spec["size"]), progress=True)
+    import torch
+
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
     memory = summary.folder / "peak_rss.json"
     if summary.written:  # a run that scored nothing says nothing of the peak
         known = json.loads(memory.read_text())["peak_rss_mib"] if memory.exists() else 0
-        memory.write_text(json.dumps({"peak_rss_mib": round(max(known, peak), 1)}) + "\n")
+        memory.write_text(json.dumps({"peak_rss_mib": round(max(known, peak), 1),
+                                      "threads": torch.get_num_threads()}) + "\n")
     print(f"{summary.folder}: {summary.written} scored, {summary.skipped} cached, {summary.errors} errors")
+
+
+def product_score(table, mode: str):
+    """The sentence score the product ranks by: ``sensitivity`` (the shipped calibration) in full
+    mode, the gap (negated: higher is less supported) in two-pass mode."""
+    from groundsense.judging.calibration import shipped_calibration
+
+    if mode == "full":
+        calibration = shipped_calibration("smollm2-135m-instruct", K)
+        return calibration.score("sensitivity", {f: table[f].to_numpy(float) for f in calibration.inputs})
+    return -table["gap"].to_numpy(float)
 
 
 def summarise(root: Path) -> list[dict]:
     """Per cached configuration: answers, sentence AUC of the product's score, seconds per
-    answer, evidence tokens scored, chunks, and peak RSS."""
+    answer, evidence tokens scored, chunks, peak RSS and the threads it ran on."""
     from sklearn.metrics import roc_auc_score
 
     from groundsense.eval.caches.extract import load_cache
-    from groundsense.judging.calibration import shipped_calibration
 
-    calibration = shipped_calibration("smollm2-135m-instruct", K)
     rows = []
     for size in SIZES:
         for features in load_cache(cache_of(root, size)):
             table, config = features.table, features.config
-            if config["mode"] == "full":
-                inputs = {f: table[f].to_numpy(float) for f in calibration.inputs}
-                score = calibration.score("sensitivity", inputs)
-            else:
-                score = -table["gap"].to_numpy(float)
+            score = product_score(table, config["mode"])
             per_answer = table.drop_duplicates("case_id")
-            memory = features.folder / "peak_rss.json"
+            memory = json.loads((features.folder / "peak_rss.json").read_text()) \
+                if (features.folder / "peak_rss.json").exists() else {}
             rows.append({
                 "evidence_tokens": size, "mode": config["mode"], "budget": config["max_context_tokens"],
                 "answers": int(table["case_id"].nunique()), "sentences": len(table),
@@ -130,8 +139,37 @@ def summarise(root: Path) -> list[dict]:
                 "seconds_per_answer": round(float(per_answer["seconds"].mean()), 2),
                 "prompt_tokens": round(float(per_answer["prompt_tokens"].mean())),
                 "chunks": round(float(per_answer["n_chunks"].mean()), 1),
-                "peak_rss_mib": json.loads(memory.read_text())["peak_rss_mib"] if memory.exists() else None,
+                "peak_rss_mib": memory.get("peak_rss_mib"), "threads": memory.get("threads"),
             })
+    return rows
+
+
+def cut_against_kept(root: Path) -> list[dict]:
+    """Per size and mode, on the answers both budgets scored: the sentence AUC with the evidence
+    cut at the default budget minus the AUC with all of it kept, with a source-level paired
+    bootstrap interval (95%, 2,000 resamples)."""
+    from groundsense.eval.caches.extract import load_cache
+    from groundsense.eval.statistics.bootstrap import source_bootstrap
+
+    rows = []
+    key = ["case_id", "sentence_index"]
+    for size in SIZES:
+        by_budget: dict[tuple[str, int], object] = {}
+        for features in load_cache(cache_of(root, size)):
+            by_budget[features.config["mode"], features.config["max_context_tokens"]] = features.table
+        for mode in MODES:
+            kept, cut = by_budget.get((mode, size + 300)), by_budget.get((mode, DEFAULT_BUDGET))
+            if kept is None or cut is None:
+                continue
+            common = kept.set_index(key).index.intersection(cut.set_index(key).index)
+            kept, cut = (t.set_index(key).loc[common].reset_index() for t in (kept, cut))
+            scores = {"kept": product_score(kept, mode), "cut": product_score(cut, mode)}
+            result = source_bootstrap(kept["label"].to_numpy(), scores, kept["source_id"].to_numpy())
+            diff = result.difference("cut", "kept")
+            rows.append({"evidence_tokens": size, "mode": mode, "sentences": len(kept),
+                         "unsupported": int(kept["label"].sum()), "sources": int(kept["source_id"].nunique()),
+                         "auc_cut_minus_kept": round(diff["diff"], 3),
+                         "interval": [round(diff["lo"], 3), round(diff["hi"], 3)]})
     return rows
 
 
@@ -165,8 +203,11 @@ def main() -> None:
                 subprocess.run([sys.executable, __file__, "--one", json.dumps(spec), "--cases-file", str(cases_file),
                                 "--cache", str(args.cache), "--threads", str(args.threads)], check=True)
                 print(f"   {time.time() - start:.0f} s", flush=True)
-    emit_json({"machine": results_machine(args.threads), "answers_asked": args.answers,
-               "configurations": summarise(args.cache)}, args.out)
+    rows = summarise(args.cache)
+    threads = {row["threads"] for row in rows}  # the runs' own, when the report is rendered later
+    emit_json({"machine": results_machine(threads.pop() if len(threads) == 1 else args.threads),
+               "answers_asked": args.answers, "configurations": rows,
+               "cut_against_kept": cut_against_kept(args.cache)}, args.out)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,30 @@ def test_long_context_is_cut_and_reported(scorer):
     assert result.chunks[-1].end < len(context)
 
 
+@pytest.mark.parametrize("as_passages", [True, False])
+def test_a_term_only_the_cut_evidence_holds_is_named_apart_from_one_it_lacks(tiny_scorer, as_passages):
+    """The flag's reason must not call "absent" what the budget cut off: the reviewer is told
+    which terms lie only in the cut evidence (plumbing: the terms do not depend on the scores)."""
+    passages = ["The bridge opened in 1937 after four years of work.",
+                "Gustave Eiffel painted the bridge red in 1990."]
+    evidence = {"passages": passages} if as_passages else {"context": " ".join(passages)}
+    answer = "The bridge opened in 1937. Gustave Eiffel painted it blue in 1990."
+    cut = Detector(tiny_scorer, mode="two_pass", max_context_tokens=14, calibration=False).detect(
+        answer=answer, **evidence)
+    assert cut.truncated.context
+    opened, painted = cut.sentences
+    assert opened.absent == opened.in_cut_evidence == [] and opened.explanation is None
+    assert painted.absent == ["Gustave", "Eiffel", "1990", "painted", "blue"]
+    assert painted.in_cut_evidence == ["Gustave", "Eiffel", "1990", "painted"]
+    assert painted.explanation == ("absent from the evidence: blue; "
+                                   "only in the evidence cut to fit the budget: Gustave, Eiffel, 1990, painted")
+    assert painted.to_dict()["in_cut_evidence"] == painted.in_cut_evidence
+    whole = Detector(tiny_scorer, mode="two_pass", calibration=False).detect(answer=answer, **evidence)
+    assert not whole.truncated.context
+    assert whole.sentences[1].absent == ["blue"] and whole.sentences[1].in_cut_evidence == []
+    assert whole.sentences[1].explanation == "absent from the evidence: blue"
+
+
 def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
     capped = Detector(scorer, max_answer_tokens=16, calibration=False)
     result = capped.detect(answer=ANSWER, passages=PASSAGES)

@@ -58,11 +58,19 @@ class SentenceResult:
     # What the sentence states that no chunk contains (numbers, and words whose stem the evidence
     # lacks), as written: the reason shown with a flag (groundsense.lexical.absent_terms).
     absent: list[str] = field(default_factory=list)
+    # Those of ``absent`` that the evidence cut to fit the scorer's budget does contain.
+    in_cut_evidence: list[str] = field(default_factory=list)
 
     @property
     def explanation(self) -> str | None:
-        """``"absent from the evidence: Eiffel, 1990"``, or None when every term it states is there."""
-        return f"absent from the evidence: {', '.join(self.absent)}" if self.absent else None
+        """``"absent from the evidence: Eiffel, 1990"``, with the terms only the cut evidence
+        holds named apart (``"...; only in the evidence cut to fit the budget: Seine"``), or None
+        when every term it states is in the evidence scored."""
+        nowhere = [term for term in self.absent if term not in self.in_cut_evidence]
+        parts = [f"absent from the evidence: {', '.join(nowhere)}" if nowhere else "",
+                 f"only in the evidence cut to fit the budget: {', '.join(self.in_cut_evidence)}"
+                 if self.in_cut_evidence else ""]
+        return "; ".join(p for p in parts if p) or None
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -30,6 +30,13 @@ class Evidence:
         """The exact characters that leaving ``chunk`` out removes."""
         return chunk.removal.of(self.context)
 
+    @property
+    def cut_text(self) -> str:
+        """The evidence past the budget, which no chunk holds ("" when nothing was cut)."""
+        if not self.tokens_removed:
+            return ""
+        return self.context[self.chunks[-1].removal.end:] if self.chunks else self.context
+
 
 def build_evidence(
     scorer: Tokenizer, context: str | None, passages: list[str] | None, k: int, max_tokens: int

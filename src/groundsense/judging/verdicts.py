@@ -130,6 +130,9 @@ class Adjudicator:
         ]
         texts = [span.of(answer) for span in spans]
         words = EvidenceWords.of([c.content.of(evidence.context) for c in evidence.chunks])
+        # the words the whole evidence has, to tell a term the budget cut off from one it lacks
+        whole = EvidenceWords.of([c.content.of(evidence.context) for c in evidence.chunks] + [evidence.cut_text]) \
+            if evidence.tokens_removed else None
         lexical = [lexical_signals(text, words) for text in texts]
         values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
@@ -137,6 +140,8 @@ class Adjudicator:
         sentences = []
         for i, span in enumerate(spans):
             scored = unscored[i] is None
+            absent = absent_terms(texts[i], words)
+            found_in_cut = set(absent) - set(absent_terms(texts[i], whole)) if whole and absent else set()
             sentences.append(
                 SentenceResult(
                     index=i, start=span.start, end=span.end, text=texts[i],
@@ -146,7 +151,7 @@ class Adjudicator:
                     drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
                     support=_support(evidence, features.drops[i]) if scored else None,
                     status="scored" if scored else "unscored", reason=unscored[i],
-                    absent=absent_terms(texts[i], words),
+                    absent=absent, in_cut_evidence=[term for term in absent if term in found_in_cut],
                 )
             )
         return DetectionResult(

@@ -117,7 +117,7 @@ function render(request, result) {
     const span = document.createElement("span");
     const kind = band(s, result, range);
     span.className = `s s-${kind}`;
-    span.append(...markAbsent(s.text, s.absent || []));
+    span.append(...markAbsent(s.text, s.absent || [], s.in_cut_evidence || []));
     span.tabIndex = 0;
     span.dataset.index = s.index;
     span.setAttribute("role", "button");
@@ -151,8 +151,9 @@ function render(request, result) {
   select(first.index);
 }
 
-// The sentence's text with each term the evidence lacks (its `absent` list) in a <mark>.
-function markAbsent(text, absent) {
+// The sentence's text with each term the evidence scored lacks (its `absent` list) in a <mark>,
+// titled apart when only the evidence cut to fit the budget holds it (`in_cut_evidence`).
+function markAbsent(text, absent, inCut) {
   if (!absent.length) return [text];
   const escaped = absent.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   const pattern = new RegExp(`(?<![\\p{L}\\p{N}_])(?:${escaped.join("|")})(?![\\p{L}\\p{N}_])`, "gu");
@@ -160,7 +161,8 @@ function markAbsent(text, absent) {
   let cursor = 0;
   for (const m of text.matchAll(pattern)) {
     parts.push(text.slice(cursor, m.index));
-    parts.push(Object.assign(document.createElement("mark"), { className: "absent", textContent: m[0], title: "absent from the evidence" }));
+    parts.push(Object.assign(document.createElement("mark"), { className: "absent", textContent: m[0],
+      title: inCut.includes(m[0]) ? "only in the evidence cut to fit the budget" : "absent from the evidence" }));
     cursor = m.index + m[0].length;
   }
   parts.push(text.slice(cursor));
@@ -286,7 +288,7 @@ function renderArriving(request, sentences) {
     view.append(request.answer.slice(cursor, at(s.start)));
     const span = document.createElement("span");
     span.className = `s s-${s.status !== "scored" ? "unscored" : s.flagged ? "flagged" : "grounded"}`;
-    span.append(...markAbsent(s.text, s.absent || []));
+    span.append(...markAbsent(s.text, s.absent || [], s.in_cut_evidence || []));
     span.dataset.index = s.index;
     view.append(span);
     cursor = at(s.end);
