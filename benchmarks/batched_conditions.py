@@ -33,7 +33,7 @@ import torch
 from speed import Encoder, load_test_cases, pick_cases, results_machine, table
 
 from groundsense.scorer import Scorer
-from groundsense.scorer.conditions import ConditionCaches, score_next
+from groundsense.scorer.conditions import OpenConditions, score_next
 from groundsense.scorer.kv import crop
 
 TOLERANCE = 1e-4
@@ -50,7 +50,7 @@ def run(scorer: Scorer, caches: list, first: int, ids: list[int], step: int, bat
     start = time.perf_counter()
     if batched and whole:
         stacked = scorer.passes.stack(caches)
-    conditions = ConditionCaches(stacked if batched else caches, first)
+    conditions = OpenConditions(stacked if batched else caches, first)
     parts = [score_next(scorer.passes, conditions, ids[i : i + step], scorer.block_size)
              for i in range(0, len(ids), step)]
     seconds = time.perf_counter() - start

@@ -89,7 +89,7 @@ class AnswerSummary:
     n_sentences: int
     n_flagged: int
     n_unscored: int
-    flagged: bool | None  # the block/allow verdict (see verdicts.answer_summary); None: not judged
+    flagged: bool | None  # the block/allow verdict (see adjudicator.answer_summary); None: not judged
     score: float | None = None  # the most suspicious scored sentence's score
     threshold: float | None = None  # where the answer is flagged (None: when any sentence is)
 
@@ -138,13 +138,13 @@ class ChunkSpan:
 
 @dataclass(frozen=True)
 class DetectionResult:
-    """Built once, by :meth:`Adjudicator.result <groundsense.judging.verdicts.Adjudicator.result>`; a changed
+    """Built once, by :meth:`Adjudicator.result <groundsense.judging.adjudicator.Adjudicator.result>`; a changed
     result (a cascade's verdicts) is a copy, made with :func:`dataclasses.replace`."""
 
     scorer: str
     mode: str  # "full" (K+2 conditions) or "two_pass"
     leave_one_out: str | None  # full mode: "exact" (chunk removed) or "masked" (chunk hidden); None in two-pass
-    detector: str  # "sensitivity" or "gap"
+    score_rule: str  # "sensitivity" or "gap"
     threshold: float | None  # None: uncalibrated, nothing is flagged
     sentences: list[SentenceResult]
     answer: AnswerSummary
@@ -167,7 +167,8 @@ class DetectionResult:
             "precision": self.precision,
             "mode": self.mode,
             "leave_one_out": self.leave_one_out,
-            "detector": self.detector,
+            "score_rule": self.score_rule,
+            "detector": self.score_rule,  # its name before, kept so that readers of stored results work
             "threshold": _finite(self.threshold),
             "sentences": [s.to_dict() for s in self.sentences],
             "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},

@@ -78,11 +78,11 @@ SETTINGS = (
              "Hugging Face id.", shown=DEFAULT_SCORER, metavar="NAME"),
     _Setting("k", ("-k", "--chunks"), "Chunks a single context string is split into (passages are chunks as given).",
              click.IntRange(min=1, max=MAX_K)),
-    _Setting("mode", ("--mode",), "full: K+2 conditions and the sensitivity detector; two_pass: gap only, "
+    _Setting("mode", ("--mode",), "full: K+2 conditions and the sensitivity score; two_pass: gap only, "
              "~K/2+1 times cheaper.", click.Choice(MODES)),
     _Setting("leave_one_out", ("--loo",), "Full mode's leave-one-out rows: exact re-encodes the context without "
              "each chunk; masked hides the chunk from the answer over one encoding of the full context (an "
-             "approximation, cheaper; the shipped calibration then serves the gap detector only).",
+             "approximation, cheaper; the shipped calibration then serves the gap score only).",
              click.Choice(LEAVE_ONE_OUT)),
     _Setting("calibration", ("--calibration",), "Calibration file from `groundsense calibrate`.",
              click.Path(exists=True, dir_okay=False), shown="the one shipped for the scorer"),

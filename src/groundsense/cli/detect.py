@@ -11,7 +11,7 @@ from rich.console import Console
 from ..config import DetectorConfig
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
-from .evidence import evidence_options, gather_input
+from .inputs import evidence_options, gather_input
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

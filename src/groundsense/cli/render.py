@@ -37,18 +37,18 @@ def _mark(sentence: SentenceResult) -> str:
 
 
 def render(result: DetectionResult, console: Console) -> None:
-    render_header(result.scorer, result.mode, result.leave_one_out, result.detector, result.threshold, console)
+    render_header(result.scorer, result.mode, result.leave_one_out, result.score_rule, result.threshold, console)
     for s in result.sentences:
         render_sentence(s, result.cascade, console)
     render_summary(result, console)
 
 
-def render_header(scorer: str, mode: str, leave_one_out: str | None, detector: str, threshold: float | None,
+def render_header(scorer: str, mode: str, leave_one_out: str | None, score_rule: str, threshold: float | None,
                   console: Console) -> None:
     """The line that says how the answer is judged."""
     flag = "uncalibrated: nothing flagged" if threshold is None else f"flag at score ≥ {threshold:.3f}"
     mode += " (masked leave-one-out)" if leave_one_out == "masked" else ""
-    console.print(Text(f"scorer {scorer} · mode {mode} · detector {detector} · {flag}", style="dim"))
+    console.print(Text(f"scorer {scorer} · mode {mode} · score {score_rule} · {flag}", style="dim"))
 
 
 def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -> None:

@@ -13,7 +13,7 @@ from ..config import DetectorConfig
 from ..errors import InputError
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
-from .evidence import evidence_options, gather_input
+from .inputs import evidence_options, gather_input
 
 
 def _stdin_text() -> Iterator[str]:
@@ -80,7 +80,7 @@ def stream(question, question_file, context, context_file, passage_files, exampl
     checking = detection.stream(**head.arguments)
     if not as_json:
         about = detection.describe(checking.chunks)
-        render_header(about["scorer"], about["mode"], about["leave_one_out"], about["detector"], about["threshold"],
+        render_header(about["scorer"], about["mode"], about["leave_one_out"], about["score_rule"], about["threshold"],
                       console)
     printed = 0
     for piece in pieces:

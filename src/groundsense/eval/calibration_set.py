@@ -18,7 +18,7 @@ def fit_from_features(features: FeatureSet, target_recall: float | None = None,
     """The calibration of ``features``' scorer and K, fitted on its scored sentences."""
     if not features.full_exact:
         raise ValueError(f"{features.benchmark}/{features.key} is not a full-mode, exact leave-one-out set: "
-                         "a calibration needs the sensitivity detector's features")
+                         "a calibration needs the sensitivity score's features")
     table = features.table
     config = features.config
     answers = features.sentences.groupby("case_id")

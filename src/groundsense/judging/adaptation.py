@@ -1,6 +1,6 @@
 """A labelled calibration adapted to a team's own domain from its unlabelled answers.
 
-What the labels taught stays: the features, the score's direction, which detector serves which
+What the labels taught stays: the features, the score's direction, which score rule serves which
 chunk count, and (per rule) the threshold's place. What depends on the domain is re-estimated
 from the domain's scored sentences (`groundsense calibrate --adapt BASE.json rows.jsonl`; in
 Python, ``adapt(base, DomainSentences.from_results(detector.detect_many(rows)))``):
@@ -81,19 +81,19 @@ class DomainSentences:
         return len(np.unique(self.answers))
 
 
-def _served(base: Calibration, domain: DomainSentences, detector: str) -> np.ndarray:
-    """The sentences ``detector`` judges: ``sensitivity`` those of answers in a chunk count the
+def _served(base: Calibration, domain: DomainSentences, score_rule: str) -> np.ndarray:
+    """The sentences ``score_rule`` judges: ``sensitivity`` those of answers in a chunk count the
     base serves with all its features finite, ``gap`` the others with a finite gap."""
     complete = complete_rows(domain.features, STANDARDISED + tuple(base.weights.get("coefficients", ())))
     served = np.isin(domain.chunk_counts, base.chunk_counts) & complete  # the answers ``base.serves``
-    if detector == "sensitivity":
+    if score_rule == "sensitivity":
         return served
     return ~served & np.isfinite(np.asarray(domain.features["gap"], float))
 
 
-def _flag_share(base: Calibration, detector: str) -> float:
+def _flag_share(base: Calibration, score_rule: str) -> float:
     """The share of sentences the base's fitted threshold flagged on its labelled set."""
-    quality = base.made_with.get("on_calibration_set", {}).get("sentence", {}).get(detector, {})
+    quality = base.made_with.get("on_calibration_set", {}).get("sentence", {}).get(score_rule, {})
     if "unsupported_rate" not in quality:
         raise InputError("this adaptation keeps what a labelled calibration learned: adapt a calibration fitted "
                          "with labels (the shipped one, or `groundsense calibrate` on labelled rows)")
@@ -121,31 +121,31 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
             if weights:  # a fitted file: its logistic features are standardised on the domain too
                 weights["stats"] = {name: [float(np.mean(values)), float(np.std(values) or 1.0)] for name in
                                     weights["coefficients"] for values in [logistic_input(served, name)]}
-    for detector in SCORE_RULES:
-        rows = _served(base, domain, detector)
-        fitted = base.thresholds.get(detector)
+    for score_rule in SCORE_RULES:
+        rows = _served(base, domain, score_rule)
+        fitted = base.thresholds.get(score_rule)
         if fitted is None:
             continue
-        answer = base.answer_thresholds.get(detector, fitted)
-        if rows.sum() < 2:  # nothing of the domain reaches this detector: it stays as it was
-            thresholds[detector], answer_thresholds[detector] = fitted, answer
+        answer = base.answer_thresholds.get(score_rule, fitted)
+        if rows.sum() < 2:  # nothing of the domain reaches this score rule: it stays as it was
+            thresholds[score_rule], answer_thresholds[score_rule] = fitted, answer
             continue
         scores = Calibration(base.scorer, base.k, stats, {}, weights=weights).score(
-            detector, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
+            score_rule, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
         if method == "restandardise":
             new, new_answer = fitted, answer
-            if detector == "gap":  # score -gap: keep each threshold's place in z(gap) units
+            if score_rule == "gap":  # score -gap: keep each threshold's place in z(gap) units
                 (mean, sd), gaps = base.stats["gap"], np.asarray(domain.features["gap"], float)[rows]
                 new, new_answer = (-(gaps.mean() + (gaps.std() or 1.0) * (-t - mean) / sd) for t in (fitted, answer))
         else:
-            share = _flag_share(base, detector)
+            share = _flag_share(base, score_rule)
             if method == "mixture":
-                quality = base.made_with["on_calibration_set"]["sentence"][detector]
-                estimates[detector] = unsupported_share(scores)
-                share = min(1.0, estimates[detector] * share / max(quality["unsupported_rate"], 1e-9))
+                quality = base.made_with["on_calibration_set"]["sentence"][score_rule]
+                estimates[score_rule] = unsupported_share(scores)
+                share = min(1.0, estimates[score_rule] * share / max(quality["unsupported_rate"], 1e-9))
             new = float(np.quantile(scores, 1 - share))
             new_answer = answer + new - fitted
-        thresholds[detector], answer_thresholds[detector] = float(new), float(min(new_answer, new))
+        thresholds[score_rule], answer_thresholds[score_rule] = float(new), float(min(new_answer, new))
     rule = {"restandardise": "the base threshold, in z units of the domain's statistics",
             "quantile": "flags the share of the domain's sentences the base flagged on its labelled set",
             "mixture": "flags the estimated unsupported share x the base's flagged-to-unsupported ratio"}[method]
@@ -163,12 +163,12 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
 def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
     """The share of the domain's judged sentences that ``calibration`` flags."""
     flagged = judged = 0
-    for detector in SCORE_RULES:
-        rows = _served(calibration, domain, detector)
-        if not rows.any() or detector not in calibration.thresholds:
+    for score_rule in SCORE_RULES:
+        rows = _served(calibration, domain, score_rule)
+        if not rows.any() or score_rule not in calibration.thresholds:
             continue
-        scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
-        flagged += int((scores >= calibration.thresholds[detector]).sum())
+        scores = calibration.score(score_rule, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
+        flagged += int((scores >= calibration.thresholds[score_rule]).sum())
         judged += int(rows.sum())
     return flagged / max(judged, 1)
 

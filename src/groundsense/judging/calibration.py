@@ -1,6 +1,6 @@
 """Detector scores and their calibration: standardisation statistics and flag thresholds.
 
-Two detectors, both "higher = more suspicious":
+Two score rules, both "higher = more suspicious":
 
 - ``gap``: ``-gap``. Training-free, needs only two passes; direction fixed in advance.
 - ``sensitivity``: ``-(z(gap) + z(jsd_noctx) + z(drop_max) + z(jsd_loo_max))`` with the
@@ -9,7 +9,7 @@ Two detectors, both "higher = more suspicious":
   of a logistic regression over the :data:`LOGISTIC_FEATURES`, fitted on a team's labels
   (:mod:`groundsense.judging.fitting`).
 
-A calibration file holds those statistics and, per detector, two flag thresholds: one for
+A calibration file holds those statistics and, per score rule, two flag thresholds: one for
 sentences and one for whole answers (on the answer's most suspicious sentence: the
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
@@ -44,8 +44,9 @@ STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 # computes, n_tokens on a log scale, and of the signed features the two that are not a
 # linear combination of the others (``gap_rest`` is ``gap - drop_max``).
 LOGISTIC_FEATURES = (*GROUNDING, "surprisal", "log_n_tokens", "drop_min", "neg_drop_mass")
-# The two score rules a calibration fits. Results name the one that judged as ``"detector"``
-# (a field kept under that name so that stored results still read; docs/output.md).
+# The two score rules a calibration fits. Results name the one that judged as ``"score_rule"``,
+# and again as ``"detector"``, its name before, so that readers of stored results still work
+# (docs/output.md).
 SCORE_RULES = ("sensitivity", "gap")
 LEVELS = ("sentence", "answer")
 
@@ -100,11 +101,11 @@ class Calibration:
     scorer: str
     k: int
     stats: dict[str, tuple[float, float]]  # feature -> (mean, standard deviation)
-    thresholds: dict[str, float]  # detector -> flag a sentence when its score >= threshold
+    thresholds: dict[str, float]  # score_rule -> flag a sentence when its score >= threshold
     made_with: dict = field(default_factory=dict)  # provenance: data, sizes, rule, metrics
-    # detector -> flag an answer when its most suspicious sentence's score >= threshold
+    # score_rule -> flag an answer when its most suspicious sentence's score >= threshold
     answer_thresholds: dict[str, float] = field(default_factory=dict)
-    # detector -> :func:`compact_curve` of its sentence scores on the labelled set
+    # score_rule -> :func:`compact_curve` of its sentence scores on the labelled set
     curves: dict[str, list[list[float]]] = field(default_factory=dict)
     # `groundsense fit`: the sensitivity score's logistic weights (:func:`logistic_score`); empty: the z-sum
     weights: dict = field(default_factory=dict)
@@ -124,10 +125,10 @@ class Calibration:
         return chunks in self.chunk_counts
 
     def threshold(
-        self, detector: str, level: str = "sentence", target_recall: float | None = None,
+        self, score_rule: str, level: str = "sentence", target_recall: float | None = None,
         target_precision: float | None = None,
     ) -> float | None:
-        """Where ``detector`` flags at ``level``: the fitted threshold. The answer threshold is
+        """Where ``score_rule`` flags at ``level``: the fitted threshold. The answer threshold is
         never above the sentence one, so an answer with a flagged sentence is never cleared;
         without a fitted answer threshold it is the sentence one: the answer is flagged when any
         sentence is.
@@ -137,14 +138,14 @@ class Calibration:
         sentence is. (The calibration answers are drawn half hallucinated, so an answer-level
         precision measured on them would not hold on a natural mix.)"""
         if target_recall is None and target_precision is None:
-            sentence = self.thresholds.get(detector)
+            sentence = self.thresholds.get(score_rule)
             if level == "sentence" or sentence is None:
                 return sentence
-            return min(self.answer_thresholds.get(detector, sentence), sentence)
-        curve = self.curves.get(detector)
+            return min(self.answer_thresholds.get(score_rule, sentence), sentence)
+        curve = self.curves.get(score_rule)
         if not curve:
             raise InputError(
-                f"this calibration keeps no precision-recall curve for the {detector} detector (fitted without "
+                f"this calibration keeps no precision-recall curve for the {score_rule} score (fitted without "
                 "labels, adapted to a domain, or by an older version): refit it with labelled rows "
                 "(`groundsense calibrate`) to pick a "
                 "target recall or precision"
@@ -153,7 +154,7 @@ class Calibration:
         try:
             return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
         except InputError as exc:
-            raise InputError(f"the {detector} detector: {exc}") from None
+            raise InputError(f"the {score_rule} score: {exc}") from None
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -161,8 +162,8 @@ class Calibration:
         names = self.weights["coefficients"] if self.weights else self.stats
         return tuple(dict.fromkeys("n_tokens" if n == "log_n_tokens" else n for n in names))
 
-    def score(self, detector: str, features: dict[str, np.ndarray]) -> np.ndarray:
-        if detector == "gap":
+    def score(self, score_rule: str, features: dict[str, np.ndarray]) -> np.ndarray:
+        if score_rule == "gap":
             return gap_score(features)
         if self.weights:
             return logistic_score(self.weights, features)
@@ -235,12 +236,12 @@ def fit_calibration(
                               weights=dict(weights or {}))
     rule: dict[str, dict[str, str]] = {}
     quality: dict[str, dict[str, dict[str, float]]] = {}
-    for detector in SCORE_RULES:
-        scores = calibration.score(detector, {f: np.asarray(v, float)[rows] for f, v in features.items()})
+    for score_rule in SCORE_RULES:
+        scores = calibration.score(score_rule, {f: np.asarray(v, float)[rows] for f, v in features.items()})
         if labels is None:
-            threshold = calibration.thresholds[detector] = float(np.quantile(scores, 1 - flag_rate))
-            rule.setdefault("sentence", {})[detector] = f"flag rate {flag_rate}"
-            quality.setdefault("sentence", {})[detector] = {"flag_rate": float((scores >= threshold).mean())}
+            threshold = calibration.thresholds[score_rule] = float(np.quantile(scores, 1 - flag_rate))
+            rule.setdefault("sentence", {})[score_rule] = f"flag rate {flag_rate}"
+            quality.setdefault("sentence", {})[score_rule] = {"flag_rate": float((scores >= threshold).mean())}
             continue
         y = np.asarray(labels)[rows]
         levels = {"sentence": (scores, y)}
@@ -249,15 +250,16 @@ def fit_calibration(
             if unsupported.min() < unsupported.max():
                 levels["answer"] = (top, unsupported)
             else:  # no answer threshold: answers are then flagged when any sentence is
-                rule.setdefault("answer", {})[detector] = "not fitted: the answers are all supported or all unsupported"
+                rule.setdefault("answer", {})[score_rule] = \
+                    "not fitted: the answers are all supported or all unsupported"
         for level, (level_scores, level_labels) in levels.items():  # sentence first: it caps the answer's
-            cap = calibration.thresholds[detector] if level == "answer" else np.inf
+            cap = calibration.thresholds[score_rule] if level == "answer" else np.inf
             threshold, text = labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
-            (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[detector] = threshold
+            (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[score_rule] = threshold
             if level == "sentence":
-                calibration.curves[detector] = compact_curve(level_scores, level_labels)
-            rule.setdefault(level, {})[detector] = text
-            quality.setdefault(level, {})[detector] = _quality(level_scores, level_labels, threshold)
+                calibration.curves[score_rule] = compact_curve(level_scores, level_labels)
+            rule.setdefault(level, {})[score_rule] = text
+            quality.setdefault(level, {})[score_rule] = _quality(level_scores, level_labels, threshold)
     calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule, on_calibration_set=quality)
     return calibration
 

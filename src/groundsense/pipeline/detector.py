@@ -12,8 +12,8 @@ from ..errors import InputError
 from ..inputs.evidence import build_evidence
 from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
+from ..judging.adjudicator import Adjudicator
 from ..judging.calibration import Calibration
-from ..judging.verdicts import Adjudicator
 from ..result import DetectionResult
 from ..scorer import Scorer
 from .stream import DetectionStream
@@ -29,7 +29,7 @@ class Detector(Detection):
     one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
     scored in, and without one nothing is flagged (with a warning; ``calibration=False`` asks
     for no calibration and no warning): ``detector.adjudicator``, a
-    :class:`~groundsense.judging.verdicts.Adjudicator`, chooses, and builds the results.
+    :class:`~groundsense.judging.adjudicator.Adjudicator`, chooses, and builds the results.
 
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding

@@ -28,7 +28,7 @@ from ..inputs.evidence import build_evidence
 from ..inputs.prompt import PromptLayout
 from ..inputs.text import Span, is_blank, segment_sentences
 from ..inputs.validate import check_evidence, check_text
-from ..judging.verdicts import Adjudicator
+from ..judging.adjudicator import Adjudicator
 from ..result import DetectionResult, SentenceResult
 from ..scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .stream_tokens import FinalTokens

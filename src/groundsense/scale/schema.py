@@ -36,7 +36,8 @@ _CASCADE = pa.struct([("verifier", _str), ("escalate", _float), ("threshold", _f
 
 RECORD_SCHEMA = pa.schema([
     ("id", _str), ("line", _int), ("error", pa.struct([("type", _str), ("message", _str)])),
-    ("scorer", _str), ("precision", _str), ("mode", _str), ("leave_one_out", _str), ("detector", _str),
+    ("scorer", _str), ("precision", _str), ("mode", _str), ("leave_one_out", _str), ("score_rule", _str),
+    ("detector", _str),
     ("threshold", _float), ("sentences", pa.list_(_SENTENCE)), ("answer", _ANSWER), ("truncated", _TRUNCATED),
     ("chunks", pa.list_(_CHUNK)), ("cascade", _CASCADE), ("warnings", pa.list_(_str)),
 ])
@@ -45,7 +46,7 @@ _DETECTION_FIELDS = RECORD_SCHEMA.names[3:]
 
 def records_table(records: list[dict]) -> pa.Table:
     """Batch records as a table of :data:`RECORD_SCHEMA`. A top-level field the schema lacks
-    raises rather than being dropped (tests/test_ray_batch.py round-trips the nested ones)."""
+    raises rather than being dropped (tests/scale/test_ray_batch.py round-trips the nested ones)."""
     rows = []
     for record in records:
         unknown = set(record) - set(RECORD_SCHEMA.names)

@@ -19,13 +19,13 @@ with an attention mask over the full context's encoding instead of re-encoding w
 Modules: :mod:`.scorer` (the :class:`Scorer`), :mod:`.loading` (model and tokenizer),
 :mod:`.encoding` (prompts as token ids), :mod:`.passes` (forward passes, cancellation),
 :mod:`.kv` (KV cache operations), :mod:`.evidence_cache` (the LRU),
-:mod:`.condition_caches` (each condition's cache, reused or encoded), :mod:`.conditions`
+:mod:`.condition_encoder` (each condition's cache, reused or encoded), :mod:`.conditions`
 (exact and streaming scoring), :mod:`.masked` (masked leave-one-out), :mod:`.token_scores`
 and :mod:`.divergence` (the scores). The verifiers' passes over the same encodings are theirs
 (:mod:`groundsense.verification.judge`, :mod:`groundsense.verification.contextcite`).
 """
 
-from .conditions import ConditionCaches
+from .conditions import OpenConditions
 from .divergence import Distributions, js_divergence
 from .encoding import EncodedAnswer, EncodedPrompt
 from .masked import additive_mask
@@ -33,6 +33,6 @@ from .scorer import Scorer
 from .token_scores import TokenScores
 
 __all__ = [
-    "ConditionCaches", "Distributions", "EncodedAnswer", "EncodedPrompt", "Scorer", "TokenScores",
+    "OpenConditions", "Distributions", "EncodedAnswer", "EncodedPrompt", "Scorer", "TokenScores",
     "additive_mask", "js_divergence",
 ]

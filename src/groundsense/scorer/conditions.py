@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .condition_caches import ConditionEncoder
+from .condition_encoder import ConditionEncoder
 from .encoding import EncodedPrompt
 from .kv import cropped_copy
 from .passes import ModelPasses, StackedCaches
@@ -22,7 +22,7 @@ BATCH_LOGITS = 2**24  # logits (rows x positions x vocabulary) one batched forwa
 
 
 @dataclass
-class ConditionCaches:
+class OpenConditions:
     """An answer's conditions being scored as it arrives: each condition's KV cache (row
     order as in :class:`TokenScores`) up to the last token fed, as a list of their own or
     as one :class:`StackedCaches` that every step runs over in one forward call; and the
@@ -47,7 +47,7 @@ def score_exact(
     if batched:
         with encoder.lease(prompt.prefix, prompt.chunks) as lease:
             caches, encoded = encoder.caches(lease, prompt.prefix, prompt.chunks, rows, prompt.lead)
-            conditions = ConditionCaches(encoder.passes.stack(caches), tail[0], encoded)
+            conditions = OpenConditions(encoder.passes.stack(caches), tail[0], encoded)
         return replace(score_next(encoder.passes, conditions, prompt.answer.ids, block_size),
                        tokens_processed=conditions.tokens_processed)
     scores = ConditionRows(rows, prompt.answer.ids, block_size, encoder.passes.device)
@@ -62,18 +62,18 @@ def score_exact(
 def open_conditions(
     encoder: ConditionEncoder, prefix: list[int], chunks: list[list[int]], middle: list[int], rows: int,
     batched: bool,
-) -> ConditionCaches:
+) -> OpenConditions:
     """Each of the first ``rows`` conditions' caches up to the prompt's last token, as copies
     of its own (stacked into one batch when ``batched``), for :func:`score_next`."""
     def copy(row: int, cache: Cache) -> Cache:
         return cropped_copy(cache, cache.get_seq_length())
 
     caches, encoded = encoder.each(prefix, chunks, rows, tuple(middle[:-1]), copy)
-    return ConditionCaches(encoder.passes.stack(caches) if batched else caches, middle[-1], encoded)
+    return OpenConditions(encoder.passes.stack(caches) if batched else caches, middle[-1], encoded)
 
 
 def score_next(
-    passes: ModelPasses, conditions: ConditionCaches, ids: list[int], block_size: int
+    passes: ModelPasses, conditions: OpenConditions, ids: list[int], block_size: int
 ) -> TokenScores:
     """The scores of the answer's next tokens ``ids`` under every condition, each
     condition's cache extended by them. Stacked caches run in pieces of at most :data:`BATCH_LOGITS` logits."""

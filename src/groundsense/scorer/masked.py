@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .condition_caches import ConditionEncoder
+from .condition_encoder import ConditionEncoder
 from .encoding import EncodedPrompt
 from .kv import crop
 from .passes import ModelPasses

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .condition_caches import ConditionEncoder
-from .conditions import ConditionCaches, open_conditions, score_exact, score_next
+from .condition_encoder import ConditionEncoder
+from .conditions import OpenConditions, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
 from .evidence_cache import EvidenceCache
 from .loading import load_model, n_parameters
@@ -108,7 +108,7 @@ class Scorer(PromptEncoder):
     @torch.inference_mode()
     def open_conditions(
         self, prefix: list[int], chunks: list[list[int]], middle: list[int], leave_one_out: bool = True
-    ) -> ConditionCaches:
+    ) -> OpenConditions:
         """Each condition's KV cache up to the prompt's last token, as copies of its own, for
         an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
         kept evidence, or is encoded once and kept there, as for :meth:`score`."""
@@ -116,7 +116,7 @@ class Scorer(PromptEncoder):
         return open_conditions(self.condition_encoder, prefix, chunks, middle, rows, self.batch_steps)
 
     @torch.inference_mode()
-    def score_next(self, conditions: ConditionCaches, ids: list[int]) -> TokenScores:
+    def score_next(self, conditions: OpenConditions, ids: list[int]) -> TokenScores:
         """Score the answer's next tokens ``ids`` under every condition, extending each
         condition's cache by them: the rows of :meth:`score` for those tokens."""
         return score_next(self.passes, conditions, ids, self.block_size)

@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
-from ..judging.verdicts import answer_summary
+from ..judging.adjudicator import answer_summary
 from ..result import DetectionResult, SentenceResult
 from .verifier import Verifier
 

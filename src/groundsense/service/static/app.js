@@ -96,7 +96,7 @@ function band(sentence, result, range) {
   if (sentence.flagged) return "flagged";
   let distance; // how far below "suspicious", in colour steps
   if (result.threshold !== null) {
-    distance = (result.threshold - sentence.score) / (SPREAD[result.detector] || 1);
+    distance = (result.threshold - sentence.score) / (SPREAD[result.score_rule] || 1);
   } else {
     distance = range.max > range.min ? (3 * (range.max - sentence.score)) / (range.max - range.min) : 1;
   }
@@ -140,7 +140,7 @@ function render(request, result) {
     : ` (most suspicious sentence ${a.score.toFixed(3)} ${a.flagged ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
   $("verdict").textContent = `${verdicts[a.flagged]}${a.flagged === null ? "" : bar}`
     + ` — ${a.n_flagged} of ${a.n_sentences} sentences flagged, ${a.n_unscored} unscored`
-    + ` · scorer ${result.scorer}, ${result.detector} detector`
+    + ` · scorer ${result.scorer}, ${result.score_rule} score`
     + (result.threshold === null ? " (uncalibrated: colours are relative to this answer)" : "");
   const notes = (result.warnings || []).map((w) => `Warning: ${w}.`);
   if (result.truncated.context) notes.push(`${result.truncated.context_tokens_removed} context tokens were cut to fit the scorer.`);

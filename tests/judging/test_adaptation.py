@@ -91,7 +91,7 @@ def test_a_domain_in_chunk_counts_the_base_does_not_serve_moves_only_the_gap(lab
     other = domain(shift=-1.0)
     other = DomainSentences(other.features, other.answers, np.full(len(other.answers), 3))
     adapted = adapt(labelled_base, other, "restandardise")
-    assert adapted.stats == labelled_base.stats  # no sentence reaches the sensitivity detector
+    assert adapted.stats == labelled_base.stats  # no sentence reaches the sensitivity score
     assert adapted.thresholds["gap"] != labelled_base.thresholds["gap"]
 
 

@@ -14,8 +14,8 @@ from groundsense.errors import InputError
 from groundsense.eval.data.locations import BENCHMARK_PATHS, data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.inputs.text import chunk_context, segment_sentences
+from groundsense.judging.adjudicator import answer_summary
 from groundsense.judging.calibration import shipped_calibration
-from groundsense.judging.verdicts import answer_summary
 from groundsense.pipeline.detector import Detector
 from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.scorer.reference import independent_token_scores
@@ -149,7 +149,7 @@ def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
 def test_two_pass_mode_scores_with_the_gap_only(scorer):
     two = Detector(scorer, mode="two_pass")
     result = two.detect(answer=ANSWER, passages=PASSAGES)
-    assert result.detector == "gap"
+    assert result.score_rule == "gap"
     for s in result.sentences:
         assert s.drops == [] and s.support is None
         assert s.score == pytest.approx(-s.features["gap"])
@@ -157,16 +157,16 @@ def test_two_pass_mode_scores_with_the_gap_only(scorer):
 
 def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
     """Passages ignore K, so the calibration is looked up by the chunks scored: the shipped one,
-    fitted on answers scored in 2 to 5 chunks, judges those at any K, and the gap detector
+    fitted on answers scored in 2 to 5 chunks, judges those at any K, and the gap score
     (whose threshold does not depend on the chunks) the others."""
     shipped = shipped_calibration(scorer.name, None)
     three = Detector(scorer, k=7).detect(answer=ANSWER, passages=PASSAGES)
-    assert len(three.chunks) == 3 and three.detector == "sensitivity"
+    assert len(three.chunks) == 3 and three.score_rule == "sensitivity"
     assert three.threshold == shipped.thresholds["sensitivity"]
     assert all(s.flagged is not None for s in three.sentences)
     more = ["The bridge is in San Francisco.", "It carries US Route 101.", "It is painted International Orange."]
     six = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, *more])
-    assert len(six.chunks) == 6 and six.detector == "gap" and six.threshold == shipped.thresholds["gap"]
+    assert len(six.chunks) == 6 and six.score_rule == "gap" and six.threshold == shipped.thresholds["gap"]
     assert [s.score for s in six.sentences] == [-s.features["gap"] for s in six.sentences]
 
 
@@ -187,10 +187,10 @@ def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curv
         Detector(scorer, calibration=False, target_recall=0.9)
     top = {d: max(precision for _, precision, _ in shipped.curves[d]) for d in ("sensitivity", "gap")}
     assert top["gap"] < 0.3 <= top["sensitivity"]  # the gap also judges (other chunk counts), so it must reach it
-    with pytest.raises(InputError, match=f"the gap detector: no threshold reached precision 0.3 .* at most "
+    with pytest.raises(InputError, match=f"the gap score: no threshold reached precision 0.3 .* at most "
                                          f"{top['gap']:.3f}\\). It must reach it too: it judges the answers scored"):
         Detector(scorer, target_precision=0.3)
-    with pytest.raises(InputError, match="the sensitivity detector: no threshold reached precision 0.5"):
+    with pytest.raises(InputError, match="the sensitivity score: no threshold reached precision 0.5"):
         Detector(scorer, target_precision=0.5)  # the detector asked for is checked first
 
 

@@ -57,7 +57,7 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
 
     shipped = json.loads(run("detect", "--example", "passages-qa", "--json").stdout)
     fitted = json.loads(run("detect", "--example", "passages-qa", "--json", "--calibration", str(output)).stdout)
-    assert fitted["detector"] == "sensitivity"
+    assert fitted["score_rule"] == "sensitivity"
     assert fitted["threshold"] == pytest.approx(detector["thresholds"]["sensitivity"])
     for before, after in zip(shipped["sentences"], fitted["sentences"]):
         values = after["features"]

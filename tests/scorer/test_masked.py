@@ -70,7 +70,7 @@ def test_masked_detection_separates_copied_from_invented(scorer):
     assert copied.features["drop_max"] > invented.features["drop_max"]
     data = result.to_dict()
     assert (data["mode"], data["leave_one_out"]) == ("full", "masked")
-    assert data["detector"] == "gap"  # the shipped calibration holds for the gap only
+    assert data["score_rule"] == "gap"  # the shipped calibration holds for the gap only
 
 
 def test_a_calibration_must_match_the_leave_one_out_kind(scorer):
@@ -79,7 +79,7 @@ def test_a_calibration_must_match_the_leave_one_out_kind(scorer):
     with pytest.raises(InputError, match="--loo masked"):
         Detector(scorer, calibration=exact, leave_one_out="masked")
     masked = Calibration(scorer.name, 5, stats, {"sensitivity": 0.0, "gap": 0.0}, {"leave_one_out": "masked"})
-    assert Detector(scorer, calibration=masked, leave_one_out="masked").describe()["detector"] == "sensitivity"
+    assert Detector(scorer, calibration=masked, leave_one_out="masked").describe()["score_rule"] == "sensitivity"
     with pytest.raises(InputError, match="leave_one_out must be"):
         Detector(scorer, leave_one_out="approximate")
 

@@ -70,7 +70,7 @@ def test_detect_reads_files(tmp_path, cli_scorer):
 
 
 def test_inputs_given_with_an_example_or_a_json_object_replace_its_fields():
-    from groundsense.cli.evidence import gather_input
+    from groundsense.cli.inputs import gather_input
     from groundsense.inputs.files import load_example
 
     example = load_example("passages-qa")
@@ -242,7 +242,7 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     detected = run("detect", "--calibration", str(output), "--json", input=json.dumps(ROW))
     assert detected.exit_code == 0, detected.output
     data = json.loads(detected.output)
-    assert data["threshold"] == pytest.approx(calibration["thresholds"][data["detector"]])
+    assert data["threshold"] == pytest.approx(calibration["thresholds"][data["score_rule"]])
     assert data["sentences"][1]["score"] >= data["threshold"] - 1e-6  # recall 1 on a set holding this answer
     # every answer is unsupported: no answer threshold, so the answer is flagged when a sentence is
     assert calibration["answer_thresholds"] == {} and data["answer"]["threshold"] == data["threshold"]

@@ -5,8 +5,8 @@ import pytest
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
+from groundsense.judging.adjudicator import Adjudicator
 from groundsense.judging.calibration import Calibration, fit_calibration, shipped_calibration
-from groundsense.judging.verdicts import Adjudicator
 from groundsense.weights import DEFAULT_SCORER
 
 

@@ -6,8 +6,8 @@ sentence and answer thresholds, each sentence's score, flag and support, and the
 summary. The detector (:meth:`Detector.detect <groundsense.pipeline.detector.Detector.detect>`) and the
 stream (:class:`~groundsense.pipeline.stream.DetectionStream`) both build their results through it, once.
 
-Named *verdicts*, not *judge*: ``verification/judge.py`` is the LLM judge, a verifier a cascade
-escalates sentences to.
+Named *adjudicator*, not *judge*: ``verification/judge.py`` is the LLM judge, a verifier a
+cascade escalates sentences to.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Rule(NamedTuple):
     """What judges an answer whose evidence was scored in some number of chunks."""
 
     calibration: Calibration | None  # None: nothing is flagged
-    detector: str  # the score rule: "sensitivity" or "gap"
+    score_rule: str  # the score rule: "sensitivity" or "gap"
     threshold: float | None  # where a sentence is flagged
     answer_threshold: float | None  # where the answer is
 
@@ -62,17 +62,17 @@ class Adjudicator:
             log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
                         "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
-        _, detector = self.calibration_for(config.k)  # that of an answer scored in K chunks
+        _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
         if any(target is not None for target in config.targets):
-            self._check_targets(detector)
+            self._check_targets(score_rule)
 
     def calibration_for(self, chunks: int) -> tuple[Calibration | None, str]:
-        """The calibration and the detector (``sensitivity`` or ``gap``) that judge an answer
+        """The calibration and the score rule (``sensitivity`` or ``gap``) that judge an answer
         whose evidence was scored in ``chunks`` chunks (passages ignore K).
 
-        A given calibration judges every answer. Otherwise the ``sensitivity`` detector, whose
+        A given calibration judges every answer. Otherwise the ``sensitivity`` score, whose
         statistics depend on the chunks, takes the shipped calibration fitted on answers
-        scored in as many; the ``gap`` detector, whose threshold depends neither on the
+        scored in as many; the ``gap`` score, whose threshold depends neither on the
         chunks nor on the leave-one-out rows, takes any shipped one where there is none, in
         two-pass mode, and in masked mode (the shipped ones are fitted on exact features).
         """
@@ -97,20 +97,20 @@ class Adjudicator:
 
     def rule(self, chunks: int) -> Rule:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
-        detector, and where that detector flags a sentence and the answer (the fitted thresholds,
+        score rule, and where that score flags a sentence and the answer (the fitted thresholds,
         or those meeting the config's target)."""
-        calibration, detector = self.calibration_for(chunks)
+        calibration, score_rule = self.calibration_for(chunks)
         if calibration is None:
-            return Rule(None, detector, None, None)
+            return Rule(None, score_rule, None, None)
         targets = self.config.targets
-        return Rule(calibration, detector, *(calibration.threshold(detector, level, *targets) for level in LEVELS))
+        return Rule(calibration, score_rule, *(calibration.threshold(score_rule, level, *targets) for level in LEVELS))
 
     def describe(self, chunks: int) -> dict:
-        """What judges an answer scored in ``chunks`` chunks: the detector, its calibration's
+        """What judges an answer scored in ``chunks`` chunks: the score rule, its calibration's
         source (``given``, ``shipped`` or None: nothing is flagged) and the two thresholds."""
         rule = self.rule(chunks)
         source = "given" if isinstance(self.config.calibration, Calibration) else "shipped"
-        return {"detector": rule.detector, "calibration": None if rule.calibration is None else source,
+        return {"score_rule": rule.score_rule, "calibration": None if rule.calibration is None else source,
                 "threshold": rule.threshold, "answer_threshold": rule.answer_threshold}
 
     def result(self, answer: str, spans: list[Span], evidence: Evidence, prompt: EncodedPrompt,
@@ -136,7 +136,7 @@ class Adjudicator:
         lexical = [lexical_signals(text, words) for text in texts]
         values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
-        score = rule.calibration.score(rule.detector, values) if rule.calibration else gap_score(values)
+        score = rule.calibration.score(rule.score_rule, values) if rule.calibration else gap_score(values)
         sentences = []
         for i, span in enumerate(spans):
             scored = unscored[i] is None
@@ -156,7 +156,7 @@ class Adjudicator:
             )
         return DetectionResult(
             scorer=display_name(self.config.scorer), precision=self.config.precision, mode=self.config.mode,
-            leave_one_out=self.leave_one_out, detector=rule.detector, threshold=rule.threshold, sentences=sentences,
+            leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
             answer=answer_summary(sentences, rule.answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
@@ -165,9 +165,9 @@ class Adjudicator:
             tokens=TokenRows(scores.logp, scores.jsd, owner, encoded.offsets),
         )
 
-    def _check_targets(self, detector: str) -> None:
+    def _check_targets(self, score_rule: str) -> None:
         """A target recall or precision needs the labelled curve of every calibration that may judge,
-        and must be reached by each detector that may: the ``gap`` judges answers scored in
+        and must be reached by each score rule that may: the ``gap`` judges answers scored in
         chunk counts the calibration was not fitted on, so a full-mode target must suit it too."""
         given, scorer = self.config.calibration, self.config.scorer
         if isinstance(given, Calibration):
@@ -179,14 +179,14 @@ class Adjudicator:
             raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
                              f"{scorer} has none: fit one with `groundsense calibrate`")
         for calibration in calibrations:
-            for each in dict.fromkeys((detector, "gap")):  # in order: the message names the first
+            for each in dict.fromkeys((score_rule, "gap")):  # in order: the message names the first
                 try:
                     calibration.threshold(each, "sentence", *self.config.targets)
                 except InputError as exc:
-                    if each == detector:
+                    if each == score_rule:
                         raise
                     raise InputError(f"{exc}. It must reach it too: it judges the answers scored in a number of "
-                                     f"chunks that the {detector} calibration was not fitted on") from None
+                                     f"chunks that the {score_rule} calibration was not fitted on") from None
 
 
 def answer_summary(sentences: list[SentenceResult], threshold: float | None = None) -> AnswerSummary:
