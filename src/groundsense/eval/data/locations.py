@@ -84,5 +84,6 @@ def reference_dir(path: str | Path | None = None) -> Path:
                      "get the GASP authors' feature tables")
     if not folder.is_dir():
         raise InputError(f"no reference features at {folder}: point ${REFERENCE_VARIABLE} or {REFERENCE_OPTION} DIR "
-                         "at the folder of the GASP authors' feature tables (docs/eval-notes.md)")
+                         "at the folder of the GASP authors' feature tables "
+                         "(docs/evaluation.md, 'Reference reproduction')")
     return folder
