@@ -78,8 +78,10 @@ def serve(**options):
             raise
         raise InputError(f"`groundsense serve` needs the service's packages (FastAPI, uvicorn, prometheus-client), "
                          f"and {exc.name} is not installed: pip install 'groundsense[service]'") from exc
+    from ..service.heap import keep_heap_returnable
     from ..service.settings import ServiceSettings
 
+    keep_heap_returnable()  # before the scorer's first tensors: a server runs for hours
     settings = ServiceSettings.from_env(**options)
     app = create_app(settings)  # a bad setting (a key file without keys, ...) stops here, before "serving"
     click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)",
