@@ -57,14 +57,14 @@ def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     for name, value in values.items():
         monkeypatch.setenv(f"GROUNDSENSE_{name.upper()}", value)
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
-    assert settings.detector == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
+    assert settings.detection == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
                                                calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
                                                device="cpu", precision="int8", target_recall=0.8,
                                                verifier="openai:some-judge", escalate=0.3, verifier_threshold=0.6,
                                                verifier_url="http://127.0.0.1:8080/v1")
     monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
     monkeypatch.setenv("GROUNDSENSE_TARGET_PRECISION", "0.5")
-    assert ServiceSettings.from_env().detector.target_precision == 0.5
+    assert ServiceSettings.from_env().detection.target_precision == 0.5
 
 
 @pytest.mark.parametrize("targets", [{"target_recall": 0}, {"target_precision": 1.5}, {"target_recall": "0.8"},
@@ -77,9 +77,9 @@ def test_a_target_is_one_share_in_the_unit_interval(targets):
 def test_a_detector_keeps_the_config_it_was_built_from(scorer):
     config = DetectorConfig(k=3, leave_one_out="masked", calibration=False, max_answer_tokens=64)
     detector = Detector.from_config(config, scorer)
-    assert detector.config == dataclasses.replace(config, scorer=scorer.name)
+    assert detector.config == dataclasses.replace(config, scorer=scorer.name, precision=scorer.precision)
     assert (detector.config.k, detector.config.leave_one_out, detector.config.max_answer_tokens) == (3, "masked", 64)
     assert not any(hasattr(detector, name) for name in ("k", "mode", "leave_one_out", "max_answer_tokens"))
     sibling = detector.with_options(k=4)
     assert sibling.config == dataclasses.replace(detector.config, k=4) and sibling.scorer is scorer
-    assert Detector(scorer).config == dataclasses.replace(DEFAULTS, scorer=scorer.name)
+    assert Detector(scorer).config == dataclasses.replace(DEFAULTS, scorer=scorer.name, precision=scorer.precision)

@@ -36,9 +36,9 @@ class DetectorConfig:
     for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
     ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being
     scored. ``device``: a torch device (``None``: cuda if available, else cpu).
-    ``precision``: the scorer's numbers on a CPU: ``fp32``, or the faster, approximate ``bf16``
-    (the model in bfloat16) or ``int8`` (its linear layers in int8); see docs/performance.md,
-    "Numeric precision". CUDA runs bf16 whatever it says.
+    ``precision``: the scorer's numbers: ``auto`` (``bf16`` on CUDA and on a CPU with AVX-512
+    BF16 or AMX, ``fp32`` elsewhere), ``fp32``, ``bf16`` (the model in bfloat16) or, on a CPU
+    only, ``int8`` (its linear layers in int8); see docs/performance.md, "Numeric precision".
     ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
     on the calibration's labelled set, for sentences and for the answer, instead of the
     fitted (best-F1) thresholds; needs a calibration fitted with labels.
@@ -58,7 +58,7 @@ class DetectorConfig:
     max_context_tokens: int = 1800
     max_answer_tokens: int = 256
     device: str | None = None
-    precision: str = "fp32"
+    precision: str = "auto"
     target_recall: float | None = None
     target_precision: float | None = None
     verifier: str | None = None

@@ -159,7 +159,7 @@ class DetectionResult:
     # The passes' raw per-token scores, for re-aggregating features offline (``eval extract
     # --token-rows``); not part of to_dict().
     tokens: TokenRows | None = None
-    precision: str = "fp32"  # the scorer's numbers on a CPU: "fp32", "bf16" or "int8"
+    precision: str = "fp32"  # the scorer's numbers as run: "fp32", "bf16" or "int8"
 
     def to_dict(self) -> dict:
         return {

@@ -26,7 +26,8 @@ from groundsense.eval.reports.figures import plt
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = {"docs/results": "results/features", "docs/results/split": "results/split-features"}
 COMPARISONS = ["docs/results/compare-qwen.md", "docs/results/compare-masked.md", "docs/results/compare-qwen-1.5b.md",
-               "docs/results/compare-qwen-0.5b-1.5b.md", "docs/results/compare-bf16.md"]
+               "docs/results/compare-qwen-0.5b-1.5b.md", "docs/results/compare-bf16.md",
+               "docs/results/compare-bf16-cuda.md"]
 HEADER_LINES = 4  # title, blank, the command in backticks, blank
 
 pytestmark = pytest.mark.slow
@@ -123,3 +124,26 @@ def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_pat
     shipped = ROOT / "src" / "groundsense" / "calibrations" / "smollm2-135m-instruct-k5.json"
     run(["eval", "calibrate", "--cache", "results/calibration-tokens", "-o", str(tmp_path / "c.json")], monkeypatch)
     assert_same_numbers(tmp_path / "c.json", shipped)
+
+
+def test_the_precision_agreement_equals_its_render(tmp_path, monkeypatch):
+    """benchmarks/precision_agreement.json, the run of record of the bf16 decision
+    (docs/performance.md, "Numeric precision")."""
+    import importlib.util
+    import sys
+
+    committed = ROOT / "benchmarks" / "precision_agreement.json"
+    command = shlex.split(json.loads(committed.read_text())["command"])
+    script = command.index("benchmarks/precision_agreement.py")
+    args = command[script + 1:]
+    args[args.index("--out") + 1] = str(tmp_path / "agreement.json")
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", [command[script], *args])
+    spec = importlib.util.spec_from_file_location("precision_agreement", ROOT / command[script])
+    agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agreement)
+    agreement.main()
+    rendered = json.loads((tmp_path / "agreement.json").read_text())
+    (tmp_path / "agreement.json").write_text(json.dumps(rendered | {"command": " ".join(command)}))
+    assert_same_numbers(tmp_path / "agreement.json", committed)

@@ -181,7 +181,7 @@ def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime)
     from groundsense.errors import ScorerUnavailable
 
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
-    resources = Resources(threads=1, detector=DetectorConfig(scorer=str(tmp_path / "no-such-model")))
+    resources = Resources(threads=1, detection=DetectorConfig(scorer=str(tmp_path / "no-such-model")))
     with pytest.raises(ScorerUnavailable, match="unknown scorer"):
         run_ray_batch(str(source), open_sink(str(tmp_path / "out.jsonl")), resources)
     assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()

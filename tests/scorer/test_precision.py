@@ -12,8 +12,8 @@ from groundsense.errors import InputError
 from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
-from groundsense.scorer import Scorer
-from groundsense.scorer.loading import check_precision
+from groundsense.scorer import Scorer, loading
+from groundsense.scorer.loading import check_precision, resolve_precision
 from groundsense.weights import DEFAULT_SCORER
 
 EXAMPLE = load_example("passages-qa")
@@ -67,7 +67,7 @@ def test_the_shipped_calibration_serves_fp32_and_bf16_but_not_int8(tiny_scorer, 
 
 
 @pytest.mark.parametrize("precision, device, message", [
-    ("int4", "cpu", "precision must be one of fp32, bf16, int8"), ("int8", "cuda", "runs on a CPU only"),
+    ("int4", "cpu", "precision must be one of auto, fp32, bf16, int8"), ("int8", "cuda", "runs on a CPU only"),
 ])
 def test_a_precision_the_scorer_cannot_run_is_refused(precision, device, message):
     with pytest.raises(InputError, match=message):
@@ -76,9 +76,36 @@ def test_a_precision_the_scorer_cannot_run_is_refused(precision, device, message
         Scorer(precision=precision, device=device)
 
 
+@pytest.mark.parametrize("amx, avx512_bf16, cpu",
+                         [(False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")])
+def test_auto_runs_bf16_on_cuda_and_on_a_cpu_with_native_bf16(monkeypatch, amx, avx512_bf16, cpu):
+    """The CPU's own answer is torch's; here it is set, to reach each branch on any machine."""
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    assert loading.native_bf16() == (cpu == "bf16")
+    assert resolve_precision("auto", torch.device("cpu")) == cpu
+    assert resolve_precision("auto", torch.device("cuda")) == "bf16"
+    for explicit in ("fp32", "bf16", "int8"):
+        assert resolve_precision(explicit, torch.device("cpu")) == explicit
+    assert resolve_precision("fp32", torch.device("cuda")) == "fp32"
+
+
+def test_a_default_detector_records_the_precision_it_ran(tiny_dir):
+    detector = Detector.from_config(DetectorConfig(scorer=tiny_dir, device="cpu", calibration=False))
+    ran = "bf16" if loading.native_bf16() else "fp32"
+    assert DetectorConfig().precision == "auto"
+    assert detector.scorer.precision == detector.config.precision == detect(detector)["precision"] == ran
+
+
+def test_benchmark_features_are_fp32_unless_asked(invoke_cli):
+    """`eval extract` keeps fp32 on every machine: the published figures and calibrations are."""
+    assert "[default: fp32]" in invoke_cli(["eval", "extract", "--help"]).output
+    assert "[default: auto]" in invoke_cli(["detect", "--help"]).output
+
+
 def test_bad_precision_exits_2_on_the_command_line(invoke_cli):
     result = invoke_cli(["detect", "--precision", "int4", "--example", "passages-qa"])
-    assert result.exit_code == 2 and "'int4' is not one of 'fp32', 'bf16', 'int8'" in result.output
+    assert result.exit_code == 2 and "'int4' is not one of 'auto', 'fp32', 'bf16', 'int8'" in result.output
 
 
 def test_each_precision_has_its_own_feature_cache_key():

@@ -49,7 +49,7 @@ def live_server():
 @pytest.fixture(scope="package")
 def short_context_server():
     """A server whose context budget is a few tokens, so every context gets cut."""
-    with LiveServer(ServiceSettings(detector=DetectorConfig(max_context_tokens=12))) as server:
+    with LiveServer(ServiceSettings(detection=DetectorConfig(max_context_tokens=12))) as server:
         yield server
 
 

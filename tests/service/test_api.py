@@ -103,7 +103,7 @@ def test_examples_are_served(unloaded):
 
 
 def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
-    settings = ServiceSettings(detector=DetectorConfig(scorer=absent_scorer.name))
+    settings = ServiceSettings(detection=DetectorConfig(scorer=absent_scorer.name))
     with TestClient(create_app(settings)) as client:
         for _ in range(600):
             if client.get("/readyz").json()["status"] != "loading":
@@ -131,8 +131,8 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_CALIBRATION", "my-calibration.json")
     monkeypatch.setenv("GROUNDSENSE_LOG_TEXT", "yes")
     settings = ServiceSettings.from_env(k=7, scorer=None)
-    assert (settings.port, settings.detector.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")
-    assert (settings.detector.target_recall, settings.detector.calibration, settings.log_text) == (
+    assert (settings.port, settings.detection.k, settings.timeout_s, settings.host) == (9001, 7, 2.5, "127.0.0.1")
+    assert (settings.detection.target_recall, settings.detection.calibration, settings.log_text) == (
         0.8, "my-calibration.json", True)
     monkeypatch.setenv("GROUNDSENSE_TARGET_RECALL", "most")
     with pytest.raises(InputError, match="GROUNDSENSE_TARGET_RECALL='most': expected float"):

@@ -101,4 +101,4 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     threads = click.get_current_context().find_root().params["threads"]
     ray.init(address=address, ignore_reinit_error=True)
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
-    return run_ray_batch(source, sink, Resources(threads=threads, detector=config, **ray_options))
+    return run_ray_batch(source, sink, Resources(threads=threads, detection=config, **ray_options))

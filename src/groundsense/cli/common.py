@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -58,10 +59,11 @@ class _Setting:
     shown: str | None = None  # the default as help shows it, where the field's is None
     metavar: str | None = None
 
-    def option(self, from_env: bool):
+    def option(self, from_env: bool, default: Any = None):
         """The click option; ``from_env`` (`serve`): no default of its own, so that the
-        ``GROUNDSENSE_*`` variable or the field's default applies."""
-        default = getattr(DEFAULTS, self.field)
+        ``GROUNDSENSE_*`` variable or the field's default applies; ``default``: the command's
+        own, in place of the field's."""
+        default = getattr(DEFAULTS, self.field) if default is None else default
         if from_env:
             text = f"{self.help} [env GROUNDSENSE_{self.field.upper()}; {self.shown or default}]"
             default, show = None, False
@@ -91,8 +93,8 @@ SETTINGS = (
     _Setting("max_answer_tokens", ("--max-answer-tokens",), "Answer tokens scored; sentences past them are unscored.",
              click.IntRange(min=1)),
     _Setting("device", ("--device",), "torch device.", shown="cuda if available, else cpu"),
-    _Setting("precision", ("--precision",), "The scorer's numbers on a CPU: fp32, or the faster, approximate bf16 "
-             "(fast only on a CPU with AVX-512 BF16 or AMX) or int8 (docs/performance.md, \"Numeric precision\").",
+    _Setting("precision", ("--precision",), "The scorer's numbers: auto (bf16 on CUDA and on a CPU with AVX-512 BF16 "
+             "or AMX, fp32 elsewhere), fp32, bf16 or, on a CPU, int8 (docs/performance.md, \"Numeric precision\").",
              click.Choice(PRECISIONS)),
     _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
              "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
@@ -118,15 +120,16 @@ SETTINGS = (
 FLAGGING = ("calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 
-def detector_options(omit: tuple[str, ...] = (), from_env: bool = False):
+def detector_options(omit: tuple[str, ...] = (), from_env: bool = False, defaults: Mapping[str, Any] | None = None):
     """The options of every :class:`~groundsense.config.DetectorConfig` field but those in
     ``omit``, passed to the command under the fields' names, so that
-    ``DetectorConfig(**options)`` takes them (``from_env``: see :meth:`_Setting.option`)."""
+    ``DetectorConfig(**options)`` takes them (``from_env`` and ``defaults``, the command's own
+    defaults by field: see :meth:`_Setting.option`)."""
 
     def decorate(func):
         for setting in reversed(SETTINGS):
             if setting.field not in omit:
-                func = setting.option(from_env)(func)
+                func = setting.option(from_env, (defaults or {}).get(setting.field))(func)
         return func
 
     return decorate

@@ -25,7 +25,8 @@ from .interrupts import resumable
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @case_options
-@detector_options(omit=FLAGGING)  # features are uncalibrated
+# Features are uncalibrated; fp32 whatever the machine, as every published figure and calibration.
+@detector_options(omit=FLAGGING, defaults={"precision": "fp32"})
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--token-rows", is_flag=True,
               help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")

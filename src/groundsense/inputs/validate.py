@@ -24,7 +24,7 @@ from .text import Span, is_blank
 
 MAX_K = 50  # chunks a context string may be split into; each costs one more scorer pass
 MODES = ("full", "two_pass")
-PRECISIONS = ("fp32", "bf16", "int8")  # the scorer's numbers on a CPU (groundsense.scorer.loading)
+PRECISIONS = ("auto", "fp32", "bf16", "int8")  # the scorer's numbers (groundsense.scorer.loading)
 # ``labels`` (unsupported spans) and ``source`` (the document or question an answer comes from,
 # which `groundsense fit` keeps within one cross-validation fold) are read by calibrate and fit
 FIELDS = ("id", "question", "context", "passages", "answer", "sentences", "options", "labels", "source")

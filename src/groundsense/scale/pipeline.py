@@ -38,18 +38,19 @@ from .schema import records_table
 class Resources:
     """The actor pool: ``actors`` fixed, or ``(min, max)`` to autoscale; per actor CPUs,
     GPUs and torch threads (default: the CPUs, so actors do not oversubscribe a node), and
-    the ``detector`` each actor builds. Actors without a GPU score on the CPU unless the
-    detector names a device, so that they never use a GPU Ray has not given them."""
+    the config of the ``detection`` each actor builds (a Detector, or a Cascade). Actors without
+    a GPU score on the CPU unless the config names a device, so that they never use a GPU Ray
+    has not given them."""
 
     actors: int | tuple[int, int] = 1
     cpus_per_actor: float = 1.0
     gpus_per_actor: float = 0.0
     threads: int | None = None
     rows_per_batch: int = 16
-    detector: DetectorConfig = field(default_factory=DetectorConfig)
+    detection: DetectorConfig = field(default_factory=DetectorConfig)
 
-    def actor_detector(self) -> DetectorConfig:
-        return replace(self.detector, device=self.detector.device or (None if self.gpus_per_actor else "cpu"))
+    def actor_detection(self) -> DetectorConfig:
+        return replace(self.detection, device=self.detection.device or (None if self.gpus_per_actor else "cpu"))
 
     def pool(self) -> ray.data.ActorPoolStrategy:
         if isinstance(self.actors, tuple):
@@ -120,7 +121,7 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         fn_constructor_kwargs={
             "source": source,
             "threads": resources.threads or max(1, int(resources.cpus_per_actor)),
-            "config": resources.actor_detector(),
+            "config": resources.actor_detection(),
         },
         batch_size=resources.rows_per_batch,
         batch_format="pyarrow",
@@ -138,14 +139,14 @@ def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **d
     grouping the rows runs now; the scoring runs when the result is consumed.
 
     ``detector_options`` are :class:`groundsense.config.DetectorConfig` fields (``scorer``,
-    ``k``, ``mode``, ``calibration``, ...) over ``resources.detector``; they go to every
+    ``k``, ``mode``, ``calibration``, ...) over ``resources.detection``; they go to every
     actor, so a ``calibration`` should be a loaded :class:`groundsense.Calibration` and a
     ``scorer`` a name every node can resolve. The result has one row per input row in
     :data:`groundsense.scale.schema.RECORD_SCHEMA`, ready for ``write_parquet``; ``line`` is
     null where the input has none.
     """
     resources = resources or Resources()
-    resources = replace(resources, detector=replace(resources.detector, **detector_options))
+    resources = replace(resources, detection=replace(resources.detection, **detector_options))
     return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources)
 
 

@@ -11,7 +11,7 @@ from .condition_encoder import ConditionEncoder
 from .conditions import OpenConditions, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
 from .evidence_cache import EvidenceCache
-from .loading import load_model, n_parameters
+from .loading import load_model, n_parameters, resolve_precision
 from .masked import score_masked
 from .passes import ModelPasses
 from .token_scores import TokenScores
@@ -25,11 +25,12 @@ class Scorer(PromptEncoder):
     (:class:`PromptEncoder`) and scores their answers.
 
     ``name`` is a built-in scorer name, a local model directory or a Hugging Face id;
-    ``None`` is the embedded default (SmolLM2-135M-Instruct). CPU runs at ``precision``:
-    ``fp32``, or the faster, approximate ``bf16`` or ``int8`` (docs/performance.md, "Numeric
-    precision"); CUDA in bf16. ``block_size`` bounds the answer positions whose vocabulary
-    distributions are compared at once. ``evidence_cache_bytes`` bounds the KV caches kept of recent
-    evidences (K+2 caches each), for later answers over the same evidence; 0 keeps none.
+    ``None`` is the embedded default (SmolLM2-135M-Instruct). ``precision``: ``auto`` (bf16
+    on CUDA and on a CPU with native bf16, fp32 elsewhere), ``fp32``, ``bf16`` or, on a CPU,
+    ``int8`` (docs/performance.md, "Numeric precision"); :attr:`precision` holds the one run.
+    ``block_size`` bounds the answer positions whose vocabulary distributions are compared at once.
+    ``evidence_cache_bytes`` bounds the KV caches kept of recent evidences (K+2 caches each), for
+    later answers over the same evidence; 0 keeps none.
     ``batch_conditions`` runs the K+2 conditions over the answer tokens in one forward call
     instead of one call per condition, their caches stacked. By default (None) it does so
     where it measured faster: a stream's steps everywhere (a few tokens each: 2.2-2.6× faster
@@ -45,9 +46,10 @@ class Scorer(PromptEncoder):
         block_size: int = 64,
         evidence_cache_bytes: int = 512 * 2**20,
         batch_conditions: bool | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
     ) -> None:
         on = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        precision = resolve_precision(precision, on)
         display, model, tokenizer = load_model(name, on, precision)
         self._setup(display, model, tokenizer, on, block_size, evidence_cache_bytes, batch_conditions, precision)
 

@@ -12,7 +12,7 @@ from ..errors import InputError
 
 @dataclass(frozen=True)
 class ServiceSettings:
-    detector: DetectorConfig = field(default_factory=DetectorConfig)
+    detection: DetectorConfig = field(default_factory=DetectorConfig)
     host: str = "127.0.0.1"
     port: int = 8000
     queue_size: int = 8  # requests waiting for the scorer; more get 429
@@ -34,9 +34,9 @@ class ServiceSettings:
     @classmethod
     def from_env(cls, **overrides) -> ServiceSettings:
         """Defaults, then ``GROUNDSENSE_<FIELD>`` variables, then non-None ``overrides``, for
-        the service's fields and the detector's alike (``GROUNDSENSE_K``, ``GROUNDSENSE_LEAVE_ONE_OUT``, ...)."""
-        detector = DetectorConfig(**_values(DetectorConfig, overrides))
-        return cls(detector=detector, **_values(cls, overrides))
+        the service's fields and its detection's alike (``GROUNDSENSE_K``, ``GROUNDSENSE_LEAVE_ONE_OUT``, ...)."""
+        detection = DetectorConfig(**_values(DetectorConfig, overrides))
+        return cls(detection=detection, **_values(cls, overrides))
 
 
 def _values(kind: type, overrides: dict) -> dict:

@@ -36,7 +36,7 @@ class Scoring:
     def from_settings(cls, settings: ServiceSettings) -> Scoring:
         from ..verification import make_detection
 
-        return cls(make_detection(settings.detector))
+        return cls(make_detection(settings.detection))
 
     def timed(self, rows: list[CheckedRow], stop: Callable[[], bool], request_id: str) -> list[dict]:
         """Each row's record (:func:`row_runner.run_row`, internal errors hidden behind ``request_id``),
@@ -60,11 +60,11 @@ class Service:
     def build(cls, settings: ServiceSettings, detection: Callable[[], Detection] | None = None) -> Service:
         """The service of :func:`.app.create_app`'s arguments (a bad verifier is refused here,
         before the worker starts)."""
-        check_verifier(settings.detector)
+        check_verifier(settings.detection)
         load = (lambda: Scoring(detection())) if detection else (lambda: Scoring.from_settings(settings))
         worker = ScoringWorker(load, settings.queue_size)
         open_streams = OpenStreams(settings.max_streams)
-        metrics = Metrics(display_name(settings.detector.scorer), lambda: worker.pending, lambda: len(open_streams))
+        metrics = Metrics(display_name(settings.detection.scorer), lambda: worker.pending, lambda: len(open_streams))
         return cls(settings, worker, open_streams, metrics, Drain(settings.grace_s))
 
     def finish(self, record: RequestRecord) -> None:
