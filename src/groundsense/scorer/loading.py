@@ -34,6 +34,11 @@ def load_model(
     return name, at_precision(model, precision), tokenizer
 
 
+def pick_device(device: str | None) -> torch.device:
+    """``device``, or cuda where available, else the CPU."""
+    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (AVX-512 BF16 or AMX), where bf16 runs about
     twice as fast as fp32; elsewhere torch emulates it, slower than fp32."""

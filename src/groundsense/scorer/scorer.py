@@ -11,7 +11,7 @@ from .condition_encoder import ConditionEncoder
 from .conditions import OpenConditions, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
 from .evidence_cache import EvidenceCache
-from .loading import load_model, n_parameters, resolve_precision
+from .loading import load_model, n_parameters, pick_device, resolve_precision
 from .masked import score_masked
 from .passes import ModelPasses
 from .token_scores import TokenScores
@@ -48,7 +48,7 @@ class Scorer(PromptEncoder):
         batch_conditions: bool | None = None,
         precision: str = "auto",
     ) -> None:
-        on = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        on = pick_device(device)
         precision = resolve_precision(precision, on)
         display, model, tokenizer = load_model(name, on, precision)
         self._setup(display, model, tokenizer, on, block_size, evidence_cache_bytes, batch_conditions, precision)

@@ -21,6 +21,7 @@ import torch
 from ..config import DEFAULTS
 from ..errors import InputError, VerifierUnavailable
 from ..inputs.text import chunk_context, join_passages
+from ..scorer.loading import pick_device
 from .model import ModelVerifier, VerifierScores, gflops
 from .verifier import SentenceInput
 
@@ -68,7 +69,7 @@ class SequenceClassifierVerifier(ModelVerifier):
         if _looks_like_path(model) and not Path(model).expanduser().is_dir():
             raise VerifierUnavailable(f"no model directory at {model}: download the {self.kind} model "
                                       "and pass its directory")
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = pick_device(device)
         try:
             source = str(Path(model).expanduser()) if _looks_like_path(model) else model
             self.tokenizer = AutoTokenizer.from_pretrained(source)

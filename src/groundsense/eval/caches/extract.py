@@ -24,6 +24,7 @@ from ...detection import Outcome
 from ...features import FEATURES
 from ...pipeline.detector import Detector
 from ...result import DetectionResult, TokenRows
+from ...scorer.loading import pick_device, resolve_precision
 from ..data.cases import Case
 from ..data.rows import case_row
 from .store import (
@@ -57,12 +58,13 @@ class ExtractionConfig:
 
     def record(self) -> dict:
         """The settings that change features, as ``config.json`` holds them: the calibration
-        and the device are left out, and ``leave_one_out`` is null in two-pass mode."""
+        and the device are left out, ``leave_one_out`` is null in two-pass mode, and the
+        precision is the one the scorer runs (``auto`` resolved on the config's device)."""
         d = self.detector
         return {
             "scorer": d.scorer, "k": d.k, "mode": d.mode, "max_context_tokens": d.max_context_tokens,
             "max_answer_tokens": d.max_answer_tokens, "leave_one_out": d.leave_one_out if d.mode == "full" else None,
-            "token_rows": self.token_rows, "precision": d.precision,
+            "token_rows": self.token_rows, "precision": resolve_precision(d.precision, pick_device(d.device)),
         }
 
     @property
