@@ -28,7 +28,9 @@ def load_model(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         # transformers' decorated `to` loses its binding to the model in typeshed's functools.wraps
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).to(device).eval()  # type: ignore[arg-type]
+        # bf16 loads as bf16 (the same rounding as at_precision's, without an fp32 copy on the device)
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device).eval()  # type: ignore[arg-type]
     except (OSError, ValueError) as exc:
         raise ScorerUnavailable(f"cannot load scorer {name!r} from {source}: {exc}") from exc
     return name, at_precision(model, precision), tokenizer
