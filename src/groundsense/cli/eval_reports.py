@@ -88,13 +88,18 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed, pa
 @click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Feature cache of the whole RAGTruth test split, with its lexical signals.")
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Verifier cache with the judges' scores (results/verifiers): report candidate J, the judge's "
+                   "score as one more signal, on the sentences they scored, instead of candidate F.")
 @click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
 @markdown_report_options
-def fusion(cache, split_cache, scorer, dev_only, output, resamples, seed):
-    """The fusion protocol (docs/detector-selection.md): the shipped score fused with lexical
-    signals by a rule chosen on dev partitions, against today's score and word overlap on the
-    test partitions, and the adoption rule's verdict. Needs `groundsense eval lexical` first."""
+def fusion(cache, split_cache, scorer, judges, dev_only, output, resamples, seed):
+    """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
+    signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
+    dev partitions, against today's score and word overlap on the test partitions, and the
+    adoption rule's verdict. Needs `groundsense eval lexical` first."""
     from ..eval.reports.fusion import fusion_report
+    from ..eval.reports.fusion_judge import judge_fusion_report
     from ..judging.calibration import shipped_calibration
 
     found = {}
@@ -105,9 +110,14 @@ def fusion(cache, split_cache, scorer, dev_only, output, resamples, seed):
                           f"(found {len(sets)})")
         found[name] = sets[0]
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
-                             *(["--dev-only"] if dev_only else []), *(["-o", output] if output else []))
+                             *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
+                             *(["-o", output] if output else []))
+    calibration = shipped_calibration(scorer, 5)
     try:
-        text = fusion_report(found, shipped_calibration(scorer, 5), command, resamples, seed, dev_only)
+        if judges:
+            text = judge_fusion_report(found, calibration, judges, command, resamples, seed, dev_only)
+        else:
+            text = fusion_report(found, calibration, command, resamples, seed, dev_only)
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)

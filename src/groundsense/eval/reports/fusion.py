@@ -11,7 +11,7 @@ fitted, with labels, on the other two benchmarks' dev partitions only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +42,7 @@ RULES = ("z-sum", "rank average", "logistic")
 AGGREGATIONS = ("most suspicious sentence", "mean of the top two", "noisy-OR")
 # What the dev sweep chose, frozen in the protocol before any test partition was read; the
 # report refuses to score the test partitions if the sweep no longer chooses it.
-FROZEN = {"rule": "rank average", "lexical": "overlap, stems, bigrams", "aggregation": "noisy-OR"}
+FROZEN = {"rule": "rank average", "signals": "overlap, stems, bigrams", "aggregation": "noisy-OR"}
 BASELINES = ("sensitivity", "word overlap (chunk)", "word overlap (evidence)", "sentence gap", "shipped, as judged")
 
 
@@ -57,10 +57,6 @@ def fusion_table(features: FeatureSet, calibration: Calibration) -> pd.DataFrame
         sensitivity=calibration.score("sensitivity", inputs),
         shipped=judged(calibration, table, OperatingPoint())["score"].to_numpy(),
     )
-
-
-def _signals(lexical: str) -> list[str]:
-    return ["sensitivity", *LEXICAL_SETS[lexical]]
 
 
 def label_free_score(rule: str, reference: pd.DataFrame, rows: pd.DataFrame, signals: Sequence[str]) -> np.ndarray:
@@ -78,11 +74,11 @@ def label_free_score(rule: str, reference: pd.DataFrame, rows: pd.DataFrame, sig
     return total
 
 
-def rule_score(rule: str, lexical: str, reference: pd.DataFrame, others: Sequence[pd.DataFrame],
+def rule_score(rule: str, signals: Sequence[str], reference: pd.DataFrame, others: Sequence[pd.DataFrame],
                rows: pd.DataFrame) -> np.ndarray:
-    """The candidate's sentence score on ``rows``: label-free on ``reference`` (the same domain's
-    dev partition), or logistic fitted on ``others`` (the other domains' dev partitions)."""
-    signals = _signals(lexical)
+    """The sentence score on ``rows`` fusing ``signals``: label-free on ``reference`` (the same
+    domain's dev partition), or logistic fitted on ``others`` (the other domains' dev partitions)."""
+    signals = list(signals)
     if rule == "logistic":
         return fit_logistic(others, signals).decision_function(rows[signals].to_numpy(float))
     return label_free_score(rule, reference, rows, signals)
@@ -120,42 +116,50 @@ class Domain:
     test: pd.DataFrame
 
 
-def _score_on(rule: str, lexical: str, domain: Domain, domains: Sequence[Domain], rows: pd.DataFrame
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """The candidate's sentence scores and probabilities on ``rows`` of ``domain``."""
-    others = [d for d in domains if d.name != domain.name]
-    score = rule_score(rule, lexical, domain.dev, [d.dev for d in others], rows)
-    other_pairs = [(rule_score(rule, lexical, d.dev, [e.dev for e in domains if e.name != d.name], d.dev),
-                    d.dev["label"].to_numpy()) for d in others]
+def _others(domain: Domain, domains: Sequence[Domain]) -> list[pd.DataFrame]:
+    return [d.dev for d in domains if d.name != domain.name]
+
+
+def score_on(rule: str, signals: Sequence[str], domain: Domain, domains: Sequence[Domain], rows: pd.DataFrame
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """A candidate's sentence scores and probabilities on ``rows`` of ``domain``."""
+    score = rule_score(rule, signals, domain.dev, _others(domain, domains), rows)
+    other_pairs = [(rule_score(rule, signals, d.dev, _others(d, domains), d.dev), d.dev["label"].to_numpy())
+                   for d in domains if d.name != domain.name]
     return score, probabilities(score, other_pairs)
 
 
-def dev_sweep(domains: Sequence[Domain]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
-    """On the dev partitions only: every (rule, lexical set)'s sentence AUC per domain and
-    their mean; then the best pair's answer AUC per aggregation. Returns both tables and the choice."""
+def dev_sweep(domains: Sequence[Domain], sets: Mapping[str, Sequence[str]] = LEXICAL_SETS,
+              rules: Sequence[str] = RULES, alone: Sequence[str] = ("sensitivity", "word overlap (chunk)")
+              ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """On the dev partitions only: every (rule, signal set)'s sentence AUC per domain and their
+    mean, each set fused with ``sensitivity``; then the best pair's answer AUC per aggregation.
+    Returns both tables and the choice. ``alone``: baselines (or signals) shown for the reader."""
     from sklearn.metrics import roc_auc_score
 
     rows = {}
-    for rule in RULES:
-        for lexical in LEXICAL_SETS:
-            aucs = {d.name: roc_auc_score(d.dev["label"], rule_score(rule, lexical, d.dev, [
-                e.dev for e in domains if e.name != d.name], d.dev)) for d in domains}
-            rows[(rule, lexical)] = {**aucs, "mean": float(np.mean(list(aucs.values())))}
+    for rule in rules:
+        for name, signals in sets.items():
+            fused = ["sensitivity", *signals]
+            aucs = {d.name: roc_auc_score(d.dev["label"], rule_score(rule, fused, d.dev, _others(d, domains), d.dev))
+                    for d in domains}
+            rows[(rule, name)] = {**aucs, "mean": float(np.mean(list(aucs.values())))}
     sentences = pd.DataFrame.from_dict(rows, orient="index")
-    rule, lexical = sentences["mean"].idxmax()  # the first of equals, in the order above
+    rule, chosen = sentences["mean"].idxmax()  # the first of equals, in the order above
     sentences.index = [f"{r}: {lx}" for r, lx in sentences.index]
-    for method in ("sensitivity", "word overlap (chunk)"):  # for the reader; not candidates
-        aucs = {d.name: roc_auc_score(d.dev["label"], baseline_scores(d.dev)[method]) for d in domains}
+    for method in alone:  # for the reader; not candidates
+        aucs = {d.name: roc_auc_score(d.dev["label"], baseline_scores(d.dev).get(method, d.dev.get(method)))
+                for d in domains}
         sentences.loc[f"({method} alone)"] = {**aucs, "mean": float(np.mean(list(aucs.values())))}
     answers = {}
     for d in domains:
-        score, probability = _score_on(rule, lexical, d, domains, d.dev)
+        score, probability = score_on(rule, ["sensitivity", *sets[chosen]], d, domains, d.dev)
         labels = answer_labels(d.dev)["label"].to_numpy()
         for aggregation, values in answer_scores(d.dev, score, probability).items():
             answers.setdefault(aggregation, {})[d.name] = roc_auc_score(labels, values)
     answer_table = pd.DataFrame.from_dict(answers, orient="index")
     answer_table["mean"] = answer_table.mean(axis=1)
-    choice = {"rule": rule, "lexical": lexical, "aggregation": str(answer_table["mean"].idxmax())}
+    choice = {"rule": rule, "signals": chosen, "aggregation": str(answer_table["mean"].idxmax())}
     return sentences, answer_table, choice
 
 
@@ -182,13 +186,16 @@ class Scored:
 
 
 def score_test(rows: pd.DataFrame, candidate: np.ndarray, probability: np.ndarray, aggregation: str, name: str,
-               n_resamples: int, seed: int) -> Scored:
-    scores = {"candidate": candidate, **baseline_scores(rows)}
+               n_resamples: int, seed: int, others: Mapping[str, np.ndarray] | None = None) -> Scored:
+    """The candidate against the baselines (and ``others``: more sentence scores to compare, each
+    aggregated at answer level by its most suspicious sentence) on one test set."""
+    compared = {**baseline_scores(rows), **(others or {})}
+    scores = {"candidate": candidate, **compared}
     y, groups = rows["label"].to_numpy(), rows["source_id"].to_numpy()
     sentence = source_bootstrap(y, scores, groups, n_resamples, seed)
     answers = answer_labels(rows)
     by_answer = {"candidate": answer_scores(rows, candidate, probability)[aggregation]}
-    for method, values in baseline_scores(rows).items():
+    for method, values in compared.items():
         by_answer[method] = answer_scores(rows, values, values)["most suspicious sentence"]
     answer = source_bootstrap(answers["label"].to_numpy(), by_answer, answers["source_id"].to_numpy(),
                               n_resamples, seed)
@@ -259,18 +266,17 @@ def fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration, comm
              "and rank average standardise or rank on the domain's own dev rows without labels; logistic is "
              "fitted on the other two benchmarks' dev partitions). The best mean is chosen.", "",
              markdown_table(sentences), "",
-             f"## Dev partitions: answer aggregation of {choice['rule']}, {choice['lexical']}", "",
+             f"## Dev partitions: answer aggregation of {choice['rule']}, {choice['signals']}", "",
              "Answer AUC (label: any unsupported sentence) of each aggregation of the chosen score's sentences; the "
              "noisy-OR maps scores to probabilities with a logistic fitted on the other benchmarks' dev "
              "partitions.", "", markdown_table(answers), "",
-             f"Chosen on dev: rule **{choice['rule']}**, lexical set **{choice['lexical']}** "
-             f"({', '.join(LEXICAL_SETS[choice['lexical']])}), answer aggregation **{choice['aggregation']}**.", ""]
+             f"Chosen on dev: rule **{choice['rule']}**, lexical set **{choice['signals']}** "
+             f"({', '.join(LEXICAL_SETS[choice['signals']])}), answer aggregation **{choice['aggregation']}**.", ""]
     if dev_only:
         return "\n".join(lines)
     if choice != FROZEN:
         raise ValueError(f"the dev sweep now chooses {choice}, not the protocol's frozen {FROZEN}: the data or the "
                          "code changed since the protocol was written; the test partitions are not scored")
-    results = []
     lines += ["## Test partitions", "",
               "AUC with 95% source-level bootstrap intervals (2,000 resamples), and each method's paired difference "
               "from `sensitivity` (today's shipped score, on every sentence) and from word overlap "
@@ -278,25 +284,43 @@ def fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration, comm
               "*shipped, as judged* is the product's score, which falls back to the gap for answers scored in a "
               "chunk count the calibration was not fitted on. Answer level: each baseline's most suspicious "
               f"sentence; the candidate's {FROZEN['aggregation']}.", ""]
-    test_sets = [(d, d.test, d.name) for d in domains]
-    ragtruth = next((d for d in domains if d.name == "ragtruth"), None)
-    if ragtruth is not None:
-        test_sets += [(ragtruth, ragtruth.test[ragtruth.test["task"] == task].reset_index(drop=True),
-                       f"ragtruth · {task}") for task in sorted(ragtruth.test["task"].unique())]
-    for domain, rows, label in test_sets:
-        score, probability = _score_on(FROZEN["rule"], FROZEN["lexical"], domain, domains, rows)
-        scored = score_test(rows, score, probability, FROZEN["aggregation"], label, n_resamples, seed)
-        if label in sets:
-            results.append(scored)
-        lines += [f"### {label}: {scored.sentences} sentences ({scored.unsupported} unsupported), "
-                  f"{rows['case_id'].nunique()} answers", "", "Sentence level:", "", markdown_table(scored.sentence),
-                  "", "Answer level:", "", markdown_table(scored.answer), ""]
-    lines += ["## Verdict", "", apply_rule(results).text() + ".", "", "Goals (reported beside the rule):", "",
-              *goals(results), "",
+    sections, results = test_sections(domains, ["sensitivity", *LEXICAL_SETS[FROZEN["signals"]]], FROZEN,
+                                      n_resamples, seed)
+    lines += [*sections, "## Verdict", "", apply_rule(results).text() + ".", "", "Goals (reported beside the rule):",
+              "", *goals(results), "",
               "## Every candidate on the test partitions (reported, not eligible)", "",
               "Sentence AUC of every (rule, lexical set) of the dev sweep on each test partition, for the reader: "
               "only the frozen choice is held against the rule.", "", markdown_table(every_candidate(domains)), ""]
     return "\n".join(lines)
+
+
+def test_sets(domains: Sequence[Domain]) -> list[tuple[Domain, pd.DataFrame, str]]:
+    """Each domain's test partition, then RAGTruth's by task (reported apart; not in the rule)."""
+    sets = [(d, d.test, d.name) for d in domains]
+    ragtruth = next((d for d in domains if d.name == "ragtruth"), None)
+    if ragtruth is not None:
+        sets += [(ragtruth, ragtruth.test[ragtruth.test["task"] == task].reset_index(drop=True),
+                  f"ragtruth · {task}") for task in sorted(ragtruth.test["task"].unique())]
+    return sets
+
+
+def test_sections(domains: Sequence[Domain], signals: Sequence[str], frozen: Mapping[str, str], n_resamples: int,
+                  seed: int, others: Callable[[Domain, pd.DataFrame], dict[str, np.ndarray]] | None = None
+                  ) -> tuple[list[str], list[Scored]]:
+    """The frozen candidate (``signals`` fused by ``frozen``'s rule and aggregation) against the
+    baselines and ``others(domain, rows)`` on every test set: the report's lines and the
+    benchmarks' results, for the rule."""
+    lines, results = [], []
+    for domain, rows, label in test_sets(domains):
+        score, probability = score_on(frozen["rule"], signals, domain, domains, rows)
+        scored = score_test(rows, score, probability, frozen["aggregation"], label, n_resamples, seed,
+                            others(domain, rows) if others else None)
+        if label == domain.name:
+            results.append(scored)
+        lines += [f"### {label}: {scored.sentences} sentences ({scored.unsupported} unsupported), "
+                  f"{rows['case_id'].nunique()} answers", "", "Sentence level:", "", markdown_table(scored.sentence),
+                  "", "Answer level:", "", markdown_table(scored.answer), ""]
+    return lines, results
 
 
 def every_candidate(domains: Sequence[Domain]) -> pd.DataFrame:
@@ -304,8 +328,8 @@ def every_candidate(domains: Sequence[Domain]) -> pd.DataFrame:
 
     rows = {}
     for rule in RULES:
-        for lexical in LEXICAL_SETS:
-            rows[f"{rule}: {lexical}"] = {
-                d.name: roc_auc_score(d.test["label"], rule_score(rule, lexical, d.dev, [
-                    e.dev for e in domains if e.name != d.name], d.test)) for d in domains}
+        for name, signals in LEXICAL_SETS.items():
+            rows[f"{rule}: {name}"] = {
+                d.name: roc_auc_score(d.test["label"], rule_score(rule, ["sensitivity", *signals], d.dev,
+                                                                  _others(d, domains), d.test)) for d in domains}
     return pd.DataFrame.from_dict(rows, orient="index")
