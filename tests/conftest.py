@@ -14,6 +14,11 @@ from groundsense.scorer import Scorer
 # tests/service, the servers and the readiness wait of an app whose lifespan loads it.
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
 
+# The suite scores in fp32 on every machine, in its own process and in those it starts (the CLI,
+# `serve`): its exactness bounds and the README's worked example are fp32's, and `auto` would run
+# bf16 on a CPU with native bf16. tests/scorer/test_precision.py unsets it to test `auto` itself.
+os.environ["GROUNDSENSE_PRECISION"] = "fp32"
+
 # Hypothesis (tests/test_properties.py). "ci", the default, draws the same examples on every run
 # and keeps no database, so a run's outcome and time depend only on the code; no deadline, since
 # two shared cores time nothing reliably. "explore" draws new examples each run, more of them,

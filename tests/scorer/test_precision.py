@@ -80,6 +80,7 @@ def test_a_precision_the_scorer_cannot_run_is_refused(precision, device, message
                          [(False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")])
 def test_auto_runs_bf16_on_cuda_and_on_a_cpu_with_native_bf16(monkeypatch, amx, avx512_bf16, cpu):
     """The CPU's own answer is torch's; here it is set, to reach each branch on any machine."""
+    monkeypatch.delenv(loading.PRECISION_VARIABLE)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     assert loading.native_bf16() == (cpu == "bf16")
@@ -90,11 +91,29 @@ def test_auto_runs_bf16_on_cuda_and_on_a_cpu_with_native_bf16(monkeypatch, amx, 
     assert resolve_precision("fp32", torch.device("cuda")) == "fp32"
 
 
-def test_a_default_detector_records_the_precision_it_ran(tiny_dir):
+def test_a_default_detector_records_the_precision_it_ran(tiny_dir, monkeypatch):
+    monkeypatch.delenv(loading.PRECISION_VARIABLE)
     detector = Detector.from_config(DetectorConfig(scorer=tiny_dir, device="cpu", calibration=False))
     ran = "bf16" if loading.native_bf16() else "fp32"
     assert DetectorConfig().precision == "auto"
     assert detector.scorer.precision == detector.config.precision == detect(detector)["precision"] == ran
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_the_variable_says_what_auto_runs_and_an_explicit_precision_wins(monkeypatch, native):
+    """``GROUNDSENSE_PRECISION`` (which this suite sets to fp32) decides ``auto`` whatever the CPU."""
+    monkeypatch.setattr(loading, "native_bf16", lambda: native)
+    for value, ran in (("bf16", "bf16"), ("FP32 ", "fp32"), ("int8", "int8"), ("auto", "bf16" if native else "fp32"),
+                       ("", "bf16" if native else "fp32")):
+        monkeypatch.setenv(loading.PRECISION_VARIABLE, value)
+        assert resolve_precision("auto", torch.device("cpu")) == ran
+        assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
+    monkeypatch.setenv(loading.PRECISION_VARIABLE, "fp16")
+    with pytest.raises(InputError, match="GROUNDSENSE_PRECISION='fp16': expected one of auto, fp32, bf16, int8"):
+        resolve_precision("auto", torch.device("cpu"))
+    monkeypatch.setenv(loading.PRECISION_VARIABLE, "int8")
+    with pytest.raises(InputError, match="runs on a CPU only"):
+        resolve_precision("auto", torch.device("cuda"))
 
 
 def test_benchmark_features_are_fp32_unless_asked(invoke_cli):

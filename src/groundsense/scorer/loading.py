@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,9 @@ def pick_device(device: str | None) -> torch.device:
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
+PRECISION_VARIABLE = "GROUNDSENSE_PRECISION"
+
+
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (AVX-512 BF16 or AMX), where bf16 runs about
     twice as fast as fp32; elsewhere torch emulates it, slower than fp32."""
@@ -49,10 +53,16 @@ def native_bf16() -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``precision`` as the scorer runs it: ``auto`` is ``bf16`` on CUDA and on a CPU with
-    native bf16 (:func:`native_bf16`), ``fp32`` elsewhere (docs/performance.md, "Numeric
-    precision": bf16 flags what fp32 flags, 99.1% of sentences and 99.7% of answers)."""
+    """``precision`` as the scorer runs it. ``auto`` is what ``GROUNDSENSE_PRECISION`` names
+    where it is set (an operator's one switch for every entry point), else ``bf16`` on CUDA and
+    on a CPU with native bf16 (:func:`native_bf16`) and ``fp32`` elsewhere (docs/performance.md,
+    "Numeric precision": bf16 flags what fp32 flags, 99.1% of sentences and 99.7% of answers)."""
     check_precision(precision, device)
+    if precision == "auto":
+        precision = os.environ.get(PRECISION_VARIABLE, "").strip().lower() or "auto"
+        if precision not in PRECISIONS:
+            raise InputError(f"{PRECISION_VARIABLE}={precision!r}: expected one of {', '.join(PRECISIONS)}")
+        check_precision(precision, device)
     if precision != "auto":
         return precision
     return "bf16" if device.type == "cuda" or (device.type == "cpu" and native_bf16()) else "fp32"
