@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection

@@ -5,7 +5,7 @@ The programs evaluated are stand-ins: a module that returns fixed drafts, and DS
 the metric scores with the real scorer. The framework is imported by the tests that use it."""
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 

@@ -8,7 +8,7 @@ scorer, loaded by the component itself. The framework is imported by the tests t
 import asyncio
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 

@@ -6,7 +6,7 @@ recording what it is sent. The agent, its retrieval tool and retry loop, and gro
 detection are real. The framework is imported by the tests that use it, not at collection."""
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 
