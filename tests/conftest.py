@@ -10,6 +10,10 @@ from groundsense.eval.data.locations import data_root
 from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 
+# The code the tests share (tests/helpers, imported only after this conftest) asserts too: its
+# failures get pytest's explanations, as a test module's do.
+pytest.register_assert_rewrite("helpers")
+
 # What loads the real default scorer: the session's scorer and detector here; in
 # tests/service, the servers and the readiness wait of an app whose lifespan loads it.
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}

@@ -235,8 +235,8 @@ def test_an_integration_checks_through_a_cascade(detector, scorer):
     from groundsense.verification.judge import JudgeVerifier
 
     row = load_example(EXAMPLES[0])
-    report = check(row["answer"], row["passages"], row["question"], detector=Cascade(detector, JudgeVerifier(scorer)))
+    report = check(row["answer"], row["passages"], row["question"], detection=Cascade(detector, JudgeVerifier(scorer)))
     assert report.result.cascade["verifier"] == JUDGE
     assert report.passing is all(s.flagged is False for s in report.result.sentences)
     with pytest.raises(Exception, match="no flag threshold"):
-        check(row["answer"], row["passages"], detector=Wrapped(Detector(scorer, calibration=False)))
+        check(row["answer"], row["passages"], detection=Wrapped(Detector(scorer, calibration=False)))

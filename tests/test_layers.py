@@ -1,7 +1,7 @@
 """The package's layering rule (docs/architecture.md), checked on every import statement,
 deferred ones included: the core imports none of the layers above it, and the outer layers
 never import the CLI; no two layers import each other. Within the core, the pipeline's stages import only the stages
-before them (:data:`CORE_ORDER`)."""
+before them (:data:`CORE_ORDER`). And the tests share code only through the package ``tests/helpers``."""
 
 import ast
 import graphlib
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "groundsense"
+TESTS = Path(__file__).resolve().parent
 # Layer of each top-level part of the package; a module not named here is in the core.
 # ``testing`` (the Detection conformance kit) drives the service's app, so it sits with the CLI.
 LAYERS = {"eval": 1, "service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
@@ -152,3 +153,22 @@ def test_eval_subpackages_import_only_the_ones_before_them():
 @pytest.mark.parametrize("part", sorted(LAYERS))
 def test_each_layer_exists(part):
     assert (PACKAGE / part).is_dir() or (PACKAGE / f"{part}.py").exists()
+
+
+def test_tests_share_code_only_through_helpers():
+    """No file under tests/ imports a test module, a conftest or a folder of tests/ other than
+    ``helpers`` (on pytest's ``pythonpath``): such an import works only when pytest happened to
+    put that module's folder on ``sys.path`` before, and not when a file is collected alone."""
+    local = ({p.stem for p in TESTS.rglob("*.py") if p.relative_to(TESTS).parts[0] != "helpers"}
+             | {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "helpers"}) - {"__init__"}
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [f"{path.relative_to(TESTS)} imports {name}" for name in names if name.split(".")[0] in local]
+    assert not found, "move what they share into tests/helpers:\n" + "\n".join(found)

@@ -12,9 +12,9 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+from helpers.same_result import assert_same
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_stream import assert_same
 
 from groundsense import Detector
 from groundsense.errors import InputError

@@ -10,9 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from groundsense.cli import cli
+from helpers.cli import run
 
 ROW = {
     "question": "How long is the main span?",
@@ -29,10 +27,6 @@ FEATURE_KEYS = {
     "drop_min", "neg_drop_mass", "gap_rest",
     "overlap_chunk", "overlap_evidence", "content_novel", "stem_novel", "bigram_novel", "novel_numbers", "novel_names",
 }
-
-
-def run(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input)
 
 
 @pytest.mark.slow  # loads the real scorer

@@ -7,9 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from helpers.cli import run
 
-from groundsense.cli import cli
 from groundsense.eval.data.ragtruth import load_ragtruth
 from groundsense.eval.data.rows import case_row
 
@@ -18,10 +17,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.data]
 # Two answers of each of five sources; three sources have an answer with unsupported spans.
 IDS = ["ragtruth:11857", "ragtruth:11858", "ragtruth:11953", "ragtruth:11954", "ragtruth:12667", "ragtruth:12668",
        "ragtruth:12727", "ragtruth:12728", "ragtruth:12924", "ragtruth:12925"]
-
-
-def run(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input)
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from corpus_cases import CASES, Accepted, Case, Error
 from fastapi.testclient import TestClient
+from helpers.corpus_cases import CASES, Accepted, Case, Error
 
 from groundsense import cli as cli_module
 from groundsense.cli import common as cli_common

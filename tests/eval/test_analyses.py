@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import feature_set
+from helpers.synthetic_features import feature_set
 
 from groundsense.eval.caches.attribution import attribution_pairs, attribution_summary
 from groundsense.eval.caches.store import write_part

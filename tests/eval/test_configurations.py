@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_report import CONFIG, feature_set
+from helpers.synthetic_features import CONFIG, feature_set
 
 from groundsense.cli import cli
 from groundsense.eval.caches.extract import FeatureSet

@@ -154,7 +154,7 @@ def token_run(tmp_path_factory, scorer, short_cases):
 
 
 def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
-    from cached_tokens import token_rows
+    from helpers.cached_tokens import token_rows
 
     from groundsense.features import sentence_features
 

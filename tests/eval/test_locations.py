@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import run
 
-from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.eval.data.benchmarks import load_benchmark
 from groundsense.eval.data.locations import (
@@ -24,10 +23,6 @@ from groundsense.eval.data.locations import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "groundsense"
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.mark.data

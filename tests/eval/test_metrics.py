@@ -1,28 +1,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.synthetic_features import synthetic_table
 from sklearn.metrics import roc_auc_score
 
 from groundsense.eval.statistics.methods import add_answer_columns, standardised_sum
 from groundsense.eval.statistics.metrics import breakdown_by_type, evaluate, response_table, threshold_report
-from groundsense.features import GROUNDING
-
-
-def synthetic_table(n_cases=240, seed=0):
-    """Sentences whose grounding features carry signal (low when unsupported) and baselines none."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for case in range(n_cases):
-        for k in range(rng.integers(2, 6)):
-            label = int(rng.random() < 0.2)
-            rows.append({
-                "case_id": f"c{case}", "source_id": f"s{case // 3}", "task": ["QA", "Summary"][case % 2],
-                "benchmark": "synthetic", "sentence": "x", "start": 0, "end": 1, "label": label,
-                "type": (["baseless", "conflict"][k % 2] if label else None),
-                **{f: rng.normal() - 1.0 * label for f in GROUNDING},
-                "surprisal": rng.normal(), "n_tokens": int(rng.integers(5, 30)),
-            })
-    return pd.DataFrame(rows)
 
 
 def test_answer_columns_are_token_weighted():

@@ -1,8 +1,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.synthetic_features import feature_set
 from sklearn.metrics import precision_recall_fscore_support
-from test_report import feature_set
 
 from groundsense.eval.caches.extract import FeatureSet
 from groundsense.eval.calibration_set import fit_from_features
@@ -88,7 +88,7 @@ def test_the_report_has_every_reachable_operating_point_for_every_level():
 
 
 def _write_cache(root, benchmark, seed):
-    from test_report import CONFIG
+    from helpers.synthetic_features import CONFIG
 
     from groundsense.config import DetectorConfig
     from groundsense.eval.caches.extract import ExtractionConfig, write_config

@@ -2,26 +2,12 @@ import json
 from pathlib import Path
 
 import pytest
-from test_metrics import synthetic_table
+from helpers.synthetic_features import CONFIG, feature_set
 
-from groundsense.eval.caches.extract import FeatureSet
 from groundsense.eval.caches.layout import cache_folder
 from groundsense.eval.reports.report import write_report
 from groundsense.eval.reports.tables import markdown_table
 from groundsense.eval.statistics.benchmark_result import PASSES, cost_table
-
-CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
-          "n_parameters": 1_000_000}
-
-
-def feature_set(benchmark: str, seed: int, mode: str = "full") -> FeatureSet:
-    """A synthetic cached feature set: every answer has 3 chunks, 100 prompt tokens and took 2 s."""
-    rows = synthetic_table(n_cases=150, seed=seed).assign(
-        benchmark=benchmark, status="scored", error=None, seconds=2.0,
-        tokens_processed=250, prompt_tokens=100, n_chunks=3,
-    )
-    rows["sentence_index"] = rows.groupby("case_id").cumcount()
-    return FeatureSet(benchmark, {**CONFIG, "mode": mode}, f"tiny__{mode}-k5-0000", rows)
 
 
 def test_cost_counts_passes_tokens_and_flops():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cached_tokens import token_rows
+from helpers.cached_tokens import token_rows
 
 from groundsense.eval.caches.extract import load_cache
 from groundsense.eval.caches.token_features import TOKEN_FEATURES, SentenceTokens

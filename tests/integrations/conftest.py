@@ -4,7 +4,7 @@ import importlib
 import socket
 
 import pytest
-from integration_example import EXAMPLE
+from helpers.integration_example import EXAMPLE
 
 
 @pytest.fixture

@@ -4,11 +4,15 @@ import subprocess
 import sys
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
+from groundsense.config import DetectorConfig
+from groundsense.detection import Detection
 from groundsense.errors import GroundsenseError, InputError
+from groundsense.inputs.text import segment_sentences
 from groundsense.integrations.common import GroundingReport, check, evidence_texts
 from groundsense.pipeline.detector import Detector
+from groundsense.result import AnswerSummary, DetectionResult, SentenceResult, Truncation
 
 
 @pytest.mark.slow
@@ -47,7 +51,7 @@ def test_unjudged_sentences_fail_closed(scorer, example):
 @pytest.mark.slow
 def test_an_uncalibrated_detector_is_refused(scorer, example):
     with pytest.raises(GroundsenseError, match="no flag threshold"):
-        check(example["answer"], example["passages"], detector=Detector(scorer, k=5, calibration=False))
+        check(example["answer"], example["passages"], detection=Detector(scorer, k=5, calibration=False))
 
 
 @pytest.mark.parametrize(
@@ -73,6 +77,50 @@ def test_grounded_answer_keeps_the_separators_of_kept_sentences(answer, flags, k
     summary = AnswerSummary(0.0, 0.0, len(flags), flags.count(True), flags.count(None), None)
     result = DetectionResult("s", "full", "exact", "sensitivity", 1.0, sentences, summary, Truncation())
     assert GroundingReport(answer, result).grounded_answer == kept
+
+
+class AllSupported(Detection):
+    """A calibrated detection with no model that judges every sentence supported and counts its calls:
+    for what an integration does with the detection it is given."""
+
+    config = DetectorConfig()
+
+    def __init__(self):
+        self.calls = 0
+
+    def detect_checked(self, row, stop=None):
+        self.calls += 1
+        answer = row.arguments["answer"]
+        sentences = [SentenceResult(i, span.start, span.end, span.of(answer), 0.0, False, {}, [], [], None)
+                     for i, span in enumerate(segment_sentences(answer))]
+        summary = AnswerSummary(None, None, len(sentences), 0, 0, False)
+        return DetectionResult("none", "full", None, "gap", 1.0, sentences, summary, Truncation())
+
+    def describe(self, chunks=None):
+        return {"kind": "all-supported", "scorer": None, "threshold": 1.0}
+
+
+def test_detector_is_the_deprecated_old_name_of_detection(example):
+    from groundsense.integrations.langchain import GroundsenseRunnable
+
+    detection, answer, passages = AllSupported(), example["answer"], example["passages"]
+    with pytest.warns(DeprecationWarning, match=r"check\(\): detector= is deprecated, pass detection="):
+        old = check(answer, passages, detector=detection)
+    assert detection.calls == 1 and old.passing
+    assert old.result.to_dict() == check(answer, passages, detection=detection).result.to_dict()
+
+    with pytest.warns(DeprecationWarning, match=r"GroundsenseRunnable\(\): detector= is deprecated") as caught:
+        runnable = GroundsenseRunnable(detector=detection)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    assert runnable.detection is detection
+    assert runnable.invoke({"answer": answer, "documents": passages}).passing and detection.calls == 3
+    with pytest.warns(DeprecationWarning, match=r"GroundsenseRunnable.detector is deprecated, use .*\.detection"):
+        assert runnable.detector is detection
+
+    for call in (lambda: check(answer, passages, detection=detection, detector=detection),
+                 lambda: GroundsenseRunnable(detection=detection, detector=detection)):
+        with pytest.raises(TypeError, match="takes detection= or detector= .*not both"):
+            call()
 
 
 def test_evidence_is_read_from_framework_documents_and_nodes():

@@ -5,7 +5,7 @@ The programs evaluated are stand-ins: a module that returns fixed drafts, and DS
 the metric scores with the real scorer. The framework is imported by the tests that use it."""
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 
@@ -34,7 +34,7 @@ def devset(example):
 def test_evaluate_scores_each_answer_with_no_llm(integration, detector, example, offline):
     import dspy
 
-    metric = integration.GroundsenseMetric(detector=detector)
+    metric = integration.GroundsenseMetric(detection=detector)
     result = dspy.Evaluate(devset=devset(example), metric=metric, num_threads=1, display_progress=False)(
         drafts_program(example))
     assert [score for _, _, score in result.results] == [pytest.approx(2 / 3), 1.0]
@@ -45,7 +45,7 @@ def test_evaluate_scores_each_answer_with_no_llm(integration, detector, example,
 def test_bootstrapping_takes_a_verdict_and_gepa_gets_feedback(integration, detector, example):
     full, supported = devset(example)
     program = drafts_program(example)
-    metric = integration.GroundsenseMetric(detector=detector)
+    metric = integration.GroundsenseMetric(detection=detector)
     assert metric(full, program(**full.inputs()), trace=[]) is False
     assert metric(supported, program(**supported.inputs()), trace=[]) is True
     feedback = metric(full, program(**full.inputs()), [], "respond", [])  # as GEPA calls it
@@ -66,7 +66,7 @@ def test_best_of_n_retries_until_the_answer_is_grounded(integration, detector, e
 
     lm = DummyLM([{"answer": example["answer"]}, {"answer": SUPPORTED}, {"answer": example["answer"]}])
     generate = dspy.Predict("context: list[str], question -> answer")  # the context is the module's input here
-    best = dspy.BestOfN(generate, N=3, reward_fn=Recorded(detector=detector), threshold=1.0)
+    best = dspy.BestOfN(generate, N=3, reward_fn=Recorded(detection=detector), threshold=1.0)
     with dspy.context(lm=lm):
         prediction = best(context=example["passages"], question=example["question"])
     assert prediction.answer == SUPPORTED
@@ -76,7 +76,7 @@ def test_best_of_n_retries_until_the_answer_is_grounded(integration, detector, e
 def test_pass_fail_gives_every_caller_the_verdict(integration, detector, example):
     full, supported = devset(example)
     program = drafts_program(example)
-    metric = integration.GroundsenseMetric(pass_fail=True, detector=detector)
+    metric = integration.GroundsenseMetric(pass_fail=True, detection=detector)
     assert metric(full, program(**full.inputs())) is False
     assert metric(supported, program(**supported.inputs())) is True
     assert metric(full, program(**full.inputs()), [], "respond", []).score == 0.0
@@ -90,12 +90,12 @@ def test_missing_fields_and_bad_inputs_are_refused(integration, detector, exampl
     gold = full.copy(answer=SUPPORTED)  # the example's gold answer is never what gets scored
     with pytest.raises(InputError,
                        match=r"no field 'response' in the prediction \(fields: answer, context\).*answer=\.\.\."):
-        integration.GroundsenseMetric(answer="response", detector=detector)(gold, prediction)
+        integration.GroundsenseMetric(answer="response", detection=detector)(gold, prediction)
     with pytest.raises(InputError, match=r"no field 'answer' in the prediction \(fields: response\)"):
-        integration.GroundsenseMetric(detector=detector)(gold, dspy.Prediction(response=SUPPORTED))
+        integration.GroundsenseMetric(detection=detector)(gold, dspy.Prediction(response=SUPPORTED))
     with pytest.raises(InputError, match=r"no field 'passages' in the prediction or the example "
                                          r"\(fields: .*draft.*\).*context=\.\.\."):
-        integration.GroundsenseMetric(context="passages", detector=detector)(full, dspy.Prediction(answer=SUPPORTED))
+        integration.GroundsenseMetric(context="passages", detection=detector)(full, dspy.Prediction(answer=SUPPORTED))
     for bad, message in [
         (dspy.Prediction(answer=[SUPPORTED], context=["x"]), "answer field 'answer' must be text, not list"),
         (dspy.Prediction(answer=SUPPORTED, context=None), "context field 'context' holds no passages"),
@@ -105,4 +105,4 @@ def test_missing_fields_and_bad_inputs_are_refused(integration, detector, exampl
         ("the answer is here", "must be a dspy.Example, dspy.Prediction or dict, not str"),
     ]:
         with pytest.raises(InputError, match=message):
-            integration.GroundsenseMetric(detector=detector)(full, bad)
+            integration.GroundsenseMetric(detection=detector)(full, bad)

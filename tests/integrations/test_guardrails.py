@@ -3,7 +3,7 @@
 The framework is imported by the tests that use it (``integration``), not at collection."""
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_validator_on_its_own(integration, detector, example):
     """As a Guardrails validator's own API: validate() with metadata, and the FailResult."""
     from guardrails.validator_base import FailResult, PassResult
 
-    validator = integration.Grounded(detector=detector, on_fail="fix")
+    validator = integration.Grounded(detection=detector, on_fail="fix")
     metadata = {"sources": example["passages"], "question": example["question"]}
     result = validator.validate(example["answer"], metadata)
 

@@ -8,7 +8,7 @@ scorer, loaded by the component itself. The framework is imported by the tests t
 import asyncio
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 
@@ -96,11 +96,11 @@ def test_the_pipeline_saves_and_loads_with_its_detector_options(integration, exa
     assert report.unjudged and out["passing"] is False  # past 24 answer tokens: not judged, so not passing
 
 
-def test_components_with_the_same_options_share_one_detector(integration, checker):
+def test_components_with_the_same_options_share_one_detection(integration, checker):
     other = integration.GroundsenseChecker({"k": 5, "mode": "full"})  # the defaults, spelled out
     other.warm_up()
     other.warm_up()
-    assert other._detector is checker._detector
+    assert other._detection is checker._detection
 
 
 def test_a_chat_message_s_text_parts_are_checked_together(checker, example):

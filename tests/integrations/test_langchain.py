@@ -8,7 +8,7 @@ imported by the tests that use it (``integration``), not at collection.
 import asyncio
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 

@@ -5,7 +5,7 @@ The framework is imported by the tests that use it (``integration``), not at col
 import asyncio
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 pytestmark = pytest.mark.slow
 

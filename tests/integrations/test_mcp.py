@@ -9,7 +9,7 @@ import sys
 import anyio
 import pytest
 from click.testing import CliRunner
-from integration_example import INVENTED
+from helpers.integration_example import INVENTED
 
 from groundsense.cli import cli
 from groundsense.inputs.validate import EMPTY_ANSWER

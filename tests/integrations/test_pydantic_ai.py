@@ -6,7 +6,7 @@ recording what it is sent. The agent, its retrieval tool and retry loop, and gro
 detection are real. The framework is imported by the tests that use it, not at collection."""
 
 import pytest
-from integration_example import INVENTED, SUPPORTED
+from helpers.integration_example import INVENTED, SUPPORTED
 
 from groundsense.errors import InputError
 
@@ -58,7 +58,7 @@ def test_the_agent_retries_until_its_answer_is_grounded(integration, detector, e
     monkeypatch.setattr(detector, "detect",
                         lambda **arguments: (given.append(arguments["passages"]), detect(**arguments))[1])
     model, sent = scripted_model([call_retrieve("call-1"), call_retrieve("call-2")], example["answer"], SUPPORTED)
-    agent = rag_agent(model, example, integration.GroundsenseOutputValidator(detector=detector))
+    agent = rag_agent(model, example, integration.GroundsenseOutputValidator(detection=detector))
 
     result = agent.run_sync(example["question"])
     assert given == [example["passages"]] * 2  # the answer, then its revision, against the passages once each
@@ -73,7 +73,7 @@ def test_the_agent_retries_until_its_answer_is_grounded(integration, detector, e
 @pytest.mark.slow
 def test_the_evidence_function_reads_the_run_deps(integration, detector, example):
     model, sent = scripted_model(SUPPORTED)
-    validator = integration.GroundsenseOutputValidator(evidence=lambda ctx: ctx.deps["documents"], detector=detector)
+    validator = integration.GroundsenseOutputValidator(evidence=lambda ctx: ctx.deps["documents"], detection=detector)
     agent = rag_agent(model, example, validator, deps_type=dict)
 
     documents = [{"text": passage} for passage in example["passages"]]  # retrieved by the application

@@ -5,7 +5,7 @@ The framework is imported by the tests that use it (``integration``), not at col
 import asyncio
 
 import pytest
-from integration_example import SUPPORTED
+from helpers.integration_example import SUPPORTED
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ def sample(example, response=None):
 def test_single_turn_score(integration, detector, example, offline):
     from ragas.metrics.base import SingleTurnMetric
 
-    metric = integration.GroundsenseFaithfulness(detector=detector)
+    metric = integration.GroundsenseFaithfulness(detection=detector)
     assert isinstance(metric, SingleTurnMetric) and metric.name == "groundsense_faithfulness"
 
     assert metric.single_turn_score(sample(example)) == pytest.approx(2 / 3)
@@ -42,7 +42,7 @@ def test_evaluate_needs_no_llm_and_no_network(integration, detector, example, of
     dataset = EvaluationDataset(samples=[sample(example), sample(example, SUPPORTED)])
 
     result = evaluate(
-        dataset, metrics=[integration.GroundsenseFaithfulness(detector=detector)],
+        dataset, metrics=[integration.GroundsenseFaithfulness(detection=detector)],
         run_config=RunConfig(max_workers=1), show_progress=False, raise_exceptions=True,
     )
     assert result.to_pandas()["groundsense_faithfulness"].tolist() == [pytest.approx(2 / 3), 1.0]

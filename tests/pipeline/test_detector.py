@@ -8,6 +8,7 @@ from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
+from helpers.bridge_answer import ANSWER, PASSAGES, assert_same_sentence_features
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
@@ -20,15 +21,6 @@ from groundsense.pipeline.detector import Detector
 from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.scorer.reference import independent_token_scores
 
-PASSAGES = [
-    "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
-    "The bridge's main span is 4,200 feet long, the longest in the world until 1964.",
-    "Its colour, International Orange, was chosen by architect Irving Morrow to stand out in fog.",
-]
-ANSWER = (
-    "The bridge's main span is 4,200 feet long. "
-    "The bridge was designed by Gustave Eiffel and painted red to honour the city's Chinese community."
-)
 RAGTRUTH = data_root() / BENCHMARK_PATHS["ragtruth"]
 
 
@@ -54,15 +46,6 @@ def test_prefix_reuse_equals_independent_passes(scorer):
     assert_same_sentence_features(fast, slow, prompt, GROUNDING + ("surprisal",))
     assert fast.tokens_processed < slow.tokens_processed
 
-
-def assert_same_sentence_features(fast, slow, prompt, names) -> None:
-    """The named sentence features of ANSWER from two token scores agree within 1e-4."""
-    spans = segment_sentences(ANSWER)
-    owner = assign_tokens(prompt.answer.offsets, spans)
-    a = sentence_features(fast.logp, fast.jsd, owner, len(spans)).values
-    b = sentence_features(slow.logp, slow.jsd, owner, len(spans)).values
-    for name in names:
-        assert np.abs(a[name] - b[name]).max() <= 1e-4, name
 
 
 def test_identical_conditions_give_zero_features_on_the_real_scorer(scorer):

@@ -4,8 +4,8 @@ result equals `detect` on the whole answer with the same sentence spans."""
 import asyncio
 import random
 
-import numpy as np
 import pytest
+from helpers.same_result import assert_same
 
 from groundsense import Detector
 from groundsense.errors import InputError
@@ -40,22 +40,6 @@ def streamed(detector, case, seed=0, largest=12):
         emitted += stream.feed(case.answer[i : i + n])
         i += n
     return emitted, stream.close(), stream
-
-
-def assert_same(result, reference, tol=1e-4):
-    assert len(result.sentences) == len(reference.sentences)
-    for s, r in zip(result.sentences, reference.sentences):
-        assert ((s.start, s.end, s.text, s.status, s.reason, s.flagged)
-                == (r.start, r.end, r.text, r.status, r.reason, r.flagged))
-        assert (s.support and s.support.chunk) == (r.support and r.support.chunk)
-        if s.score is not None:
-            assert s.score == pytest.approx(r.score, abs=tol)
-        for name, value in s.features.items():
-            assert np.isclose(value, r.features[name], atol=tol, equal_nan=True), name
-        assert np.allclose(s.drops, r.drops, atol=tol, equal_nan=True)
-        assert np.allclose(s.jsds, r.jsds, atol=tol, equal_nan=True)
-    assert result.answer.flagged == reference.answer.flagged
-    assert result.truncated.to_dict() == reference.truncated.to_dict()
 
 
 @pytest.mark.parametrize("mode", ["full", "two_pass"])

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from test_cli import run
-from test_detector import ANSWER, PASSAGES, assert_same_sentence_features
+from helpers.bridge_answer import ANSWER, PASSAGES, assert_same_sentence_features
+from helpers.cli import run
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError

@@ -4,7 +4,7 @@ import time
 import httpx
 import pytest
 import uvicorn
-from servers import free_port
+from helpers.servers import free_port
 
 from groundsense.config import DetectorConfig
 from groundsense.service.app import create_app

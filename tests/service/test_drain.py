@@ -10,14 +10,11 @@ import time
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from servers import ServeProcess
-from test_stream_api import END, HEAD, _chunk, _events, _open, _read_until, ndjson
+from helpers.servers import ServeProcess
+from helpers.stream_http import END, EXAMPLE, HEAD, chunk, chunked_events, ndjson, open_stream, read_until
 
-from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
-
-EXAMPLE = load_example("passages-qa")
 
 
 def test_a_draining_app_refuses_new_work_but_answers_its_probe_and_metrics():
@@ -40,8 +37,8 @@ def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_pat
     cut = answer.index(" Its main span") + len(" Its")
     with ServeProcess(tmp_path, "--grace", "300") as server:
         server.wait_status("ready")
-        with _open(server.port, HEAD, {"delta": answer[:cut]}) as stream:
-            received = _read_until(stream, b'"event": "sentence"')  # the stream is open and judging
+        with open_stream(server.port, HEAD, {"delta": answer[:cut]}) as stream:
+            received = read_until(stream, b'"event": "sentence"')  # the stream is open and judging
             server.process.send_signal(signal.SIGTERM)
             deadline = time.time() + 30
             while httpx.get(server.url + "/readyz").status_code != 503:  # the signal has landed
@@ -51,10 +48,10 @@ def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_pat
             assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
             assert httpx.get(server.url + "/healthz").status_code == 200
             assert server.process.poll() is None  # still serving the stream
-            stream.sendall(_chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
-            received = _read_until(stream, END, received)
+            stream.sendall(chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
+            received = read_until(stream, END, received)
         assert server.process.wait(timeout=60) == 0
-    events = _events(received)
+    events = chunked_events(received)
     assert received.startswith(b"HTTP/1.1 200") and events[-1]["event"] == "result"
     assert events[-1]["result"]["answer"]["flagged"] is True  # judged whole: the README's flagged sentence
     log = [json.loads(line) for line in server.stdout.read_text().splitlines()]

@@ -6,9 +6,9 @@ import logging
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from helpers.servers import ServeProcess
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import ServeProcess
 
 from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app

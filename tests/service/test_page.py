@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servers import ServeProcess
+from helpers.servers import ServeProcess
 
 selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402

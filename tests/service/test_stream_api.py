@@ -8,23 +8,18 @@ import threading
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from helpers.stream_http import END, EXAMPLE, HEAD, chunk, chunked_events, ndjson, open_stream, read_until
 
 from groundsense.inputs.files import load_example
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
 pytestmark = pytest.mark.slow
-EXAMPLE = load_example("passages-qa")
-HEAD = {"id": "s1", "question": EXAMPLE["question"], "passages": EXAMPLE["passages"]}
 
 
 def words(text: str) -> list[str]:
     pieces = text.split(" ")
     return [p + " " for p in pieces[:-1]] + [pieces[-1]]
-
-
-def ndjson(*lines) -> bytes:
-    return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +74,6 @@ def test_a_bad_delta_ends_the_stream_without_a_result(client):
     assert all(e["event"] != "result" for e in events)  # fail closed: not judged
 
 
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
 def test_a_verdict_arrives_while_the_answer_is_still_being_sent(live_server):
     """A raw HTTP/1.1 client sends the evidence and the first sentence and part of the second,
     reads the first verdict, and only then sends the rest of the answer."""
@@ -91,46 +82,19 @@ def test_a_verdict_arrives_while_the_answer_is_still_being_sent(live_server):
     with socket.create_connection(("127.0.0.1", live_server.port), timeout=120) as sock:
         sock.sendall(b"POST /v1/detect/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      b"Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
-        sock.sendall(_chunk(ndjson(HEAD, {"delta": answer[:cut]})))
+        sock.sendall(chunk(ndjson(HEAD, {"delta": answer[:cut]})))
         received = b""
         while b'"event": "sentence"' not in received:
             data = sock.recv(65536)
             assert data, f"the connection closed before a verdict: {received!r}"
             received += data
         assert b'"event": "result"' not in received  # the answer is not finished yet
-        sock.sendall(_chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
+        sock.sendall(chunk(ndjson({"delta": answer[cut:]})) + b"0\r\n\r\n")
         while b'"event": "result"' not in received:
             data = sock.recv(65536)
             assert data, f"the connection closed before the result: {received!r}"
             received += data
     assert received.startswith(b"HTTP/1.1 200")
-
-
-END = b"\r\n0\r\n\r\n"  # a chunked body's last chunk
-
-
-def _events(received: bytes) -> list[dict]:
-    """The NDJSON events of a raw chunked HTTP response."""
-    body, events = received.split(b"\r\n\r\n", 1)[1], b""
-    while (size := int(body.split(b"\r\n", 1)[0], 16)) > 0:
-        data_start = body.index(b"\r\n") + 2
-        events, body = events + body[data_start : data_start + size], body[data_start + size + 2 :]
-    return [json.loads(line) for line in events.splitlines() if line.strip()]
-
-
-def _read_until(sock: socket.socket, marker: bytes, received: bytes = b"") -> bytes:
-    while marker not in received:
-        data = sock.recv(65536)
-        assert data, f"the connection closed before {marker!r}: {received!r}"
-        received += data
-    return received
-
-
-def _open(port: int, *lines) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=600)
-    sock.sendall(b"POST /v1/detect/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                 b"Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(ndjson(*lines)))
-    return sock
 
 
 def test_two_concurrent_streams_both_equal_detect(live_server):
@@ -143,26 +107,26 @@ def test_two_concurrent_streams_both_equal_detect(live_server):
     answers = {"a": EXAMPLE["answer"], "b": other["answer"]}
     cut = answers["a"].index(" Its main span") + len(" Its")
     received = {}
-    with _open(live_server.port, heads["a"], {"delta": answers["a"][:cut]}) as a:
-        received["a"] = _read_until(a, b'"event": "sentence"')
-        with _open(live_server.port, heads["b"], {"delta": answers["b"]}) as b:
-            received["b"] = _read_until(b, b"\r\n\r\n")  # B is admitted (its open ran) before A goes on
+    with open_stream(live_server.port, heads["a"], {"delta": answers["a"][:cut]}) as a:
+        received["a"] = read_until(a, b'"event": "sentence"')
+        with open_stream(live_server.port, heads["b"], {"delta": answers["b"]}) as b:
+            received["b"] = read_until(b, b"\r\n\r\n")  # B is admitted (its open ran) before A goes on
 
             def rest_of_a():
                 for word in words(answers["a"][cut:]):
-                    a.sendall(_chunk(ndjson({"delta": word})))
+                    a.sendall(chunk(ndjson({"delta": word})))
                 a.sendall(b"0\r\n\r\n")
-                received["a"] = _read_until(a, END, received["a"])
+                received["a"] = read_until(a, END, received["a"])
 
             sender = threading.Thread(target=rest_of_a)
             sender.start()
             b.sendall(b"0\r\n\r\n")
-            received["b"] = _read_until(b, END, received["b"])
+            received["b"] = read_until(b, END, received["b"])
             sender.join(600)
             assert not sender.is_alive()
     for name in ("a", "b"):
         assert received[name].startswith(b"HTTP/1.1 200")
-        events = _events(received[name])
+        events = chunked_events(received[name])
         assert [e["event"] for e in events] == ["sentence"] * (len(events) - 1) + ["result"]
         result = events[-1]["result"]
         assert result["id"] == heads[name]["id"]

@@ -1,13 +1,14 @@
 """What every framework integration shares: one ``detect`` call and the verdict read from it.
 
 The call goes to any :class:`~groundsense.detection.Detection`: the default detector, one made
-from options (``DetectorConfig`` fields; naming a ``verifier`` makes a cascade), or one passed in.
+from options (``DetectorConfig`` fields; naming a ``verifier`` makes a cascade), or one passed in
+as ``detection=`` (:func:`detection_argument` takes ``detector=``, its deprecated old name, too).
 
 Every integration reports the score in [0, 1] of :func:`groundsense.result.support_score`::
 
     score = sentences judged supported / sentences in the answer
 
-A sentence is *judged supported* when the detector scored it and did not flag it
+A sentence is *judged supported* when the detection scored it and did not flag it
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
 token cap) both count against the answer: the check fails closed. ``passing`` is true only when
 every sentence is judged supported (``score == 1``): the same verdict as ``result.answer.flagged``
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -41,37 +43,77 @@ _LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def default_detector() -> Detection:
+def default_detection() -> Detection:
     """The embedded default scorer with its shipped calibration, loaded once per process."""
     return make_detection(DEFAULTS)
 
 
-def detector_for(options: Mapping[str, Any]) -> Detection:
+def detection_for(options: Mapping[str, Any]) -> Detection:
     """The calibrated detection made from :class:`DetectorConfig` fields with plain values (a
     cascade when they name a ``verifier``), loaded once per process for each distinct
-    configuration (options that spell out the defaults get the default detector)."""
+    configuration (options that spell out the defaults get the default detection)."""
     config = DetectorConfig(**options)
     check_verifier(config)  # before the lock and any loading
     with _LOCK:
-        return resolve_detector(None if config == DEFAULTS else _detector_for(config))
+        return resolve_detection(None if config == DEFAULTS else _detection_for(config))
 
 
 @lru_cache(maxsize=4)
-def _detector_for(config: DetectorConfig) -> Detection:
+def _detection_for(config: DetectorConfig) -> Detection:
     return make_detection(config)
 
 
-def resolve_detector(detector: Detection | None) -> Detection:
-    """``detector`` (any :class:`Detection`) itself, or the shared default; refuses one that cannot
+def resolve_detection(detection: Detection | None) -> Detection:
+    """``detection`` (any :class:`Detection`) itself, or the shared default; refuses one that cannot
     flag anything (its ``describe()`` gives no ``threshold``: no calibration)."""
-    detector = check_detection(detector if detector is not None else default_detector())
-    about = detector.describe()
+    detection = check_detection(detection if detection is not None else default_detection())
+    about = detection.describe()
     if about.get("threshold") is None:
         raise GroundsenseError(
-            f"the detector has no flag threshold for scorer {about.get('scorer')} (no calibration): an "
+            f"the detection has no flag threshold for scorer {about.get('scorer')} (no calibration): an "
             "integration needs one to judge sentences; pass calibration=... (see `groundsense calibrate`)"
         )
+    return detection
+
+
+def detection_argument(detection: Detection | None, detector: Detection | None, where: str,
+                       stacklevel: int = 3) -> Detection | None:
+    """The detection an integration was given: ``detection``, or ``detector``, its deprecated old
+    name ("detector" names the :class:`~groundsense.pipeline.detector.Detector` class only, and any
+    :class:`Detection` is taken), kept for one release: given (not None) it warns and serves the
+    same; given with ``detection`` it is a ``TypeError``. ``where`` names the call in the messages
+    (``"GroundsenseRunnable()"``); ``stacklevel`` points the warning at the caller's line (3: the
+    line that called the function that calls this one)."""
+    if detector is None:
+        return detection
+    if detection is not None:
+        raise TypeError(f"{where} takes detection= or detector= (its deprecated old name), not both")
+    warnings.warn(f"{where}: detector= is deprecated, pass detection= (the same object); detector= goes in the "
+                  "next release", DeprecationWarning, stacklevel=stacklevel)
     return detector
+
+
+class DeprecatedDetectorAttribute:
+    """An integration's ``detector`` attribute, the deprecated old name of its ``detection``
+    attribute: reading or setting it warns and reads or sets ``detection``. On the class it reads
+    None: a dataclass that declares it as its init-only ``detector`` argument (the RAGAS metric)
+    takes that as the argument's default."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Detection | None:
+        if obj is None:
+            return None
+        _warn_attribute(obj)
+        return obj.detection
+
+    def __set__(self, obj: Any, value: Detection | None) -> None:
+        _warn_attribute(obj)
+        obj.detection = value
+
+
+def _warn_attribute(obj: Any) -> None:
+    name = type(obj).__name__
+    warnings.warn(f"{name}.detector is deprecated, use {name}.detection (the same object); .detector goes in the "
+                  "next release", DeprecationWarning, stacklevel=3)
 
 
 def evidence_texts(sources: Any) -> list[str]:
@@ -172,23 +214,30 @@ class GroundingReport:
         return "\n".join(lines)
 
 
-def detect(arguments: Mapping[str, Any] | CheckedRow, detector: Detection | None = None) -> DetectionResult:
+def detect(arguments: Mapping[str, Any] | CheckedRow, detection: Detection | None = None, *,
+           detector: Detection | None = None) -> DetectionResult:
     """The one ``detect`` call, one at a time per process, on its keyword ``arguments`` or on a
-    request row :func:`~groundsense.inputs.validate.check_row` already checked (not checked again)."""
-    with _LOCK:  # also makes two threads' first call load the default detector once
-        detection = resolve_detector(detector)
+    request row :func:`~groundsense.inputs.validate.check_row` already checked (not checked again).
+    ``detector``: the deprecated old name of ``detection`` (:func:`detection_argument`)."""
+    detection = detection_argument(detection, detector, "detect()")
+    with _LOCK:  # also makes two threads' first call load the default detection once
+        detection = resolve_detection(detection)
         if isinstance(arguments, CheckedRow):
             return detection.detect_checked(arguments)
         return detection.detect(**arguments)
 
 
-def check(answer: str, sources: Any, question: str | None = "", detector: Detection | None = None) -> GroundingReport:
-    """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict."""
+def check(answer: str, sources: Any, question: str | None = "", detection: Detection | None = None, *,
+          detector: Detection | None = None) -> GroundingReport:
+    """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict.
+    ``detector``: the deprecated old name of ``detection`` (:func:`detection_argument`)."""
+    detection = detection_argument(detection, detector, "check()")
     arguments = {"answer": answer, "passages": evidence_texts(sources), "question": question or ""}
-    return GroundingReport(answer, detect(arguments, detector))
+    return GroundingReport(answer, detect(arguments, detection))
 
 
-async def acheck(answer: str, sources: Any, question: str | None = "",
+async def acheck(answer: str, sources: Any, question: str | None = "", detection: Detection | None = None, *,
                  detector: Detection | None = None) -> GroundingReport:
     """:func:`check` in a worker thread, so an event loop keeps running while the scorer works."""
-    return await asyncio.to_thread(check, answer, sources, question, detector)
+    detection = detection_argument(detection, detector, "acheck()")
+    return await asyncio.to_thread(check, answer, sources, question, detection)

@@ -42,7 +42,7 @@ import dspy
 
 from ..detection import Detection
 from ..errors import InputError
-from .common import GroundingReport, check
+from .common import DeprecatedDetectorAttribute, GroundingReport, check, detection_argument
 
 __all__ = ["GroundsenseMetric"]
 
@@ -52,15 +52,19 @@ class GroundsenseMetric:
 
     ``answer``, ``context`` and ``question``: the field names to read (the question is optional).
     ``pass_fail``: return the pass/fail verdict to every caller rather than the score.
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process.
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process. ``detector``: its
+    deprecated old name.
     """
 
+    detector = DeprecatedDetectorAttribute()
+
     def __init__(self, answer: str = "answer", context: str = "context", question: str = "question",
-                 pass_fail: bool = False, detector: Detection | None = None) -> None:
+                 pass_fail: bool = False, detection: Detection | None = None, *,
+                 detector: Detection | None = None) -> None:
         self.answer, self.context, self.question = answer, context, question
         self.pass_fail = pass_fail
-        self.detector = detector
+        self.detection = detection_argument(detection, detector, "GroundsenseMetric()")
 
     def __call__(self, example: Any, pred: Any, trace: Any = None, pred_name: str | None = None,
                  pred_trace: Any = None) -> float | bool | dspy.Prediction:
@@ -85,7 +89,7 @@ class GroundsenseMetric:
             raise InputError(f"the question field {self.question!r} must be text, not {type(question).__name__}")
         if context is None or (isinstance(context, (str, list, tuple)) and not context):
             raise InputError(f"the context field {self.context!r} holds no passages: nothing can support the answer")
-        return check(answer, context, question or "", self.detector)
+        return check(answer, context, question or "", self.detection)
 
     def _field(self, option: str, pred: Any, example: Any = None, required: bool = True) -> Any:
         """The field that ``option`` names, from the prediction, else from the example or inputs."""

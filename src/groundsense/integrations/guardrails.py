@@ -26,7 +26,7 @@ from guardrails.settings import settings
 from guardrails.validator_base import ErrorSpan, FailResult, PassResult, ValidationResult, Validator, register_validator
 
 from ..detection import Detection
-from .common import check
+from .common import check, detection_argument
 
 __all__ = ["Grounded", "grounded_guard"]
 
@@ -35,22 +35,24 @@ __all__ = ["Grounded", "grounded_guard"]
 class Grounded(Validator):
     """Fails on answer sentences that the sources in ``metadata["sources"]`` do not support.
 
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process. ``on_fail``: any Guardrails action; ``"fix"`` keeps only
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process (``detector``: its
+    deprecated old name). ``on_fail``: any Guardrails action; ``"fix"`` keeps only
     the supported sentences, ``"exception"`` (the default) raises, ``"noop"`` only reports,
     ``"filter"``/``"refrain"`` drop the value.
     """
 
     required_metadata_keys = ["sources"]
 
-    def __init__(self, detector: Detection | None = None, on_fail: str | Callable | None = None, **kwargs: Any):
+    def __init__(self, detection: Detection | None = None, on_fail: str | Callable | None = None, *,
+                 detector: Detection | None = None, **kwargs: Any):
         super().__init__(on_fail=on_fail, **kwargs)
-        self._detector = detector
+        self._detection = detection_argument(detection, detector, "Grounded()")
 
     def _validate(self, value: Any, metadata: dict[str, Any]) -> ValidationResult:
         if metadata.get("sources") is None:
             raise ValueError('groundsense/grounded needs the evidence: pass metadata={"sources": [passage, ...]}')
-        report = check(str(value), metadata["sources"], metadata.get("question", ""), self._detector)
+        report = check(str(value), metadata["sources"], metadata.get("question", ""), self._detection)
         if report.passing:
             return PassResult()
         return FailResult(
@@ -60,11 +62,13 @@ class Grounded(Validator):
         )
 
 
-def grounded_guard(detector: Detection | None = None, on_fail: str | Callable | None = "exception",
-                   name: str | None = None) -> Guard:
+def grounded_guard(detection: Detection | None = None, on_fail: str | Callable | None = "exception",
+                   name: str | None = None, *, detector: Detection | None = None) -> Guard:
     """A string ``Guard`` that runs :class:`Grounded` and nothing else, with Guardrails' hub
-    metrics off unless ``~/.guardrailsrc`` exists and enables them."""
+    metrics off unless ``~/.guardrailsrc`` exists and enables them (``detector``: the deprecated
+    old name of ``detection``)."""
+    detection = detection_argument(detection, detector, "grounded_guard()")
     guard = Guard(name=name) if name else Guard()
-    guard.use(Grounded(detector=detector, on_fail=on_fail))
+    guard.use(Grounded(detection=detection, on_fail=on_fail))
     guard.configure(allow_metrics_collection=RC.exists() and settings.rc.enable_metrics is True)
     return guard

@@ -20,7 +20,7 @@ passing anything.
 (``scorer``, ``k``, ``mode``, ``calibration`` as a file path, ``target_recall``, ...), saved with
 the pipeline. Their names and values are checked when the component is made; a scorer or
 calibration file that cannot be loaded fails in ``warm_up``. By default the embedded scorer;
-components with the same settings share one detector per process. The scorer loads in
+components with the same settings share one detection per process. The scorer loads in
 ``warm_up`` / ``warm_up_async`` (which a pipeline calls), or on the first run. Importing this
 module turns Haystack's telemetry off (also when haystack was imported first) unless
 ``HAYSTACK_TELEMETRY_ENABLED`` is already set.
@@ -43,7 +43,7 @@ from haystack.dataclasses import ChatMessage  # noqa: E402
 from ..config import DetectorConfig  # noqa: E402
 from ..detection import Detection  # noqa: E402
 from ..errors import InputError  # noqa: E402
-from .common import GroundingReport, acheck, check, detector_for  # noqa: E402
+from .common import GroundingReport, acheck, check, detection_for  # noqa: E402
 
 __all__ = ["GroundsenseChecker"]
 
@@ -62,16 +62,16 @@ class GroundsenseChecker:
 
     def __init__(self, detector_options: dict[str, Any] | None = None) -> None:
         self.detector_options = _checked_options(detector_options)
-        self._detector: Detection | None = None
+        self._detection: Detection | None = None
 
     def warm_up(self) -> None:
         """Load the scorer (once; shared by components with the same options)."""
-        if self._detector is None:
-            self._detector = detector_for(self.detector_options)
+        if self._detection is None:
+            self._detection = detection_for(self.detector_options)
 
     async def warm_up_async(self) -> None:
         """:meth:`warm_up` in a worker thread, so that the event loop keeps running."""
-        if self._detector is None:
+        if self._detection is None:
             await asyncio.to_thread(self.warm_up)
 
     @component.output_types(reports=list[GroundingReport], grounded_replies=list[str], passing=bool)
@@ -79,7 +79,7 @@ class GroundsenseChecker:
         """Score every reply against ``documents``."""
         answers, passages = _reply_texts(replies), _document_texts(documents)
         self.warm_up()
-        return _outputs([check(answer, passages, query, self._detector) for answer in answers])
+        return _outputs([check(answer, passages, query, self._detection) for answer in answers])
 
     @component.output_types(reports=list[GroundingReport], grounded_replies=list[str], passing=bool)
     async def run_async(self, replies: list[str] | list[ChatMessage], documents: list[Document], query: str = ""
@@ -87,7 +87,7 @@ class GroundsenseChecker:
         """:meth:`run`, loading and scoring in a worker thread so that the event loop keeps running."""
         answers, passages = _reply_texts(replies), _document_texts(documents)
         await self.warm_up_async()
-        return _outputs([await acheck(answer, passages, query, self._detector) for answer in answers])
+        return _outputs([await acheck(answer, passages, query, self._detection) for answer in answers])
 
 
 def _checked_options(options: Any) -> dict[str, Any]:

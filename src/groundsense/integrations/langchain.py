@@ -26,7 +26,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ..detection import Detection
 from ..errors import InputError
-from .common import GroundingReport, acheck, check
+from .common import DeprecatedDetectorAttribute, GroundingReport, acheck, check, detection_argument
 
 __all__ = ["GroundsenseRunnable"]
 
@@ -34,12 +34,16 @@ __all__ = ["GroundsenseRunnable"]
 class GroundsenseRunnable(Runnable[Mapping[str, Any], GroundingReport]):
     """Checks which sentences of ``input["answer"]`` the ``input["documents"]`` support.
 
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process.
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process. ``detector``: its
+    deprecated old name.
     """
 
-    def __init__(self, detector: Detection | None = None, name: str = "groundsense") -> None:
-        self.detector = detector
+    detector = DeprecatedDetectorAttribute()
+
+    def __init__(self, detection: Detection | None = None, name: str = "groundsense", *,
+                 detector: Detection | None = None) -> None:
+        self.detection = detection_argument(detection, detector, "GroundsenseRunnable()")
         self.name = name
 
     def invoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> GroundingReport:
@@ -57,4 +61,4 @@ class GroundsenseRunnable(Runnable[Mapping[str, Any], GroundingReport]):
             answer = answer.text
         if not isinstance(answer, str):
             raise InputError(f"the answer must be text or a chat message, not {type(value['answer']).__name__}")
-        return answer, value["documents"], value.get("question") or "", self.detector
+        return answer, value["documents"], value.get("question") or "", self.detection

@@ -23,7 +23,7 @@ from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 
 from ..detection import Detection
-from .common import acheck
+from .common import acheck, detection_argument
 
 __all__ = ["GroundsenseEvaluator"]
 
@@ -31,13 +31,15 @@ __all__ = ["GroundsenseEvaluator"]
 class GroundsenseEvaluator(BaseEvaluator):
     """Evaluates whether each sentence of a response is supported by the retrieved contexts.
 
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process. ``raise_error``: raise ``ValueError``
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process (``detector``: its
+    deprecated old name). ``raise_error``: raise ``ValueError``
     when the response does not pass, as LlamaIndex's ``FaithfulnessEvaluator`` does.
     """
 
-    def __init__(self, detector: Detection | None = None, raise_error: bool = False) -> None:
-        self._detector = detector
+    def __init__(self, detection: Detection | None = None, raise_error: bool = False, *,
+                 detector: Detection | None = None) -> None:
+        self._detection = detection_argument(detection, detector, "GroundsenseEvaluator()")
         self._raise_error = raise_error
 
     def _get_prompts(self) -> PromptDictType:
@@ -55,7 +57,7 @@ class GroundsenseEvaluator(BaseEvaluator):
     ) -> EvaluationResult:
         if response is None or contexts is None:
             raise ValueError("contexts and response must be provided")
-        report = await acheck(response, contexts, query, self._detector)
+        report = await acheck(response, contexts, query, self._detection)
         if self._raise_error and not report.passing:
             raise ValueError(f"The response is not supported by the contexts. {report.feedback}")
         return EvaluationResult(

@@ -42,7 +42,7 @@ from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import CheckedRow, check_row
 from ..verification import check_verifier
-from .common import GroundingReport, detect, detector_for
+from .common import GroundingReport, detect, detection_for
 
 __all__ = ["create_server", "run"]
 
@@ -68,9 +68,9 @@ Question = Annotated[str | None,
 
 
 def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServer:
-    """The MCP server with the one tool, scoring with the detector ``detector_options`` describe
+    """The MCP server with the one tool, scoring with the detection ``detector_options`` describe
     (``DetectorConfig`` fields with plain values, a ``verifier`` among them for a cascade; none: the
-    shared default detector)."""
+    shared default detection)."""
     options = dict(detector_options or {})
     check_verifier(DetectorConfig(**options))  # bad settings fail here, not on the first call
     server = MCPServer("groundsense", instructions=INSTRUCTIONS)
@@ -98,7 +98,7 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
 
 
 def _report(row: CheckedRow, options: dict) -> GroundingReport:
-    return GroundingReport(row.arguments["answer"], detect(row, detector_for(options)))
+    return GroundingReport(row.arguments["answer"], detect(row, detection_for(options)))
 
 
 def verdict_text(report: GroundingReport) -> str:
@@ -121,7 +121,7 @@ def run(detector_options: Mapping[str, Any] | None = None, transport: Literal["s
 
 def _warm_up(options: dict) -> None:
     try:
-        detector_for(options)
+        detection_for(options)
     except GroundsenseError as exc:
         logger.error("groundsense: the scorer did not load: %s", exc)
     except Exception:  # each call reports it too

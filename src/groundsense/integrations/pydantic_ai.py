@@ -49,7 +49,7 @@ from pydantic_ai.messages import TextContent, ToolReturnPart, UserContent
 from ..detection import Detection
 from ..errors import InputError
 from ..inputs.text import is_blank
-from .common import acheck, evidence_texts
+from .common import DeprecatedDetectorAttribute, acheck, detection_argument, evidence_texts
 
 __all__ = ["GroundsenseOutputValidator"]
 
@@ -65,14 +65,17 @@ class GroundsenseOutputValidator:
 
     ``evidence``: a function of the ``RunContext`` returning the passages; by default the
     returns of this run's tools (see the module's docstring).
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process.
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process. ``detector``: its
+    deprecated old name.
     """
 
+    detector = DeprecatedDetectorAttribute()
+
     def __init__(self, *, evidence: Callable[[RunContext[Any]], Any] | None = None,
-                 detector: Detection | None = None) -> None:
+                 detection: Detection | None = None, detector: Detection | None = None) -> None:
         self.evidence = evidence
-        self.detector = detector
+        self.detection = detection_argument(detection, detector, "GroundsenseOutputValidator()")
 
     async def __call__(self, ctx: RunContext[Any], output: Any) -> Any:
         if ctx.partial_output:
@@ -81,7 +84,7 @@ class GroundsenseOutputValidator:
             raise InputError(f"GroundsenseOutputValidator checks text outputs, not {type(output).__name__}")
         if is_blank(output):  # the model can fix this one
             raise ModelRetry(EMPTY)
-        report = await acheck(output, self._passages(ctx), _prompt_text(ctx.prompt), self.detector)
+        report = await acheck(output, self._passages(ctx), _prompt_text(ctx.prompt), self.detection)
         if not report.passing:
             raise ModelRetry(f"{REVISE}\n{report.feedback}")
         return output

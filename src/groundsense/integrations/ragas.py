@@ -23,7 +23,7 @@ import os
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # before ragas is imported: it reads this once
 
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import InitVar, dataclass, field  # noqa: E402
 
 from langchain_core.callbacks import Callbacks  # noqa: E402
 from ragas.dataset_schema import SingleTurnSample  # noqa: E402
@@ -31,7 +31,7 @@ from ragas.metrics.base import MetricOutputType, MetricType, SingleTurnMetric  #
 from ragas.run_config import RunConfig  # noqa: E402
 
 from ..detection import Detection  # noqa: E402
-from .common import acheck  # noqa: E402
+from .common import DeprecatedDetectorAttribute, acheck, detection_argument  # noqa: E402
 
 __all__ = ["GroundsenseFaithfulness"]
 
@@ -40,8 +40,9 @@ __all__ = ["GroundsenseFaithfulness"]
 class GroundsenseFaithfulness(SingleTurnMetric):
     """Faithfulness of ``response`` to ``retrieved_contexts``, judged sentence by sentence.
 
-    ``detector``: a calibrated :class:`~groundsense.detection.Detection` (a detector, a cascade);
-    by default the embedded scorer, loaded once per process.
+    ``detection``: a calibrated :class:`~groundsense.detection.Detection` (a ``Detector``, a
+    ``Cascade``); by default the embedded scorer, loaded once per process. ``detector``: its
+    deprecated old name.
     """
 
     name: str = "groundsense_faithfulness"
@@ -49,13 +50,19 @@ class GroundsenseFaithfulness(SingleTurnMetric):
         default_factory=lambda: {MetricType.SINGLE_TURN: {"user_input:optional", "response", "retrieved_contexts"}}
     )
     output_type: MetricOutputType = MetricOutputType.CONTINUOUS
-    detector: Detection | None = field(default=None, repr=False)
+    detection: Detection | None = field(default=None, repr=False)
+    # The deprecated init argument; as an attribute, the alias of ``detection`` (None as the default).
+    detector: InitVar[Detection | None] = DeprecatedDetectorAttribute()
+
+    def __post_init__(self, detector: Detection | None) -> None:
+        super().__post_init__()
+        self.detection = detection_argument(self.detection, detector, "GroundsenseFaithfulness()", stacklevel=4)
 
     def init(self, run_config: RunConfig) -> None:
         pass
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:
-        report = await acheck(sample.response, sample.retrieved_contexts, sample.user_input, self.detector)
+        report = await acheck(sample.response, sample.retrieved_contexts, sample.user_input, self.detection)
         return report.score
 
     async def _ascore(self, row: dict, callbacks: Callbacks) -> float:

@@ -93,7 +93,7 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     """``sentences`` (every sentence that ran) with the product's judgement at ``point``:
     ``score`` (NaN where unscored) and the sentence and answer ``threshold``s. As the detector
     does with a shipped calibration, answers scored in a chunk count the calibration was fitted
-    on get the ``sensitivity`` detector, the others the ``gap`` and its thresholds."""
+    on get the ``sensitivity`` score rule, the others the ``gap`` score rule and its thresholds."""
     table = sentences
     if set(SIGNED) & set(calibration.inputs):  # a fitted file's score reads signed features, kept as drops
         drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
@@ -104,8 +104,8 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     columns = {"score": np.where(served, calibration.score("sensitivity", features),
                                  calibration.score("gap", features))}
     for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
-        by_detector = {d: calibration.threshold(d, level, *targets) for d in ("sensitivity", "gap")}
-        columns[column] = np.where(served, by_detector["sensitivity"], by_detector["gap"]).astype(float)
+        by_rule = {rule: calibration.threshold(rule, level, *targets) for rule in ("sensitivity", "gap")}
+        columns[column] = np.where(served, by_rule["sensitivity"], by_rule["gap"]).astype(float)
     columns["score"] = np.where(sentences["status"].to_numpy() == "scored", columns["score"], np.nan)
     return sentences.assign(**columns)
 
@@ -184,7 +184,7 @@ def _rules(threshold_rule: Mapping[str, Mapping[str, str]]) -> str:
     def one_level(rules: Mapping[str, str]) -> str:
         if len(set(rules.values())) == 1:
             return next(iter(rules.values()))
-        return ", ".join(f"{detector} {rule}" for detector, rule in rules.items())
+        return ", ".join(f"{score_rule} {rule}" for score_rule, rule in rules.items())
 
     return "; ".join(f"{level}: {one_level(rules)}" for level, rules in threshold_rule.items())
 
@@ -198,17 +198,17 @@ POINTS = [OperatingPoint(), *(OperatingPoint(target_recall=r) for r in (0.5, 0.8
 
 
 def thresholds_table(calibration: Calibration, points: list[OperatingPoint]) -> pd.DataFrame:
-    """Each operating point's thresholds per detector and level (— where the target was not reached)."""
+    """Each operating point's thresholds per score rule and level (— where the target was not reached)."""
     rows = {}
     for point in points:
         row = {}
-        for detector in ("sensitivity", "gap"):
+        for rule in ("sensitivity", "gap"):
             for level in ("sentence", "answer"):
                 try:
-                    row[f"{detector}, {level}"] = calibration.threshold(detector, level, point.target_recall,
-                                                                        point.target_precision)
+                    row[f"{rule}, {level}"] = calibration.threshold(rule, level, point.target_recall,
+                                                                    point.target_precision)
                 except InputError:
-                    row[f"{detector}, {level}"] = np.nan
+                    row[f"{rule}, {level}"] = np.nan
         rows[point.name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -223,7 +223,7 @@ def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibra
         f"Calibration: scorer {calibration.scorer}, fitted on {made.get('source', '?')} ({made.get('answers', '?')} "
         f"answers, {made.get('n_sentences', '?')} scored sentences, chunk counts {calibration.chunk_counts}); fitted "
         f"thresholds: {_rules(made.get('threshold_rule', {}))}. Answers scored in another "
-        "chunk count are judged by the gap detector and its thresholds, as the detector does.", "",
+        "chunk count are judged by the gap score rule and its thresholds, as the detector does.", "",
         "Precision, recall, F1 and share flagged, with 95% source-level bootstrap intervals "
         f"({n_resamples:,} resamples), on answers the calibration never saw. *sentence*: scored sentences "
         "(labelled unsupported when they overlap an annotated span). *answer*: `answer.flagged`, the "

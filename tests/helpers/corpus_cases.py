@@ -1,5 +1,5 @@
 """The bad-input corpus: hostile, malformed and unusual requests, each with its expected
-outcome. ``test_corpus.py`` runs every case through every entry point.
+outcome. ``tests/corpus/test_corpus.py`` runs every case through every entry point.
 
 A case is a request body (the bytes piped to `groundsense detect`, posted to the HTTP API
 and written as one line of a batch file) and one of three outcomes:
