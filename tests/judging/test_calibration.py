@@ -65,6 +65,16 @@ def test_a_shipped_calibration_serves_the_chunk_counts_it_was_fitted_on():
     assert Calibration("s", 7, {}, {}).chunk_counts == [7]  # a file that does not record them: its K
 
 
+def test_bf16_takes_the_fp32_calibration_where_none_was_fitted_on_bf16(tmp_path, monkeypatch):
+    from groundsense.judging import calibration as module
+
+    fp32 = shipped_calibration(DEFAULT_SCORER, 5)
+    (tmp_path / "calibrations").mkdir()
+    fp32.save(tmp_path / "calibrations" / f"{DEFAULT_SCORER}-k5.json")
+    monkeypatch.setattr(module.resources, "files", lambda package: tmp_path)
+    assert shipped_calibration(DEFAULT_SCORER, 5, "bf16") == fp32
+
+
 def _answers(labels, size=5):
     """Answer ids of consecutive sentences, ``size`` to an answer."""
     return np.arange(len(labels)) // size

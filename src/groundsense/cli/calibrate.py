@@ -80,7 +80,8 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "
                              "target at detect time only with a labelled calibration, or drop --adapt and label "
                              "the rows")
-        labelled_base = adaptation_base(base)  # read first: a bad base fails before the scorer loads
+        # read first: a bad base fails before the scorer loads
+        labelled_base = adaptation_base(base, detector_options["precision"], detector_options["device"])
         detector, features = score_rows(source, features, no_progress, detector_options,
                                         check=lambda d: check_base(labelled_base, base, d.scorer.name, d.config.k))
         adapted(labelled_base, source, features, method, output)
@@ -93,12 +94,16 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
     click.echo(calibration_written(output, calibration), err=True)
 
 
-def adaptation_base(base: str) -> Calibration:
-    """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's) or a file."""
+def adaptation_base(base: str, precision: str = "fp32", device: str | None = None) -> Calibration:
+    """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's, for the
+    precision it will run at) or a file."""
     from ..judging.calibration import shipped_calibration
+    from ..scorer.loading import pick_device, resolve_precision
     from ..weights import DEFAULT_SCORER
 
-    return shipped_calibration(DEFAULT_SCORER, None) if base == "shipped" else Calibration.load(base)
+    if base != "shipped":
+        return Calibration.load(base)
+    return shipped_calibration(DEFAULT_SCORER, None, resolve_precision(precision, pick_device(device)))
 
 
 def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None:

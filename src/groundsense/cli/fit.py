@@ -42,7 +42,7 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
                       "without labels, use `groundsense calibrate`)")
     detector, features = score_rows(source, features, no_progress, detector_options)
     scored = read_scored(source, features, detector.adjudicator.leave_one_out)
-    base = shipped_calibration(detector.scorer.name, None)
+    base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
     rows = fitted_rows(scored.features)
     values = {name: v[rows] for name, v in scored.features.items()}
     default = (base.score("sensitivity", values) if base else sensitivity_score(standardisation(values), values))

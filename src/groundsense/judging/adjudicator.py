@@ -88,12 +88,12 @@ class Adjudicator:
         return self._calibrations[chunks]
 
     def _shipped(self, chunks: int | None) -> Calibration | None:
-        """The calibration shipped for the scorer and ``chunks`` (None: any). None at int8: the
-        shipped ones are fitted on fp32 features, which int8's are not near (bf16's are;
-        docs/performance.md, "Numeric precision")."""
+        """The calibration shipped for the scorer, its precision and ``chunks`` (None: any). None
+        at int8: the shipped ones are fitted on fp32 or bf16 features, which int8's are not near
+        (docs/performance.md, "Numeric precision")."""
         if self.config.precision == "int8":
             return None
-        return shipped_calibration(display_name(self.config.scorer), chunks)
+        return shipped_calibration(display_name(self.config.scorer), chunks, self.config.precision)
 
     def rule(self, chunks: int) -> Rule:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and

@@ -196,15 +196,19 @@ class Calibration:
         return calibration
 
 
-def shipped_calibration(scorer: str, chunks: int | None) -> Calibration | None:
+def shipped_calibration(scorer: str, chunks: int | None, precision: str = "fp32") -> Calibration | None:
     """The calibration shipped with the package for this scorer that was fitted on answers
-    scored in ``chunks`` chunks (any one if None)."""
+    scored in ``chunks`` chunks (any one if None): at ``bf16``, one fitted on bf16 features
+    (``<scorer>-bf16-k*.json``) where the package has it, else the fp32 one (bf16 flags what
+    fp32 flags at its thresholds: docs/performance.md, "Numeric precision")."""
     folder = resources.files("groundsense") / "calibrations"
-    files = (sorted((p for p in folder.iterdir() if fnmatch(p.name, f"{scorer}-k*.json")), key=lambda p: p.name)
-             if folder.is_dir() else [])
-    for calibration in map(Calibration.load, files):
-        if chunks is None or calibration.serves(chunks):
-            return calibration
+    names = ([f"{scorer}-bf16-k*.json"] if precision == "bf16" else []) + [f"{scorer}-k*.json"]
+    for name in names:
+        files = (sorted((p for p in folder.iterdir() if fnmatch(p.name, name)), key=lambda p: p.name)
+                 if folder.is_dir() else [])
+        for calibration in map(Calibration.load, files):
+            if chunks is None or calibration.serves(chunks):
+                return calibration
     return None
 
 
