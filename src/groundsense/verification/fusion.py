@@ -134,3 +134,22 @@ def shipped_fusion(verifier: str) -> RankFusion | None:
     """The fusion shipped with the package for ``verifier`` (a spec), if any."""
     path = resources.files("groundsense") / FOLDER / shipped_name(verifier)
     return RankFusion.load(path) if path.is_file() else None
+
+
+def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> RankFusion:
+    """The fusion a fused cascade to ``verifier`` (its name, a spec) ranks with: ``given`` (a
+    :class:`RankFusion` or a file), else the one shipped for it; refused when there is none or
+    when it was made for another verifier (its references hold that judge's scores)."""
+    if given is None:
+        shipped = shipped_fusion(verifier)
+        if shipped is None:
+            raise InputError(f"a fused cascade needs the reference sample of its verifier's scores, and {verifier} "
+                             "has none: the shipped one is for judge:qwen2.5-coder-1.5b-instruct; for another judge, "
+                             "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` made "
+                             "with it")
+        return shipped
+    fusion = given if isinstance(given, RankFusion) else RankFusion.load(given)
+    if fusion.verifier != verifier:
+        raise InputError(f"the fusion was made for verifier {fusion.verifier}, not {verifier}: its references hold "
+                         "that judge's scores; use that verifier, or adapt a fusion with this one")
+    return fusion
