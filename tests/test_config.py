@@ -36,8 +36,9 @@ def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
 
 @pytest.mark.parametrize("path, left_out", [
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
-    # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds)
-    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS}),
+    # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds,
+    # and its own --fuse and --verifier adapt a fused cascade's fusion)
+    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
     (["eval", "extract"], {"calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),  # uncalibrated
 ])
 def test_every_command_takes_every_setting(path, left_out):

@@ -151,3 +151,29 @@ def test_a_fused_cascade_keeps_the_detection_contract(tiny_detector, tiny_scorer
 
     report = check_detection(Cascade(tiny_detector, ScriptedJudge({"": 0.3}), fuse=fusion(tiny_scorer)))
     assert report.kind == "cascade"
+
+
+def test_calibrate_adapts_a_fusion_that_detect_then_uses(tmp_path, invoke_cli, cli_scorer):
+    spec = f"judge:{cli_scorer.name}"
+    rows = [{"answer": ANSWER, "context": " ".join(PASSAGES)},
+            {"answer": "The span is 4,200 feet. It was the longest until 1964.", "passages": PASSAGES}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    base = fusion(cli_scorer, threshold=0.55, answer_threshold=0.6, verifier="judge:other")
+    base.save(tmp_path / "base.json")
+    for args, message in (([], "add --adapt shipped"), (["--adapt", "shipped"], "smollm2-135m-instruct scorer's")):
+        if "shipped" in args and cli_scorer.name == "smollm2-135m-instruct":
+            continue  # the shipped fusion's own scorer: not refused
+        refused = invoke_cli(["calibrate", tmp_path / "rows.jsonl", *args, "--fuse", "-k", "2", "-o", tmp_path / "x"])
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+    adapted = invoke_cli(["calibrate", tmp_path / "rows.jsonl", "--adapt", tmp_path / "base.json", "--fuse",
+                          "--verifier", spec, "-k", "2", "--no-progress", "-o", tmp_path / "fusion.json"])
+    assert adapted.exit_code == 0, adapted.output
+    fused = RankFusion.load(tmp_path / "fusion.json")
+    scored = [json.loads(line) for line in (tmp_path / "rows.fused.jsonl").read_text().splitlines()]
+    judge = [s["verifier_score"] for record in scored for s in record["sentences"]]
+    assert fused.verifier == spec and (fused.threshold, fused.answer_threshold) == (0.55, 0.6)
+    assert fused.references["judge"] == sorted(judge) and fused.made_with["adaptation"]["answers"] == 2
+    done = invoke_cli(["detect", "--json", "--answer", rows[1]["answer"], "--context", " ".join(PASSAGES), "-k", "2",
+                       "--verifier", spec, "--fuse", "--fusion", tmp_path / "fusion.json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["cascade"]["threshold"] == 0.55

@@ -42,7 +42,7 @@ from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.adjudicator import answer_summary
 from ..result import DetectionResult, SentenceResult
-from .fusion import SIGNALS, RankFusion, fusion_for, top_two_mean
+from .fusion import SIGNALS, RankFusion, check_scorer, fusion_for, top_two_mean
 from .verifier import Verifier
 
 
@@ -86,11 +86,7 @@ class Cascade(Detection):
         self.escalate, self.threshold = escalate, threshold
         self.fusion = None if fuse is False else fusion_for(self.verifier_name, None if fuse is True else fuse)
         if self.fusion is not None:
-            scorer = self.detector.describe().get("scorer")
-            if scorer != self.fusion.scorer:
-                raise InputError(f"the fusion ranks the {self.fusion.scorer} scorer's sensitivity, not {scorer}'s: "
-                                 f"fuse with -m {self.fusion.scorer}, or adapt a fusion with this scorer "
-                                 "(`groundsense calibrate --adapt shipped --fuse`)")
+            check_scorer(self.fusion, self.detector.describe().get("scorer"))
             _check_exact(detector.config.mode, detector.config.leave_one_out)
         # The detector's config with this verifier (by name), share and threshold, which it checks.
         self.config: DetectorConfig = replace(detector.config, verifier=self.verifier_name, escalate=escalate,

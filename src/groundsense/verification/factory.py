@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..config import DetectorConfig
 from ..weights import display_name
-from .fusion import fusion_for
+from .fusion import check_scorer, fusion_for
 from .kinds import ON_SCORER, check_verifier
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Dete
 
     checked = check_verifier(config)
     fusion = fusion_for(config.verifier, config.fusion) if config.fuse and config.verifier else None
+    if fusion is not None:
+        check_scorer(fusion, scorer.name if scorer is not None else display_name(config.scorer))
     detector = Detector.from_config(config.without_verifier(), scorer)
     if checked is None:
         return detector

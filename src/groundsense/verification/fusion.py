@@ -153,3 +153,11 @@ def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> R
         raise InputError(f"the fusion was made for verifier {fusion.verifier}, not {verifier}: its references hold "
                          "that judge's scores; use that verifier, or adapt a fusion with this one")
     return fusion
+
+
+def check_scorer(fusion: RankFusion, scorer: str | None) -> None:
+    """Refuse a detector of another scorer than the one whose ``sensitivity`` the fusion ranks."""
+    if scorer != fusion.scorer:
+        raise InputError(f"the fusion ranks the {fusion.scorer} scorer's sensitivity, not {scorer}'s: fuse with "
+                         f"-m {fusion.scorer}, or adapt a fusion with this scorer "
+                         "(`groundsense calibrate --adapt shipped --fuse`)")
