@@ -153,6 +153,7 @@ def test_a_fused_cascade_keeps_the_detection_contract(tiny_detector, tiny_scorer
     assert report.kind == "cascade"
 
 
+@pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # the plumbing; the real scorer's run is above
 def test_calibrate_adapts_a_fusion_that_detect_then_uses(tmp_path, invoke_cli, cli_scorer):
     spec = f"judge:{cli_scorer.name}"
     rows = [{"answer": ANSWER, "context": " ".join(PASSAGES)},
