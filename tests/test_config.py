@@ -36,8 +36,9 @@ def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
 
 @pytest.mark.parametrize("path, left_out", [
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
-    # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds)
-    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS}),
+    # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds,
+    # and its own --fuse and --verifier adapt a fused cascade's fusion)
+    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
     (["eval", "extract"], {"calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),  # uncalibrated
 ])
 def test_every_command_takes_every_setting(path, left_out):
@@ -53,7 +54,8 @@ def test_serve_takes_every_setting_from_its_variable(monkeypatch):
               "precision": "int8", "target_recall": "0.8", "verifier": "openai:some-judge", "escalate": "0.3",
               "verifier_threshold": "0.6",
               "verifier_url": "http://127.0.0.1:8080/v1"}
-    assert set(values) | {"target_precision"} == set(SETTINGS)  # one target at a time: the other below
+    # one target at a time, and a fused cascade has no escalated share: those below
+    assert set(values) | {"target_precision", "fuse", "fusion"} == set(SETTINGS)
     for name, value in values.items():
         monkeypatch.setenv(f"GROUNDSENSE_{name.upper()}", value)
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
@@ -65,6 +67,12 @@ def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
     monkeypatch.setenv("GROUNDSENSE_TARGET_PRECISION", "0.5")
     assert ServiceSettings.from_env().detection.target_precision == 0.5
+    for name in ("escalate", "verifier_threshold"):
+        monkeypatch.delenv(f"GROUNDSENSE_{name.upper()}")
+    monkeypatch.setenv("GROUNDSENSE_FUSE", "1")
+    monkeypatch.setenv("GROUNDSENSE_FUSION", "f.json")
+    detection = ServiceSettings.from_env().detection
+    assert (detection.fuse, detection.fusion) == (True, "f.json")
 
 
 @pytest.mark.parametrize("targets", [{"target_recall": 0}, {"target_precision": 1.5}, {"target_recall": "0.8"},

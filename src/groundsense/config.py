@@ -19,9 +19,11 @@ from .inputs.validate import MODES, PRECISIONS, check_k
 
 if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads the config
     from .judging.calibration import Calibration
+    from .verification.fusion import RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
-VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url")  # a cascade's; the rest a detector's
+# A cascade's settings; the rest a detector's.
+VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url", "fuse", "fusion")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +50,9 @@ class DetectorConfig:
     it flags those whose score reaches ``verifier_threshold``. ``verifier_url``: the server of a
     verifier kind that calls one (``openai:``). The spec and whether its kind takes a URL are
     checked where verifiers are known, by ``groundsense.verification.check_verifier``.
+    ``fuse``: verify every sentence instead, and flag by the fused score of the detector's and the
+    judge's signals (docs/verifiers.md, "A fused cascade"), ranked against ``fusion`` (a file or
+    ``RankFusion``; ``None``: the one shipped for the verifier).
     """
 
     scorer: str | None = None
@@ -65,6 +70,8 @@ class DetectorConfig:
     escalate: float = 0.2
     verifier_threshold: float = 0.5
     verifier_url: str | None = None
+    fuse: bool = False
+    fusion: RankFusion | str | Path | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -101,6 +108,16 @@ class DetectorConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InputError(f"{name} must be a non-empty string, not {value!r}")
+        if not isinstance(self.fuse, bool):
+            raise InputError(f"fuse must be true or false, not {self.fuse!r}")
+        if self.fusion is not None and not self.fuse:
+            raise InputError("a fusion file only applies to a fused cascade: add --fuse (GROUNDSENSE_FUSE=1)")
+        if self.fuse:
+            defaults = {f.name: f.default for f in fields(self)}
+            unused = [name for name in ("escalate", "verifier_threshold") if getattr(self, name) != defaults[name]]
+            if unused:
+                raise InputError(f"{', '.join(unused)} do not apply to a fused cascade: it verifies every sentence and "
+                                 "flags at its fusion's thresholds; drop them, or drop --fuse")
         if self.verifier is None:
             given = [f.name for f in fields(self) if f.name in VERIFIER_FIELDS and getattr(self, f.name) != f.default]
             if given:

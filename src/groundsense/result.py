@@ -60,6 +60,8 @@ class SentenceResult:
     absent: list[str] = field(default_factory=list)
     # Those of ``absent`` that the evidence cut to fit the scorer's budget does contain.
     in_cut_evidence: list[str] = field(default_factory=list)
+    # A fused cascade's score (verification/fusion.py): the rank average, in [0, 1], that decides the flag.
+    fused: float | None = None
 
     @property
     def explanation(self) -> str | None:
@@ -76,6 +78,7 @@ class SentenceResult:
         data = asdict(self)
         data["score"] = _finite(self.score)
         data["verifier_score"] = _finite(self.verifier_score)
+        data["fused"] = _finite(self.fused)
         data["features"] = {k: _finite(v) for k, v in self.features.items()}
         data["drops"] = [_finite(v) for v in self.drops]
         data["jsds"] = [_finite(v) for v in self.jsds]

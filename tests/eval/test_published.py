@@ -1,4 +1,4 @@
-"""The committed reports under docs/results/, and the shipped calibration, equal what their
+"""The committed reports under docs/results/, and the shipped calibration and fusion, equal what their
 commands render today from the committed caches (results/), so a change to the analysis code or a
 cache cannot leave them stale.
 
@@ -125,6 +125,18 @@ def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_pat
     shipped = ROOT / "src" / "groundsense" / "calibrations" / "smollm2-135m-instruct-k5.json"
     run(["eval", "calibrate", "--cache", "results/calibration-tokens", "-o", str(tmp_path / "c.json")], monkeypatch)
     assert_same_numbers(tmp_path / "c.json", shipped)
+
+
+def test_the_shipped_fusion_equals_its_fit_from_the_committed_caches(tmp_path, monkeypatch):
+    """Candidate J's fusion file, refitted from the judged dev partitions by the command it records."""
+    shipped = ROOT / "src" / "groundsense" / "calibrations" / "fusion-judge-qwen2.5-coder-1.5b-instruct.json"
+    command = shlex.split(json.loads(shipped.read_text())["made_with"]["command"])
+    assert command[-1] == str(shipped.relative_to(ROOT)), "the file records the command that wrote it"
+    run([*command[1:-1], str(tmp_path / "f.json")], monkeypatch)
+    rendered = json.loads((tmp_path / "f.json").read_text())
+    rendered["made_with"]["command"] = shlex.join(command)  # the one difference: where it was written
+    (tmp_path / "f.json").write_text(json.dumps(rendered))
+    assert_same_numbers(tmp_path / "f.json", shipped)
 
 
 def test_the_precision_agreement_equals_its_render(tmp_path, monkeypatch):

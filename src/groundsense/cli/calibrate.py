@@ -55,8 +55,14 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
                    "`shipped` for the default scorer's shipped one, or a file.")
 @click.option("--method", type=click.Choice(METHODS), default=DEFAULT_METHOD, show_default=True,
               help="With --adapt: what is re-estimated on the domain (docs/detector-selection.md chose the default).")
+@click.option("--fuse", is_flag=True,
+              help="With --adapt: adapt a fused cascade's fusion (BASE: `shipped` or a fusion file) instead: every "
+                   "sentence goes to its judge, and the references are re-estimated (docs/verifiers.md).")
+@click.option("--verifier", default=None, metavar="SPEC",
+              help="With --fuse: the judge whose scores are fused [default: BASE's, judge:qwen2.5-coder-1.5b-instruct "
+                   "for `shipped`].")
 def calibrate(source, features, no_progress, output, target_recall, target_precision, flag_rate, base, method,
-              **detector_options):
+              fuse, verifier, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
@@ -72,9 +78,28 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
     domain is re-estimated from SOURCE's answers, whose labels (if any) are not read: use a
     few hundred answers of your own, unlabelled. It reports how many answers it saw and how
     stable the estimate is (a bootstrap over the answers).
+
+    With --adapt and --fuse, a fused cascade's fusion (BASE: `shipped` or a fusion file) is
+    adapted instead: its judge scores every sentence of SOURCE, the references of its signals
+    are re-estimated from them, and the thresholds keep their place in rank space; detect with
+    --verifier SPEC --fuse --fusion OUTPUT.
     """
     from .calibration_data import fit_from_batch
 
+    if fuse and not base:
+        raise InputError("--fuse adapts a fusion to unlabelled rows: add --adapt shipped (or a fusion file)")
+    if verifier and not fuse:
+        raise InputError("--verifier names the judge of a fused cascade: add --fuse")
+    if base and fuse:
+        from .fusion_calibration import fused_options, fusion_base, write_adapted
+
+        if target_recall or target_precision:
+            raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision")
+        fusion = fusion_base(base, verifier)  # read first: a bad base fails before the scorer loads
+        _, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
+                                 {**detector_options, **fused_options(fusion)})
+        write_adapted(fusion, source, features, output)
+        return
     if base:
         if target_recall or target_precision:
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "

@@ -58,6 +58,7 @@ class _Setting:
     type: click.ParamType | None = None
     shown: str | None = None  # the default as help shows it, where the field's is None
     metavar: str | None = None
+    flag: bool = False  # a switch (a bool field): given or not
 
     def option(self, from_env: bool, default: Any = None):
         """The click option; ``from_env`` (`serve`): no default of its own, so that the
@@ -71,6 +72,9 @@ class _Setting:
             text, show = f"{self.help} [default: {self.shown}]", False
         else:
             text, show = self.help, True
+        if self.flag:  # under `serve`, not given is None: the variable or the field's default applies
+            return click.option(*self.names, self.field, is_flag=True, default=None if from_env else default,
+                                help=text)
         return click.option(*self.names, self.field, type=self.type, default=default, metavar=self.metavar,
                             show_default=show, help=text)
 
@@ -113,6 +117,11 @@ SETTINGS = (
              click.FloatRange(0, 1)),
     _Setting("verifier_url", ("--verifier-url",), "With --verifier of a kind that calls a server (openai:): its URL.",
              shown="none", metavar="URL"),
+    _Setting("fuse", ("--fuse",), "With --verifier (a judge): verify every sentence and flag by the fused score of "
+             "the detector's, the judge's and the lexical signals (docs/verifiers.md, \"A fused cascade\"); no stream.",
+             flag=True),
+    _Setting("fusion", ("--fusion",), "With --fuse: a fusion file from `groundsense calibrate --adapt shipped --fuse`.",
+             click.Path(exists=True, dir_okay=False), shown="the one shipped for the verifier", metavar="FILE"),
 )
 
 

@@ -92,8 +92,11 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed, pa
               help="Verifier cache with the judges' scores (results/verifiers): report candidate J, the judge's "
                    "score as one more signal, on the sentences they scored, instead of candidate F.")
 @click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
+@click.option("--fit-fusion", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="With --judges: write the adopted candidate J's fusion file (references and thresholds fitted on "
+                   "the judged dev partitions, pooled) instead of the report.")
 @markdown_report_options
-def fusion(cache, split_cache, scorer, judges, dev_only, output, resamples, seed):
+def fusion(cache, split_cache, scorer, judges, dev_only, fit_fusion, output, resamples, seed):
     """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
     signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
     dev partitions, against today's score and word overlap on the test partitions, and the
@@ -109,10 +112,16 @@ def fusion(cache, split_cache, scorer, judges, dev_only, output, resamples, seed
             raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
                           f"(found {len(sets)})")
         found[name] = sets[0]
+    calibration = shipped_calibration(scorer, 5)
+    if fit_fusion:
+        if not judges:
+            raise Failure("--fit-fusion fits candidate J, the judge's score fused: give --judges too")
+        _write_fusion(found, calibration, judges, seed, fit_fusion, report_command(
+            "fusion", "--cache", cache, "--split-cache", split_cache, "--judges", judges, "--fit-fusion", fit_fusion))
+        return
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
                              *(["-o", output] if output else []))
-    calibration = shipped_calibration(scorer, 5)
     try:
         if judges:
             text = judge_fusion_report(found, calibration, judges, command, resamples, seed, dev_only)
@@ -121,6 +130,21 @@ def fusion(cache, split_cache, scorer, judges, dev_only, output, resamples, seed
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)
+
+
+def _write_fusion(found, calibration, judges: Path, seed: int, output: Path, command: str) -> None:
+    """Fit candidate J's fusion on the judged dev partitions and write it to ``output``."""
+    from ..eval.judge_fusion import fit_judge_fusion
+    from ..eval.reports.fusion_judge import judge_domains
+
+    try:
+        fused = fit_judge_fusion(judge_domains(found, calibration, judges, seed), calibration, command)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    fused.save(output)
+    click.echo(f"wrote {output}: {fused.verifier}, {fused.made_with['dev_answers']} dev answers "
+               f"({fused.made_with['dev_sentences']} sentences); sentences flagged at fused >= {fused.threshold:.4f}, "
+               f"answers at a top-two mean >= {fused.answer_threshold:.4f}", err=True)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

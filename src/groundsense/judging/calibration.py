@@ -263,7 +263,7 @@ def fit_calibration(
             if level == "sentence":
                 calibration.curves[score_rule] = compact_curve(level_scores, level_labels)
             rule.setdefault(level, {})[score_rule] = text
-            quality.setdefault(level, {})[score_rule] = _quality(level_scores, level_labels, threshold)
+            quality.setdefault(level, {})[score_rule] = threshold_quality(level_scores, level_labels, threshold)
     calibration.made_with.update(n_sentences=int(rows.sum()), threshold_rule=rule, on_calibration_set=quality)
     return calibration
 
@@ -277,7 +277,7 @@ def _answer_maxima(answers: np.ndarray, scores: np.ndarray, labels: np.ndarray) 
     return top, unsupported
 
 
-def _quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
+def threshold_quality(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, float]:
     """How the threshold does on the calibration set itself (optimistic: fitted there)."""
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 

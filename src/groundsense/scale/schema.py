@@ -22,7 +22,7 @@ _SENTENCE = pa.struct([
     ("features", pa.struct([(name, _float) for name in SENTENCE_VALUES])),
     ("drops", pa.list_(_float)), ("jsds", pa.list_(_float)), ("support", _SUPPORT),
     ("status", _str), ("reason", _str), ("verifier_score", _float), ("absent", pa.list_(_str)),
-    ("in_cut_evidence", pa.list_(_str)),
+    ("in_cut_evidence", pa.list_(_str)), ("fused", _float),
 ])
 _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),

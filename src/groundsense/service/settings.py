@@ -41,9 +41,11 @@ class ServiceSettings:
 
 def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
-    from ..judging.calibration import Calibration  # named in DetectorConfig's hints, imported there for typing only
+    # named in DetectorConfig's hints, imported there for typing only
+    from ..judging.calibration import Calibration
+    from ..verification.fusion import RankFusion
 
-    values, types = {}, get_type_hints(kind, localns={"Calibration": Calibration})
+    values, types = {}, get_type_hints(kind, localns={"Calibration": Calibration, "RankFusion": RankFusion})
     for f in fields(kind):
         if f.default is MISSING:
             continue

@@ -13,6 +13,12 @@ sentences, while a single short answer escalates at least one). The same rule
 (:func:`escalation_mask`) drives the offline cascade analysis. A cascade is a
 :class:`~groundsense.detection.Detection`, so every entry point runs one.
 
+``Cascade(detector, judge, fuse=True)`` is a fused cascade (docs/verifiers.md): the judge scores
+every scored sentence, and each sentence's ``fused`` score, the rank average of the detector's
+``sensitivity``, the judge's score and three lexical signals (:class:`~.fusion.RankFusion`),
+decides its flag; the answer is flagged when the mean of its two highest fused scores reaches
+the fusion's answer threshold, or when any sentence is flagged. It does not stream.
+
 A verifier that keeps running cost totals in a ``usage`` mapping (the ``openai:`` judge's
 requests and tokens) has what each answer cost reported in the result's ``cascade`` summary
 as ``verifier_usage`` (one cascade at a time per verifier, for the difference to be exact).
@@ -24,6 +30,7 @@ import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +42,7 @@ from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.adjudicator import answer_summary
 from ..result import DetectionResult, SentenceResult
+from .fusion import SIGNALS, RankFusion, check_scorer, fusion_for, top_two_mean
 from .verifier import Verifier
 
 
@@ -60,9 +68,14 @@ class Cascade(Detection):
     ``threshold`` 0.5 to make sense; one with ``scores_are_probabilities = False`` is refused.
     An object without ``name`` or ``scores_are_probabilities`` is reported by its type and
     taken to give probabilities; a verifier that calls a server names it as ``url``.
-    :func:`~groundsense.verification.factory.make_detection` builds one from a :class:`DetectorConfig`."""
+    :func:`~groundsense.verification.factory.make_detection` builds one from a :class:`DetectorConfig`.
 
-    def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5):
+    ``fuse``: True (the fusion shipped for the verifier), a :class:`RankFusion` or its file: verify
+    every sentence and flag by the fused score (``escalate`` and ``threshold`` are then unused);
+    refused for a verifier without a fusion, or a detector of another scorer than the fusion's."""
+
+    def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5,
+                 fuse: bool | RankFusion | str | Path = False):
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
         self.detector, self.verifier = check_detection(detector), verifier
@@ -71,9 +84,14 @@ class Cascade(Detection):
                              "cascade cannot threshold them: use a judge or a classifier "
                              "(judge:, openai:, nli:, minicheck:, alignscore:)")
         self.escalate, self.threshold = escalate, threshold
+        self.fusion = None if fuse is False else fusion_for(self.verifier_name, None if fuse is True else fuse)
+        if self.fusion is not None:
+            check_scorer(self.fusion, self.detector.describe().get("scorer"))
+            _check_exact(detector.config.mode, detector.config.leave_one_out)
         # The detector's config with this verifier (by name), share and threshold, which it checks.
         self.config: DetectorConfig = replace(detector.config, verifier=self.verifier_name, escalate=escalate,
-                                              verifier_threshold=threshold, verifier_url=getattr(verifier, "url", None))
+                                              verifier_threshold=threshold, verifier_url=getattr(verifier, "url", None),
+                                              fuse=self.fusion is not None, fusion=self.fusion)
 
     @property
     def verifier_name(self) -> str:
@@ -81,13 +99,18 @@ class Cascade(Detection):
 
     def describe(self, chunks: int | None = None) -> dict:
         """The detector's description (``chunks``: see :meth:`Detector.describe`) as a cascade's."""
+        if self.fusion is not None:
+            return {**self.detector.describe(chunks), "kind": "cascade", "verifier": self.verifier_name,
+                    "escalate": 1.0, "fused": True, "threshold": self.fusion.threshold,
+                    "answer_threshold": self.fusion.answer_threshold}
         return {**self.detector.describe(chunks), "kind": "cascade", "verifier": self.verifier_name,
                 "escalate": self.escalate, "verifier_threshold": self.threshold}
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Cascade:
         """The cascade over the detector with a request's ``k`` or ``mode``."""
         detector = self.detector.with_options(k=k, mode=mode)
-        return self if detector is self.detector else Cascade(detector, self.verifier, self.escalate, self.threshold)
+        return self if detector is self.detector else Cascade(detector, self.verifier, self.escalate, self.threshold,
+                                                              self.fusion or False)
 
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
         """The detector's result on a checked request row with its answer's most suspicious
@@ -108,7 +131,10 @@ class Cascade(Detection):
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> CascadeStream:
         """The detector's stream: a flagged sentence is escalated as it ends, and the close
-        escalates the answer's share (:class:`CascadeStream`)."""
+        escalates the answer's share (:class:`CascadeStream`). A fused cascade does not stream."""
+        if self.fusion is not None:
+            raise InputError("a fused cascade does not stream: its flags rank every sentence's judge score, which "
+                             "a stream has only at the end; stream without --fuse, or detect on the whole answer")
         inner = self.detector.stream(question, context, passages, score_every)
         if not isinstance(inner, AnswerStream):  # its evidence's chunks are what the verifier is given
             raise InputError(f"a cascade streams over an AnswerStream, which has the evidence it scored, "
@@ -118,7 +144,10 @@ class Cascade(Detection):
     def _escalated(self, items: list[tuple[_AnswerRequest, DetectionResult]], known: dict[int, float] | None = None,
                    spent_before: dict[str, int] | None = None) -> list[DetectionResult]:
         """The results with the most suspicious ``escalate`` share of all their sentences verified
-        (``known``: the verifier's scores a stream already has for one item's sentences, by index)."""
+        (``known``: the verifier's scores a stream already has for one item's sentences, by index);
+        a fused cascade's with every sentence verified and fused."""
+        if self.fusion is not None:
+            return [self._fused(self.fusion, request, result) for request, result in items]
         located = [(r, s) for r, (_, result) in enumerate(items) for s in range(len(result.sentences))]
         suspicion = np.array([_score(items[r][1].sentences[s].score) for r, s in located])
         escalated: dict[int, list[int]] = {}
@@ -155,10 +184,37 @@ class Cascade(Detection):
             sentences[i] = self.decided(sentences[i], score)
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
                    "n_escalated": len(known)}
-        if spent_before is not None:  # what escalating this answer cost (a remote judge's tokens)
-            spent_after = _usage(self.verifier) or {}
-            cascade["verifier_usage"] = {k: v - spent_before.get(k, 0) for k, v in spent_after.items()}
-        return replace(result, sentences=sentences, answer=answer_summary(sentences), cascade=cascade)
+        return replace(result, sentences=sentences, answer=answer_summary(sentences),
+                       cascade=_with_usage(cascade, self.verifier, spent_before))
+
+
+    def _fused(self, fusion: RankFusion, request: _AnswerRequest, result: DetectionResult) -> DetectionResult:
+        """``result`` with every scored sentence verified and flagged by its fused score (NaN, a
+        judge's failure among them: undecided), the answer by the mean of its top two."""
+        _check_exact(result.mode, result.leave_one_out)  # a request's options may ask for two-pass mode
+        spent_before, sentences = _usage(self.verifier), list(result.sentences)
+        chosen = [i for i, s in enumerate(sentences) if s.status == "scored"]
+        judge = np.full(len(sentences), np.nan)
+        if chosen:
+            context = request.text()
+            chunks = [context[c.start : c.end] for c in result.chunks]
+            judge[chosen] = self.verify(request.question, chunks, [sentences[i].text for i in chosen])
+        features = {name: np.array([_score(s.features.get(name)) for s in sentences])
+                    for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
+        fused = fusion.score(fusion.signals(features, judge))
+        for i in chosen:
+            flagged = bool(fused[i] >= fusion.threshold) if math.isfinite(fused[i]) else None
+            sentences[i] = replace(sentences[i], verifier_score=float(judge[i]), fused=float(fused[i]), flagged=flagged)
+        summary = answer_summary(sentences)
+        top = top_two_mean(fused[chosen])
+        blocked = summary.n_flagged > 0 or (math.isfinite(top) and top >= fusion.answer_threshold)
+        undecided = any(s.flagged is None for s in sentences)
+        answer = replace(summary, score=top if math.isfinite(top) else None, threshold=fusion.answer_threshold,
+                         flagged=True if blocked else (None if undecided else False))
+        cascade = {"verifier": self.verifier_name, "escalate": 1.0, "threshold": fusion.threshold,
+                   "n_escalated": len(chosen)}
+        return replace(result, sentences=sentences, answer=answer, cascade=_with_usage(cascade, self.verifier,
+                                                                                      spent_before))
 
 
 class CascadeStream:
@@ -230,6 +286,22 @@ def _usage(verifier: Verifier) -> dict[str, int] | None:
     """A copy of the verifier's running cost totals (``usage``: name -> count), if it keeps them."""
     usage = getattr(verifier, "usage", None)
     return dict(usage) if isinstance(usage, Mapping) else None
+
+
+def _check_exact(mode: str, leave_one_out: str | None) -> None:
+    """Refuse what a fused cascade cannot rank: its sensitivity signal needs exact leave-one-out rows."""
+    if (mode, leave_one_out) != ("full", "exact"):
+        raise InputError(f"a fused cascade ranks the sensitivity score, which needs full mode with exact "
+                         f"leave-one-out, not {mode} mode with {leave_one_out} leave-one-out")
+
+
+def _with_usage(cascade: dict, verifier: Verifier, spent_before: dict[str, int] | None) -> dict:
+    """The ``cascade`` summary with what verifying the answer cost (a remote judge's tokens),
+    when the verifier keeps totals (``spent_before``: them before)."""
+    if spent_before is None:
+        return cascade
+    spent_after = _usage(verifier) or {}
+    return {**cascade, "verifier_usage": {k: v - spent_before.get(k, 0) for k, v in spent_after.items()}}
 
 
 def _score(value: float | None) -> float:

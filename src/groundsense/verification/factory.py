@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..config import DetectorConfig
 from ..weights import display_name
+from .fusion import check_scorer, fusion_for
 from .kinds import ON_SCORER, check_verifier
 
 if TYPE_CHECKING:
@@ -20,15 +21,19 @@ def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Dete
     :class:`~groundsense.verification.cascade.Cascade` to its ``verifier`` when it names one (checked by
     :func:`check_verifier` before anything loads). ``scorer``: an already loaded one to use
     instead of loading ``config.scorer``. A verifier that runs on the detector's own scorer
-    (``judge:``, ``contextcite:``) shares it, so that model is loaded once."""
+    (``judge:``, ``contextcite:``) shares it, so that model is loaded once. A fused cascade's
+    fusion is read, and refused, before anything loads too."""
     from ..pipeline.detector import Detector
     from .cascade import Cascade
 
     checked = check_verifier(config)
+    fusion = fusion_for(config.verifier, config.fusion) if config.fuse and config.verifier else None
+    if fusion is not None:
+        check_scorer(fusion, scorer.name if scorer is not None else display_name(config.scorer))
     detector = Detector.from_config(config.without_verifier(), scorer)
     if checked is None:
         return detector
     cls, model, options = checked
     shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
     verifier = cls(shared or model, device=config.device, **options)
-    return Cascade(detector, verifier, config.escalate, config.verifier_threshold)
+    return Cascade(detector, verifier, config.escalate, config.verifier_threshold, fusion or False)

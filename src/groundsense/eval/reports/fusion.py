@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
+from ...verification.fusion import rank_share
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..caches.lexical import lexical_path, with_lexical
@@ -69,8 +70,7 @@ def label_free_score(rule: str, reference: pd.DataFrame, rows: pd.DataFrame, sig
         if rule == "z-sum":
             total += (x - ref.mean()) / (ref.std() or 1.0)
         else:
-            ordered = np.sort(ref)
-            total += (np.searchsorted(ordered, x, "left") + np.searchsorted(ordered, x, "right")) / (2 * len(ref))
+            total += rank_share(np.sort(ref), x)
     return total
 
 

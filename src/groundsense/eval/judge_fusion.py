@@ -1,0 +1,64 @@
+"""The shipped fusion of candidate J (`groundsense eval fusion --judges … --fit-fusion FILE`):
+the fused score's references and thresholds, fitted on the three benchmarks' judged dev
+partitions pooled (the rows :func:`~groundsense.eval.reports.fusion_judge.judge_domains` gives
+as ``dev``; no test row is read). A product for the library, like :mod:`.calibration_set`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..judging.calibration import Calibration, threshold_quality
+from ..judging.thresholds import best_f1_threshold
+from ..verification.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
+from .reports.fusion import Domain
+from .reports.fusion_judge import FROZEN_J, JUDGES, SETS
+
+JUDGE = SETS[FROZEN_J["signals"]][0]  # the frozen candidate's judge, a column of the judged rows
+
+
+def judge_spec(column: str = JUDGE) -> str:
+    """The verifier spec of a judge column (``judge 1.5B`` -> ``judge:qwen2.5-coder-1.5b-instruct``)."""
+    kind, _, model = JUDGES[column].partition("-")
+    return f"{kind}:{model}"
+
+
+def fit_judge_fusion(domains: Sequence[Domain], calibration: Calibration, command: str) -> RankFusion:
+    """The frozen candidate's :class:`RankFusion`: every signal's reference from the pooled dev
+    sentences, the sentence threshold at their best F1 and the answer threshold at the best F1
+    of the answers' mean of their top two sentences (label: any sentence unsupported)."""
+    if calibration.weights:
+        raise ValueError("the fusion's sensitivity is the z-sum of a calibration's statistics, not a fitted logistic")
+    signals = ["sensitivity", *SETS[FROZEN_J["signals"]]]
+    if [("judge" if s == JUDGE else s) for s in signals] != list(SIGNALS):
+        raise ValueError(f"the frozen candidate fuses {signals}, not the product's {SIGNALS}")
+    dev = pd.concat([d.dev.assign(answer=d.name + "/" + d.dev["case_id"].astype(str)) for d in domains],
+                    ignore_index=True)
+    values = {("judge" if s == JUDGE else s): dev[s].to_numpy(float) for s in signals}
+    references = {name: reference_sample(values[name]) for name in SIGNALS}
+    unfitted = RankFusion(judge_spec(), calibration.scorer, dict(calibration.stats), references, 0.0, 0.0)
+    fused, labels = unfitted.score(values), dev["label"].to_numpy(int)
+    answers = pd.DataFrame({"answer": dev["answer"], "fused": fused, "label": labels}).groupby("answer", sort=False)
+    answer_scores = answers["fused"].apply(lambda s: top_two_mean(s.to_numpy())).to_numpy()
+    answer_labels = answers["label"].max().to_numpy()
+    threshold, answer_threshold = best_f1_threshold(fused, labels), best_f1_threshold(answer_scores, answer_labels)
+    made_with = {
+        "command": command,
+        "rule": f"{FROZEN_J['rule']} of {', '.join(SIGNALS)} (docs/detector-selection.md, candidate J); answer: "
+                f"{FROZEN_J['aggregation']} sentences",
+        "data": {d.name: {"dev_answers": int(d.dev["case_id"].nunique()), "dev_sentences": len(d.dev)}
+                 for d in domains},
+        "dev_answers": int(answers.ngroups), "dev_sentences": len(dev),
+        "references": f"the pooled dev sentences' values, at most {len(references['sensitivity'])} evenly spaced "
+                      "order statistics each",
+        "sensitivity": f"the z-sum of calibration {calibration.scorer} k{calibration.k}'s statistics",
+        "threshold_rule": {"sentence": "best F1 on the pooled dev sentences",
+                           "answer": "best F1 of the pooled dev answers' mean of their top two sentences"},
+        "on_dev": {"sentence": threshold_quality(fused, labels, threshold),
+                   "answer": threshold_quality(answer_scores, answer_labels, answer_threshold)},
+    }
+    return RankFusion(unfitted.verifier, unfitted.scorer, unfitted.sensitivity_stats, references, threshold,
+                      answer_threshold, made_with)
+

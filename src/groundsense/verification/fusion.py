@@ -1,0 +1,163 @@
+"""The fused sentence score of a cascade whose verifier is a judge (candidate J of
+docs/detector-selection.md, adopted there): the rank average of five signals, the detector's
+``sensitivity``, the judge's P(unsupported) and three lexical signals. Each is ranked against a
+reference sample of unlabelled sentences (the share of the sample below it, ties counted half)
+and the ranks are averaged; an answer's score is the mean of its two most suspicious sentences.
+
+A :class:`RankFusion` holds what that needs: the references, the ``sensitivity`` statistics
+(so the signal is the one the references were taken of, whatever calibration the detector
+flags with), and the sentence and answer thresholds, in rank space. ``calibrate --adapt``
+re-estimates the references on a team's unlabelled rows (:meth:`RankFusion.adapted`); the
+thresholds keep their place in rank space, as ``restandardise`` keeps a threshold's place in
+z-sum space.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InputError
+from ..judging.calibration import sensitivity_score
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+# The fused signals, in the order they are ranked: ``judge`` is the cascade's verifier's score,
+# the lexical ones are a sentence result's ``features`` of the same names.
+SIGNALS = ("sensitivity", "judge", "overlap_chunk", "stem_novel", "bigram_novel")
+REFERENCE_SIZE = 1001  # the most values a reference keeps: evenly spaced order statistics of the sample
+FOLDER = "calibrations"  # where the shipped fusions lie in the package, beside the calibrations
+
+
+def rank_share(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The share of the sorted ``ordered`` that lies below each of ``values``, ties counted half."""
+    ordered, values = np.asarray(ordered, float), np.asarray(values, float)
+    below, not_above = np.searchsorted(ordered, values, "left"), np.searchsorted(ordered, values, "right")
+    return (below + not_above) / (2 * len(ordered))
+
+
+def reference_sample(values: np.ndarray, size: int = REFERENCE_SIZE) -> list[float]:
+    """``values``' finite ones sorted, or, past ``size`` of them, ``size`` evenly spaced order
+    statistics (the lowest and highest included): what a fusion file keeps of a sample."""
+    ordered = np.sort(np.asarray(values, float)[np.isfinite(values)])
+    if len(ordered) > size:
+        ordered = ordered[np.round(np.linspace(0, len(ordered) - 1, size)).astype(int)]
+    return [float(v) for v in ordered]
+
+
+def top_two_mean(scores: np.ndarray) -> float:
+    """The mean of the two highest finite ``scores`` (one: itself; none: NaN)."""
+    finite = np.sort(np.asarray(scores, float)[np.isfinite(scores)])
+    return float(finite[-2:].mean()) if len(finite) else float("nan")
+
+
+@dataclass
+class RankFusion:
+    """A judge's fused score: the signals' ``references`` (signal -> sorted sample), the
+    ``sensitivity_stats`` of its ``scorer`` (feature -> mean, deviation), where it flags a
+    sentence (``threshold``) and an answer (``answer_threshold``, on the mean of its two highest
+    sentence scores), for the cascade to ``verifier``; ``made_with``: data, sizes and rules."""
+
+    verifier: str
+    scorer: str
+    sensitivity_stats: dict[str, tuple[float, float]]
+    references: dict[str, list[float]]
+    threshold: float
+    answer_threshold: float
+    made_with: dict = field(default_factory=dict)
+
+    def signals(self, features: Mapping[str, np.ndarray], judge: np.ndarray) -> dict[str, np.ndarray]:
+        """The :data:`SIGNALS` of sentences given their ``features`` (name -> array, as a
+        sentence result holds them) and the judge's scores."""
+        return {"sensitivity": sensitivity_score(self.sensitivity_stats, dict(features)),
+                "judge": np.asarray(judge, float), **{name: np.asarray(features[name], float) for name in SIGNALS[2:]}}
+
+    def score(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The fused score of sentences given each signal's ``values``: the mean of their ranks
+        (:func:`rank_share`) against the references; NaN where a signal is."""
+        ranks = []
+        for name in SIGNALS:
+            x = np.asarray(values[name], float)
+            ranks.append(np.where(np.isfinite(x), rank_share(np.asarray(self.references[name]), x), np.nan))
+        return np.mean(ranks, axis=0)
+
+    def adapted(self, values: Mapping[str, np.ndarray], **provenance: object) -> RankFusion:
+        """A copy whose references are taken from ``values`` (each signal over a domain's
+        unlabelled sentences), the thresholds kept in rank space; ``provenance`` is recorded
+        in ``made_with["adaptation"]``."""
+        references = {name: reference_sample(values[name]) for name in SIGNALS}
+        empty = [name for name, sample in references.items() if not sample]
+        if empty:
+            raise InputError(f"no sentence of the domain has a finite {', '.join(empty)}: nothing to adapt to")
+        made_with = {**self.made_with, "adaptation": {
+            "references": "re-estimated from the domain's unlabelled sentences; thresholds kept in rank space",
+            "n_sentences": int(np.isfinite(self.score(values)).sum()), **provenance}}
+        return replace(self, references=references, made_with=made_with)
+
+    def save(self, path: str | Path) -> None:
+        """Indented JSON, each reference on one line."""
+        data = asdict(self)
+        lines = {name: json.dumps(sample, separators=(",", ":")) for name, sample in data["references"].items()}
+        data["references"] = {name: f"<reference {name}>" for name in lines}
+        text = json.dumps(data, indent=2)
+        for name, line in lines.items():
+            text = text.replace(json.dumps(f"<reference {name}>"), line)
+        Path(path).write_text(text + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path | Traversable) -> RankFusion:
+        try:
+            data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
+            data["sensitivity_stats"] = {f: tuple(v) for f, v in data["sensitivity_stats"].items()}
+            fusion = cls(**data)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise InputError(f"cannot read fusion file {path}: {exc}") from exc
+        missing = [name for name in SIGNALS if not fusion.references.get(name)]
+        if missing:
+            raise InputError(f"cannot read fusion file {path}: it has no reference for {', '.join(missing)}")
+        return fusion
+
+
+def shipped_name(verifier: str) -> str:
+    """The shipped fusion file's name for a verifier spec (``judge:M`` -> ``fusion-judge-M.json``)."""
+    return f"fusion-{verifier.replace(':', '-').replace('/', '-')}.json"
+
+
+def shipped_fusion(verifier: str) -> RankFusion | None:
+    """The fusion shipped with the package for ``verifier`` (a spec), if any."""
+    path = resources.files("groundsense") / FOLDER / shipped_name(verifier)
+    return RankFusion.load(path) if path.is_file() else None
+
+
+def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> RankFusion:
+    """The fusion a fused cascade to ``verifier`` (its name, a spec) ranks with: ``given`` (a
+    :class:`RankFusion` or a file), else the one shipped for it; refused when there is none or
+    when it was made for another verifier (its references hold that judge's scores)."""
+    if given is None:
+        shipped = shipped_fusion(verifier)
+        if shipped is None:
+            raise InputError(f"a fused cascade needs the reference sample of its verifier's scores, and {verifier} "
+                             "has none: the shipped one is for judge:qwen2.5-coder-1.5b-instruct; for another judge, "
+                             "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` made "
+                             "with it")
+        return shipped
+    fusion = given if isinstance(given, RankFusion) else RankFusion.load(given)
+    if fusion.verifier != verifier:
+        raise InputError(f"the fusion was made for verifier {fusion.verifier}, not {verifier}: its references hold "
+                         "that judge's scores; use that verifier, or adapt a fusion with this one")
+    return fusion
+
+
+def check_scorer(fusion: RankFusion, scorer: str | None) -> None:
+    """Refuse a detector of another scorer than the one whose ``sensitivity`` the fusion ranks."""
+    if scorer != fusion.scorer:
+        raise InputError(f"the fusion ranks the {fusion.scorer} scorer's sensitivity, not {scorer}'s: fuse with "
+                         f"-m {fusion.scorer}, or adapt a fusion with this scorer "
+                         "(`groundsense calibrate --adapt shipped --fuse`)")
