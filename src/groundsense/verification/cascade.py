@@ -187,7 +187,6 @@ class Cascade(Detection):
         return replace(result, sentences=sentences, answer=answer_summary(sentences),
                        cascade=_with_usage(cascade, self.verifier, spent_before))
 
-
     def _fused(self, fusion: RankFusion, request: _AnswerRequest, result: DetectionResult) -> DetectionResult:
         """``result`` with every scored sentence verified and flagged by its fused score (NaN, a
         judge's failure among them: undecided), the answer by the mean of its top two."""
