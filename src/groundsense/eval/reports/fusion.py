@@ -304,6 +304,12 @@ def test_sets(domains: Sequence[Domain]) -> list[tuple[Domain, pd.DataFrame, str
     return sets
 
 
+def set_heading(label: str, rows: pd.DataFrame) -> str:
+    """A test set's heading: its sentences, how many unsupported, and its answers."""
+    return (f"### {label}: {len(rows)} sentences ({int(rows['label'].sum())} unsupported), "
+            f"{rows['case_id'].nunique()} answers")
+
+
 def test_sections(domains: Sequence[Domain], signals: Sequence[str], frozen: Mapping[str, str], n_resamples: int,
                   seed: int, others: Callable[[Domain, pd.DataFrame], dict[str, np.ndarray]] | None = None
                   ) -> tuple[list[str], list[Scored]]:
@@ -317,8 +323,7 @@ def test_sections(domains: Sequence[Domain], signals: Sequence[str], frozen: Map
                             others(domain, rows) if others else None)
         if label == domain.name:
             results.append(scored)
-        lines += [f"### {label}: {scored.sentences} sentences ({scored.unsupported} unsupported), "
-                  f"{rows['case_id'].nunique()} answers", "", "Sentence level:", "", markdown_table(scored.sentence),
+        lines += [set_heading(label, rows), "", "Sentence level:", "", markdown_table(scored.sentence),
                   "", "Answer level:", "", markdown_table(scored.answer), ""]
     return lines, results
 

@@ -122,6 +122,27 @@ def answer_outcomes(sentences: pd.DataFrame, any_sentence: bool = False) -> pd.D
     return by.agg(source_id=("source_id", "first"), label=("label", "max"), flagged=("blocking", "max"))
 
 
+Levels = dict[str, tuple[pd.Series, np.ndarray, pd.Series]]  # level -> (labels, flags, sources)
+
+
+def judged_levels(frame: pd.DataFrame, any_sentence_too: bool = False) -> Levels:
+    """The flags of :func:`judged` sentences per level: the scored sentences at their threshold,
+    the answers' fail-closed verdict (:func:`answer_outcomes`) and, with ``any_sentence_too``,
+    the answers blocked as soon as one sentence is flagged."""
+    scored = frame[frame["score"].notna()]
+    levels = {"sentence": (scored["label"], (scored["score"] >= scored["threshold"]).to_numpy(), scored["source_id"])}
+    for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True))[: 1 + any_sentence_too]:
+        answers = answer_outcomes(frame, any_sentence)
+        levels[level] = (answers["label"], answers["flagged"].to_numpy(), answers["source_id"])
+    return levels
+
+
+def flag_cells(y: pd.Series, flagged: np.ndarray, groups: pd.Series, n_resamples: int = 2000, seed: int = 0
+               ) -> dict[str, str]:
+    """Each metric of :func:`flag_intervals` as ``value [lo, hi]``."""
+    return _cells(flag_intervals(y.to_numpy(), np.asarray(flagged), groups.to_numpy(), n_resamples, seed))
+
+
 OVERLAP_POINT = "word overlap, as many flagged"
 
 
@@ -133,7 +154,7 @@ def top_share(values: np.ndarray, count: int) -> np.ndarray:
     return values >= np.sort(values)[::-1][min(count, len(values)) - 1]
 
 
-def overlap_levels(frame: pd.DataFrame) -> dict[str, tuple[pd.Series, np.ndarray, pd.Series]]:
+def overlap_levels(frame: pd.DataFrame) -> Levels:
     """Word overlap (``overlap_chunk``: 1 − the share of a sentence's words in its best-matching
     chunk) at the fitted point's rate: it flags as many scored sentences as the shipped flag,
     and blocks as many answers by their least-overlapping sentence as the answer verdict does
@@ -161,20 +182,14 @@ def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, 
                 frame = judged(calibration, sentences, point)
             except InputError:
                 continue
-            scored = frame[frame["score"].notna()]
-            levels = {"sentence": (scored["label"], scored["score"] >= scored["threshold"], scored["source_id"])}
             fitted = point == OperatingPoint()  # under a target, the answer verdict is already "any sentence"
-            for level, any_sentence in (("answer", False), ("answer, any sentence flagged", True))[: 1 + fitted]:
-                answers = answer_outcomes(frame, any_sentence)
-                levels[level] = (answers["label"], answers["flagged"], answers["source_id"])
-            named = [(point.name, levels)]
+            named = [(point.name, judged_levels(frame, fitted))]
             if fitted and "overlap_chunk" in frame.columns:
                 named.append((OVERLAP_POINT, overlap_levels(frame)))
             for point_name, point_levels in named:
                 for level, (y, flagged, groups) in point_levels.items():
-                    cells = flag_intervals(y.to_numpy(), np.asarray(flagged), groups.to_numpy(), n_resamples, seed)
                     rows.append({"benchmark": name, "operating point": point_name, "level": level, "n": len(y),
-                                 **_cells(cells)})
+                                 **flag_cells(y, flagged, groups, n_resamples, seed)})
     return pd.DataFrame(rows)
 
 
