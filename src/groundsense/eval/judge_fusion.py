@@ -14,15 +14,7 @@ from ..judging.calibration import Calibration, threshold_quality
 from ..judging.thresholds import best_f1_threshold
 from ..verification.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
 from .reports.fusion import Domain
-from .reports.fusion_judge import FROZEN_J, JUDGES, SETS
-
-JUDGE = SETS[FROZEN_J["signals"]][0]  # the frozen candidate's judge, a column of the judged rows
-
-
-def judge_spec(column: str = JUDGE) -> str:
-    """The verifier spec of a judge column (``judge 1.5B`` -> ``judge:qwen2.5-coder-1.5b-instruct``)."""
-    kind, _, model = JUDGES[column].partition("-")
-    return f"{kind}:{model}"
+from .reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec
 
 
 def fit_judge_fusion(domains: Sequence[Domain], calibration: Calibration, command: str) -> RankFusion:

@@ -17,22 +17,30 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
+from ...verification.fusion import SIGNALS, RankFusion, shipped_fusion, top_two_mean
 from ..caches.extract import FeatureSet
 from ..caches.verifier_scores import KEY, load_verifier_cache, scored
 from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
 from .fusion import (
     AGGREGATIONS,
     FROZEN,
     LEXICAL_SETS,
     Domain,
+    answer_labels,
+    answer_scores,
     apply_rule,
     dev_sweep,
     fusion_table,
     goals,
+    label_free_score,
     score_on,
+    set_heading,
     test_sections,
+    test_sets,
 )
-from .tables import markdown_table
+from .operating import Levels, OperatingPoint, flag_cells, judged, judged_levels
+from .tables import interval_cells, interval_text, markdown_table
 
 # The judges with committed caches: a column name each, and its verifier key's prefix.
 JUDGES = {"judge 0.5B": "judge-qwen2.5-coder-0.5b-instruct", "judge 1.5B": "judge-qwen2.5-coder-1.5b-instruct"}
@@ -46,6 +54,13 @@ RULES = ("z-sum", "rank average")  # label-free only: the judge's score needs no
 # report refuses to score the test partitions if the sweep no longer chooses it.
 FROZEN_J = {"rule": "rank average", "signals": "judge 1.5B, overlap, stems, bigrams",
             "aggregation": "mean of the top two"}
+JUDGE = SETS[FROZEN_J["signals"]][0]  # the frozen candidate's judge, a column of the judged rows
+
+
+def judge_spec(column: str = JUDGE) -> str:
+    """The verifier spec of a judge column (``judge 1.5B`` -> ``judge:qwen2.5-coder-1.5b-instruct``)."""
+    kind, _, model = JUDGES[column].partition("-")
+    return f"{kind}:{model}"
 
 
 def with_judges(table: pd.DataFrame, verifiers: Path, benchmark: str) -> pd.DataFrame:
@@ -114,5 +129,92 @@ def judge_fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration
               "scored. *candidate F* is the lexical fusion of selection-F.md on the same sentences. Answer level: "
               f"the candidate's {FROZEN_J['aggregation']}; every other method's most suspicious sentence.", "",
               *sections, "## Verdict", "", apply_rule(results).text() + ".", "", "Goals (reported beside the rule):",
-              "", *goals(results), ""]
+              "", *goals(results), "", *shipped_fusion_section(domains, calibration, n_resamples, seed)]
     return "\n".join(lines)
+
+
+def pooled_scores(fusion: RankFusion, rows: pd.DataFrame) -> np.ndarray:
+    """``rows``' fused score as the cascade computes it: their signals ranked against the
+    fusion's own references (for the shipped fusion, the pooled dev sentences)."""
+    features = {name: rows[name].to_numpy(float) for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
+    fused = fusion.score(fusion.signals(features, rows[JUDGE].to_numpy(float)))
+    if np.isnan(fused).any():
+        raise ValueError("a judged sentence has no fused score: the cascade would leave it undecided")
+    return fused
+
+
+def fused_levels(fusion: RankFusion, rows: pd.DataFrame, fused: np.ndarray) -> Levels:
+    """The fused cascade's flags of ``rows`` given their ``fused`` scores: a sentence at the
+    fusion's threshold; an answer when the mean of its two highest fused scores reaches the
+    answer threshold or any of its sentences is flagged."""
+    frame = rows[["case_id", "source_id", "label"]].assign(fused=fused, flagged=fused >= fusion.threshold)
+    by = frame.groupby("case_id", sort=False)
+    answers = by.agg(source_id=("source_id", "first"), label=("label", "max"), any_flagged=("flagged", "max"))
+    top = by["fused"].apply(lambda s: top_two_mean(s.to_numpy())).to_numpy()
+    blocked = answers["any_flagged"].to_numpy(bool) | (top >= fusion.answer_threshold)
+    return {"sentence": (rows["label"], frame["flagged"].to_numpy(), rows["source_id"]),
+            "answer": (answers["label"], blocked, answers["source_id"])}
+
+
+def flag_rows(fusion: RankFusion, calibration: Calibration, rows: pd.DataFrame, n_resamples: int, seed: int
+              ) -> pd.DataFrame:
+    """The fused cascade's flags and the shipped detector's (its fitted thresholds, as
+    `eval operating` judges them) on ``rows``: each level's count and metrics with intervals."""
+    methods = {"fused cascade": fused_levels(fusion, rows, pooled_scores(fusion, rows)),
+               "shipped detector": judged_levels(judged(calibration, rows, OperatingPoint()))}
+    table = {f"{method}, {level}": {"n": len(y), **flag_cells(y, flagged, groups, n_resamples, seed)}
+             for method, levels in methods.items() for level, (y, flagged, groups) in levels.items()}
+    return pd.DataFrame.from_dict(table, orient="index")
+
+
+REFERENCES = ("pooled dev references (shipped)", "the benchmark's own dev references (the protocol)")
+
+
+def reference_aucs(fusion: RankFusion, domain: Domain, rows: pd.DataFrame, n_resamples: int, seed: int
+                   ) -> pd.DataFrame:
+    """Sentence and answer (mean of the top two) AUC of the fused score ranked against the
+    fusion's references and against ``domain``'s own dev rows (candidate J), and their paired difference."""
+    signals = ["sensitivity", *SETS[FROZEN_J["signals"]]]
+    scores = dict(zip(REFERENCES, (pooled_scores(fusion, rows),
+                                   label_free_score(FROZEN_J["rule"], domain.dev, rows, signals))))
+    answers = answer_labels(rows)
+    levels = {"sentence": (rows["label"], rows["source_id"], scores),
+              "answer": (answers["label"], answers["source_id"],
+                         {name: answer_scores(rows, s, s)[FROZEN_J["aggregation"]] for name, s in scores.items()})}
+    cells = {}
+    for level, (y, groups, by_method) in levels.items():
+        boot = source_bootstrap(y.to_numpy(), by_method, groups.to_numpy(), n_resamples, seed)
+        diff = boot.difference(*REFERENCES)
+        cells[f"{level} AUC"] = [*interval_cells(boot.intervals()),
+                                 interval_text(diff["diff"], diff["lo"], diff["hi"], sign="+")]
+    return pd.DataFrame(cells, index=[*REFERENCES, "pooled − own"])
+
+
+def shipped_fusion_section(domains: list[Domain], calibration: Calibration, n_resamples: int, seed: int
+                           ) -> list[str]:
+    """The report's last section: the shipped fusion's flags and AUCs on every judged test set
+    (RAGTruth's tasks apart), beside the shipped detector's flags."""
+    fusion = shipped_fusion(judge_spec())
+    if fusion is None:
+        raise FileNotFoundError(f"the package ships no fusion for {judge_spec()}")
+    detector = {level: calibration.threshold("sensitivity", level) for level in ("sentence", "answer")}
+    lines = ["## The shipped fused cascade on the judged test partitions", "",
+             f"The fusion file the package ships for {fusion.verifier}, as `Cascade(detector, judge, fuse=True)` "
+             "runs it: each sentence's five signals ranked against the file's references (the three benchmarks' "
+             "judged dev sentences pooled, not each benchmark's own dev rows as in the protocol above), a sentence "
+             f"flagged at a fused score ≥ {fusion.threshold:.3f}, an answer when the mean of its two highest fused "
+             f"scores reaches {fusion.answer_threshold:.3f} or any of its sentences is flagged. *shipped detector*: "
+             "today's flags on the same sentences, at the shipped calibration's fitted thresholds as `eval operating` "
+             f"judges them (sensitivity ≥ {detector['sentence']:.3f} for a sentence, its most suspicious sentence ≥ "
+             f"{detector['answer']:.3f} for an answer, in the chunk counts the calibration was fitted on, "
+             f"{', '.join(map(str, calibration.chunk_counts))}; the gap score rule and its thresholds in the others). "
+             "Precision, recall, F1 and share flagged with 95% source-level bootstrap intervals "
+             f"({n_resamples:,} resamples). Then the fused score's AUC ranked against the pooled references (what "
+             "ships) and against the benchmark's own judged dev rows (the candidate above, what `calibrate --adapt "
+             "--fuse` does for a domain), with their paired difference.", ""]
+    for domain, rows, label in test_sets(domains):
+        lines += [set_heading(label, rows), "", "Flags:", "", markdown_table(flag_rows(fusion, calibration, rows,
+                                                                                      n_resamples, seed)),
+                  "", "AUC by references:", "", markdown_table(reference_aucs(fusion, domain, rows, n_resamples, seed)),
+                  ""]
+    return lines

@@ -1,0 +1,85 @@
+"""The last section of the candidate-J report: the shipped fusion's flags and AUCs on judged
+test rows, beside the shipped detector's flags."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import precision_score, recall_score, roc_auc_score
+
+from groundsense.eval.reports.fusion import Domain, label_free_score
+from groundsense.eval.reports.fusion_judge import (
+    JUDGE,
+    REFERENCES,
+    flag_rows,
+    fused_levels,
+    judge_spec,
+    pooled_scores,
+    reference_aucs,
+)
+from groundsense.eval.reports.operating import OperatingPoint, judged
+from groundsense.judging.calibration import shipped_calibration
+from groundsense.verification.fusion import RankFusion, shipped_fusion
+
+SHIPPED = shipped_fusion(judge_spec())
+CALIBRATION = shipped_calibration(SHIPPED.scorer, 5)
+
+
+def judged_rows(seed: int = 0, n_answers: int = 40) -> pd.DataFrame:
+    """Judged sentences as the report's test partitions hold them: three per answer, two answers a source."""
+    rng = np.random.default_rng(seed)
+    n = 3 * n_answers
+    label = rng.uniform(size=n) < 0.3
+    features = {"gap": rng.normal(0.8, 0.8, n) - label, "jsd_noctx": rng.uniform(0, 0.3, n),
+                "drop_max": rng.uniform(0, 2, n), "jsd_loo_max": rng.uniform(0, 0.2, n),
+                "overlap_chunk": rng.uniform(size=n) + 0.3 * label, "stem_novel": rng.uniform(size=n),
+                "bigram_novel": rng.uniform(size=n), JUDGE: np.clip(rng.uniform(size=n) + 0.3 * label, 0, 1)}
+    answer = np.repeat(np.arange(n_answers), 3)
+    rows = pd.DataFrame({"case_id": [f"c{a}" for a in answer], "source_id": [f"s{a // 2}" for a in answer],
+                         "label": label.astype(int), "status": "scored", "n_chunks": 5, **features})
+    inputs = {f: rows[f].to_numpy() for f in CALIBRATION.inputs}
+    return rows.assign(sensitivity=CALIBRATION.score("sensitivity", inputs))
+
+
+def value(cell: str) -> float:
+    return float(cell.split(" [")[0])
+
+
+def test_an_answer_is_flagged_by_its_top_two_mean_or_any_flagged_sentence():
+    fusion = RankFusion("judge:test", "tiny", {}, {}, threshold=0.6, answer_threshold=0.45)
+    rows = pd.DataFrame({"case_id": ["a", "a", "a", "b", "b", "b", "c", "c"], "source_id": "s",
+                         "label": [0, 1, 0, 1, 0, 0, 0, 0]})
+    fused = np.array([0.5, 0.5, 0.1, 0.7, 0.0, 0.0, 0.4, 0.3])
+    levels = fused_levels(fusion, rows, fused)
+    assert levels["sentence"][1].tolist() == [False, False, False, True, False, False, False, False]
+    labels, blocked, sources = levels["answer"]
+    assert blocked.tolist() == [True, True, False]  # a: top two 0.5 >= 0.45; b: 0.7 flagged; c: neither
+    assert labels.tolist() == [1, 1, 0] and sources.tolist() == ["s", "s", "s"]
+
+
+def test_the_flags_point_values_are_sklearns_on_the_same_sentences():
+    rows = judged_rows()
+    table = flag_rows(SHIPPED, CALIBRATION, rows, n_resamples=50, seed=0)
+    assert list(table.index) == ["fused cascade, sentence", "fused cascade, answer", "shipped detector, sentence",
+                                 "shipped detector, answer"]
+    fused_flags = pooled_scores(SHIPPED, rows) >= SHIPPED.threshold
+    frame = judged(CALIBRATION, rows, OperatingPoint())
+    detector_flags = frame["score"] >= frame["threshold"]
+    for name, flags in (("fused cascade, sentence", fused_flags), ("shipped detector, sentence", detector_flags)):
+        assert table.loc[name, "n"] == len(rows)
+        assert value(table.loc[name, "precision"]) == pytest.approx(precision_score(rows["label"], flags), abs=5e-4)
+        assert value(table.loc[name, "recall"]) == pytest.approx(recall_score(rows["label"], flags), abs=5e-4)
+        assert value(table.loc[name, "flag rate"]) == pytest.approx(np.mean(flags), abs=5e-4)
+    assert table.loc["fused cascade, answer", "n"] == rows["case_id"].nunique()
+
+
+def test_the_fused_score_by_pooled_and_by_own_references():
+    rows = judged_rows(1)
+    domain = Domain("test", judged_rows(2), rows)
+    table = reference_aucs(SHIPPED, domain, rows, n_resamples=50, seed=0)
+    signals = ["sensitivity", JUDGE, "overlap_chunk", "stem_novel", "bigram_novel"]
+    pooled = roc_auc_score(rows["label"], pooled_scores(SHIPPED, rows))
+    own = roc_auc_score(rows["label"], label_free_score("rank average", domain.dev, rows, signals))
+    assert value(table.loc[REFERENCES[0], "sentence AUC"]) == pytest.approx(pooled, abs=5e-4)
+    assert value(table.loc[REFERENCES[1], "sentence AUC"]) == pytest.approx(own, abs=5e-4)
+    assert value(table.loc["pooled − own", "sentence AUC"]) == pytest.approx(pooled - own, abs=1e-3)
+    assert list(table.columns) == ["sentence AUC", "answer AUC"]
