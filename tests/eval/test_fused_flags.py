@@ -60,7 +60,8 @@ def test_the_flags_point_values_are_sklearns_on_the_same_sentences():
     rows = judged_rows()
     table = flag_rows(SHIPPED, CALIBRATION, rows, n_resamples=50, seed=0)
     assert list(table.index) == ["fused cascade, sentence", "fused cascade, answer", "shipped detector, sentence",
-                                 "shipped detector, answer"]
+                                 "shipped detector, answer", "F1, fused − detector, sentence",
+                                 "F1, fused − detector, answer"]
     fused_flags = pooled_scores(SHIPPED, rows) >= SHIPPED.threshold
     frame = judged(CALIBRATION, rows, OperatingPoint())
     detector_flags = frame["score"] >= frame["threshold"]
@@ -70,6 +71,9 @@ def test_the_flags_point_values_are_sklearns_on_the_same_sentences():
         assert value(table.loc[name, "recall"]) == pytest.approx(recall_score(rows["label"], flags), abs=5e-4)
         assert value(table.loc[name, "flag rate"]) == pytest.approx(np.mean(flags), abs=5e-4)
     assert table.loc["fused cascade, answer", "n"] == rows["case_id"].nunique()
+    for level in ("sentence", "answer"):
+        f1 = [value(table.loc[f"{method}, {level}", "f1"]) for method in ("fused cascade", "shipped detector")]
+        assert value(table.loc[f"F1, fused − detector, {level}", "f1"]) == pytest.approx(f1[0] - f1[1], abs=1e-3)
 
 
 def test_the_fused_score_by_pooled_and_by_own_references():

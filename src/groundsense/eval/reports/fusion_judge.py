@@ -39,7 +39,7 @@ from .fusion import (
     test_sections,
     test_sets,
 )
-from .operating import Levels, OperatingPoint, flag_cells, judged, judged_levels
+from .operating import Levels, OperatingPoint, flag_cells, judged, judged_levels, paired_f1
 from .tables import interval_cells, interval_text, markdown_table
 
 # The judges with committed caches: a column name each, and its verifier key's prefix.
@@ -159,12 +159,19 @@ def fused_levels(fusion: RankFusion, rows: pd.DataFrame, fused: np.ndarray) -> L
 def flag_rows(fusion: RankFusion, calibration: Calibration, rows: pd.DataFrame, n_resamples: int, seed: int
               ) -> pd.DataFrame:
     """The fused cascade's flags and the shipped detector's (its fitted thresholds, as
-    `eval operating` judges them) on ``rows``: each level's count and metrics with intervals."""
+    `eval operating` judges them) on ``rows``: each level's count and metrics with intervals,
+    and the paired difference of their F1 (fused − detector)."""
     methods = {"fused cascade": fused_levels(fusion, rows, pooled_scores(fusion, rows)),
                "shipped detector": judged_levels(judged(calibration, rows, OperatingPoint()))}
     table = {f"{method}, {level}": {"n": len(y), **flag_cells(y, flagged, groups, n_resamples, seed)}
              for method, levels in methods.items() for level, (y, flagged, groups) in levels.items()}
-    return pd.DataFrame.from_dict(table, orient="index")
+    for level, (y, fused, groups) in methods["fused cascade"].items():
+        detector_y, detector, _ = methods["shipped detector"][level]
+        if not np.array_equal(y.to_numpy(), detector_y.to_numpy()):
+            raise ValueError(f"the fused and the detector's {level} flags are not of the same items")
+        difference = paired_f1(y.to_numpy(), fused, detector, groups.to_numpy(), n_resamples, seed)[2]
+        table[f"F1, fused − detector, {level}"] = {"n": len(y), "f1": interval_text(*difference, sign="+")}
+    return pd.DataFrame.from_dict(table, orient="index").fillna("—")
 
 
 REFERENCES = ("pooled dev references (shipped)", "the benchmark's own dev references (the protocol)")
@@ -197,24 +204,29 @@ def shipped_fusion_section(domains: list[Domain], calibration: Calibration, n_re
     fusion = shipped_fusion(judge_spec())
     if fusion is None:
         raise FileNotFoundError(f"the package ships no fusion for {judge_spec()}")
-    detector = {level: calibration.threshold("sensitivity", level) for level in ("sentence", "answer")}
     lines = ["## The shipped fused cascade on the judged test partitions", "",
-             f"The fusion file the package ships for {fusion.verifier}, as `Cascade(detector, judge, fuse=True)` "
-             "runs it: each sentence's five signals ranked against the file's references (the three benchmarks' "
-             "judged dev sentences pooled, not each benchmark's own dev rows as in the protocol above), a sentence "
-             f"flagged at a fused score ≥ {fusion.threshold:.3f}, an answer when the mean of its two highest fused "
-             f"scores reaches {fusion.answer_threshold:.3f} or any of its sentences is flagged. *shipped detector*: "
-             "today's flags on the same sentences, at the shipped calibration's fitted thresholds as `eval operating` "
-             f"judges them (sensitivity ≥ {detector['sentence']:.3f} for a sentence, its most suspicious sentence ≥ "
-             f"{detector['answer']:.3f} for an answer, in the chunk counts the calibration was fitted on, "
-             f"{', '.join(map(str, calibration.chunk_counts))}; the gap score rule and its thresholds in the others). "
-             "Precision, recall, F1 and share flagged with 95% source-level bootstrap intervals "
-             f"({n_resamples:,} resamples). Then the fused score's AUC ranked against the pooled references (what "
-             "ships) and against the benchmark's own judged dev rows (the candidate above, what `calibrate --adapt "
-             "--fuse` does for a domain), with their paired difference.", ""]
+             _section_intro(fusion, calibration, n_resamples), ""]
     for domain, rows, label in test_sets(domains):
-        lines += [set_heading(label, rows), "", "Flags:", "", markdown_table(flag_rows(fusion, calibration, rows,
-                                                                                      n_resamples, seed)),
-                  "", "AUC by references:", "", markdown_table(reference_aucs(fusion, domain, rows, n_resamples, seed)),
-                  ""]
+        flags = flag_rows(fusion, calibration, rows, n_resamples, seed)
+        aucs = reference_aucs(fusion, domain, rows, n_resamples, seed)
+        lines += [set_heading(label, rows), "", "Flags:", "", markdown_table(flags), "", "AUC by references:", "",
+                  markdown_table(aucs), ""]
     return lines
+
+
+def _section_intro(fusion: RankFusion, calibration: Calibration, n_resamples: int) -> str:
+    detector = {level: calibration.threshold("sensitivity", level) for level in ("sentence", "answer")}
+    return (
+        f"The fusion file the package ships for {fusion.verifier}, as `Cascade(detector, judge, fuse=True)` runs it: "
+        "each sentence's five signals ranked against the file's references (the three benchmarks' judged dev "
+        "sentences pooled, not each benchmark's own dev rows as in the protocol above), a sentence flagged at a "
+        f"fused score ≥ {fusion.threshold:.3f}, an answer when the mean of its two highest fused scores reaches "
+        f"{fusion.answer_threshold:.3f} or any of its sentences is flagged. *shipped detector*: today's flags on "
+        "the same sentences, at the shipped calibration's fitted thresholds as `eval operating` judges them "
+        f"(sensitivity ≥ {detector['sentence']:.3f} for a sentence, its most suspicious sentence ≥ "
+        f"{detector['answer']:.3f} for an answer, in the chunk counts the calibration was fitted on, "
+        f"{', '.join(map(str, calibration.chunk_counts))}; the gap score rule and its thresholds in the others). "
+        "Precision, recall, F1 and share flagged with 95% source-level bootstrap intervals "
+        f"({n_resamples:,} resamples), and the paired difference of the two F1s. Then the fused score's AUC ranked "
+        "against the pooled references (what ships) and against the benchmark's own judged dev rows (the candidate "
+        "above, what `calibrate --adapt --fuse` does for a domain), with their paired difference.")
