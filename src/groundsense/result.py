@@ -182,7 +182,8 @@ class DetectionResult:
         }
 
     def to_df(self) -> pd.DataFrame:
-        """One row per sentence with its features, score, flag and support chunk."""
+        """One row per sentence with its features, score, flag, a cascade's ``verifier_score``
+        and a fused cascade's ``fused`` score, and support chunk."""
         import pandas as pd
 
         return pd.DataFrame(
@@ -190,7 +191,7 @@ class DetectionResult:
                 {
                     "index": s.index, "start": s.start, "end": s.end, "text": s.text,
                     "score": s.score, "flagged": s.flagged, "status": s.status, "verifier_score": s.verifier_score,
-                    **s.features, "support_chunk": s.support.chunk if s.support else None,
+                    "fused": s.fused, **s.features, "support_chunk": s.support.chunk if s.support else None,
                 }
                 for s in self.sentences
             ]

@@ -146,6 +146,20 @@ def test_detect_fuse_on_the_command_line(tmp_path, invoke_cli, cli_scorer):
     assert all(s["fused"] is not None and s["verifier_score"] is not None for s in result["sentences"])
 
 
+def test_the_fused_score_is_in_the_frame_the_batch_record_and_its_arrow_row(tiny_detector, tiny_scorer):
+    from groundsense.rows.runner import run_row
+    from groundsense.scale.schema import records_table, table_records
+
+    cascade = Cascade(tiny_detector, ScriptedJudge(JUDGE), fuse=fusion(tiny_scorer))
+    result = cascade.detect(answer=ANSWER, passages=PASSAGES)
+    fused = [s.fused for s in result.sentences]
+    assert all(math.isfinite(f) for f in fused)
+    assert result.to_df()["fused"].tolist() == fused
+    record = run_row(cascade, {"id": 7, "answer": ANSWER, "passages": PASSAGES})
+    assert [s["fused"] for s in record["sentences"]] == fused
+    assert [s["fused"] for s in table_records(records_table([record]))[0]["sentences"]] == fused
+
+
 def test_a_fused_cascade_keeps_the_detection_contract(tiny_detector, tiny_scorer):
     from groundsense.testing import check_detection
 
