@@ -6,13 +6,14 @@ import math
 
 import numpy as np
 import pytest
+from helpers.fusions import STATS, fusion
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.validate import check_row
 from groundsense.pipeline.detector import Detector
 from groundsense.verification import Cascade, make_detection
-from groundsense.verification.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
+from groundsense.verification.fusion import SIGNALS, RankFusion, top_two_mean
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -20,7 +21,6 @@ PASSAGES = [
 ]
 ANSWER = ("The bridge's main span is 4,200 feet long. The bridge was designed by Gustave Eiffel. "
           "It opened in 1937.")
-STATS = {"gap": (0.0, 1.0), "jsd_noctx": (0.1, 0.1), "drop_max": (0.5, 0.5), "jsd_loo_max": (0.05, 0.05)}
 
 
 class ScriptedJudge:
@@ -37,13 +37,6 @@ class ScriptedJudge:
 
 
 JUDGE = {"Eiffel": 0.9, "span": 0.1, "opened": 0.4}
-
-
-def fusion(scorer, threshold=0.5, answer_threshold=0.5, verifier=ScriptedJudge.name):
-    rng = np.random.default_rng(0)
-    references = {name: reference_sample(rng.normal(size=50) if name == "sensitivity" else rng.uniform(size=50))
-                  for name in SIGNALS}
-    return RankFusion(verifier, scorer.name, STATS, references, threshold, answer_threshold, {"data": "test"})
 
 
 @pytest.fixture
@@ -158,6 +151,15 @@ def test_the_fused_score_is_in_the_frame_the_batch_record_and_its_arrow_row(tiny
     record = run_row(cascade, {"id": 7, "answer": ANSWER, "passages": PASSAGES})
     assert [s["fused"] for s in record["sentences"]] == fused
     assert [s["fused"] for s in table_records(records_table([record]))[0]["sentences"]] == fused
+
+
+@pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # refused before any scoring
+def test_stream_fuse_on_the_command_line_is_refused(tmp_path, invoke_cli, cli_scorer):
+    spec = f"judge:{cli_scorer.name}"
+    fusion(cli_scorer, verifier=spec).save(tmp_path / "f.json")
+    refused = invoke_cli(["stream", "--example", "passages-qa", "-k", "2", "--verifier", spec, "--fuse",
+                          "--fusion", tmp_path / "f.json"])
+    assert refused.exit_code == 2 and "a fused cascade does not stream" in refused.output
 
 
 def test_a_fused_cascade_keeps_the_detection_contract(tiny_detector, tiny_scorer):

@@ -134,7 +134,8 @@ class Cascade(Detection):
         escalates the answer's share (:class:`CascadeStream`). A fused cascade does not stream."""
         if self.fusion is not None:
             raise InputError("a fused cascade does not stream: its flags rank every sentence's judge score, which "
-                             "a stream has only at the end; stream without --fuse, or detect on the whole answer")
+                             "a stream has only at the end; stream without --fuse (GROUNDSENSE_FUSE), or detect on "
+                             "the whole answer (/v1/detect)")
         inner = self.detector.stream(question, context, passages, score_every)
         if not isinstance(inner, AnswerStream):  # its evidence's chunks are what the verifier is given
             raise InputError(f"a cascade streams over an AnswerStream, which has the evidence it scored, "
