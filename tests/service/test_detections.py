@@ -6,11 +6,15 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
+from helpers.fusions import fusion
+from helpers.stream_http import ndjson
 
 from groundsense.detection import Detection
 from groundsense.inputs.files import load_example
+from groundsense.scorer import Scorer
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
+from groundsense.verification import make_detection
 
 JUDGE = "judge:smollm2-135m-instruct"
 ROW = load_example("passages-qa")
@@ -57,6 +61,39 @@ def test_the_served_stream_ends_with_the_cascade_result(cascade_client):
     assert events[-1]["event"] == "result"
     check_escalated(events[-1]["result"])
     assert all(e["sentence"]["verifier_score"] is None for e in events[:-1] if e["event"] == "sentence")
+
+
+@pytest.fixture(scope="module")
+def fused_client(tiny_scorer, wait_ready, tmp_path_factory):
+    """A fused cascade configured by its variables: the judge on the tiny scorer, with a fusion
+    file made for both (the app builds it from the variables' config around the tiny scorer)."""
+    spec, path = f"judge:{tiny_scorer.name}", tmp_path_factory.mktemp("fusion") / "fusion.json"
+    fusion(tiny_scorer, verifier=spec).save(path)
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {"VERIFIER": spec, "FUSE": "1", "FUSION": str(path)}.items():
+            env.setenv(f"GROUNDSENSE_{name}", value)
+        settings = ServiceSettings.from_env(timeout_s=300)
+    scorer = Scorer.from_model(tiny_scorer.model, tiny_scorer.tokenizer, tiny_scorer.name)
+    with TestClient(create_app(settings, detection=lambda: make_detection(settings.detection, scorer))) as client:
+        wait_ready(client.get)
+        yield client
+
+
+def test_serve_returns_the_fused_score_of_every_sentence(fused_client):
+    assert fused_client.get("/readyz").json()["detection"]["fused"] is True
+    result = fused_client.post("/v1/detect", json=ROW).json()
+    scored = [s for s in result["sentences"] if s["status"] == "scored"]
+    assert scored and result["cascade"]["escalate"] == 1.0 and result["cascade"]["n_escalated"] == len(scored)
+    for sentence in scored:
+        assert 0.0 <= sentence["fused"] <= 1.0 and sentence["verifier_score"] is not None
+        assert sentence["flagged"] is (sentence["fused"] >= result["cascade"]["threshold"])
+
+
+def test_the_stream_route_refuses_a_fused_cascade(fused_client):
+    body = ndjson({"question": ROW["question"], "passages": ROW["passages"]}, {"delta": ROW["answer"]})
+    response = fused_client.post("/v1/detect/stream", content=body, headers={"content-type": "application/x-ndjson"})
+    assert response.status_code == 422
+    assert response.json()["error"].startswith("a fused cascade does not stream")
 
 
 class Wrapped(Detection):
