@@ -120,11 +120,16 @@ def test_the_question_ablation_reports_equal_their_render(report, render, comman
     assert getattr(ablation, render)() == committed, f"{report} is stale: rerun `{getattr(ablation, command)}`"
 
 
-def test_the_shipped_calibration_equals_its_fit_from_the_committed_cache(tmp_path, monkeypatch):
-    """The file `scripts/default_calibration.sh` writes, refitted from `results/calibration-tokens`."""
-    shipped = ROOT / "src" / "groundsense" / "calibrations" / "smollm2-135m-instruct-k5.json"
-    run(["eval", "calibrate", "--cache", "results/calibration-tokens", "-o", str(tmp_path / "c.json")], monkeypatch)
-    assert_same_numbers(tmp_path / "c.json", shipped)
+@pytest.mark.parametrize(("cache", "precision", "name"), [
+    ("results/calibration-tokens", "fp32", "smollm2-135m-instruct-k5.json"),  # scripts/default_calibration.sh
+    ("results/precision/calibration", "bf16", "smollm2-135m-instruct-bf16-k5.json"),  # scripts/precision_caches.sh
+])
+def test_the_shipped_calibrations_equal_their_fit_from_the_committed_caches(cache, precision, name, tmp_path,
+                                                                           monkeypatch):
+    """Each shipped calibration (fp32, bf16), refitted from the committed cache its script scores."""
+    run(["eval", "calibrate", "--cache", cache, "--precision", precision, "-o", str(tmp_path / "c.json")],
+        monkeypatch)
+    assert_same_numbers(tmp_path / "c.json", ROOT / "src" / "groundsense" / "calibrations" / name)
 
 
 def test_the_shipped_fusion_equals_its_fit_from_the_committed_caches(tmp_path, monkeypatch):

@@ -65,6 +65,14 @@ def test_a_shipped_calibration_serves_the_chunk_counts_it_was_fitted_on():
     assert Calibration("s", 7, {}, {}).chunk_counts == [7]  # a file that does not record them: its K
 
 
+def test_a_bf16_scorer_takes_the_calibration_fitted_on_bf16_features():
+    fp32, bf16 = (shipped_calibration(DEFAULT_SCORER, 5, precision) for precision in ("fp32", "bf16"))
+    assert "-bf16-" in bf16.made_with["source"] and "-bf16-" not in fp32.made_with["source"]
+    assert bf16.chunk_counts == fp32.chunk_counts and bf16.thresholds != fp32.thresholds
+    for precision, calibration in (("fp32", fp32), ("bf16", bf16)):
+        assert Adjudicator(DetectorConfig(precision=precision)).calibration_for(5)[0] == calibration
+
+
 def test_bf16_takes_the_fp32_calibration_where_none_was_fitted_on_bf16(tmp_path, monkeypatch):
     from groundsense.judging import calibration as module
 

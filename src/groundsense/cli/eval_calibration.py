@@ -17,17 +17,20 @@ from .eval_options import emit_report, load_sets, markdown_report_options, parti
               help="Feature cache holding the labelled calibration answers (e.g. results/calibration-tokens).")
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="ragtruth", show_default=True)
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="The precision the features were scored in (`eval extract --precision`); a bf16 scorer takes a "
+                   "calibration fitted on bf16 features where the package ships one.")
 @fit_target_options()
 @partial_option
-def calibrate_from_cache(cache, benchmark, scorer, output, target_recall, target_precision, partial):
+def calibrate_from_cache(cache, benchmark, scorer, precision, output, target_recall, target_precision, partial):
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
     you report on (use a train split)."""
     from ..eval.calibration_set import fit_from_features
 
-    sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact]
+    sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
-        raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark}; "
+        raise Failure(f"{cache} holds {len(sets)} full-mode, exact {precision} {scorer} feature sets of {benchmark}; "
                       "a calibration is fitted on exactly one (run `groundsense eval extract` first)")
     calibration = fit_from_features(sets[0], target_recall, target_precision)
     calibration.save(output)

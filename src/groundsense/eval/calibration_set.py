@@ -16,9 +16,9 @@ from .caches.extract import FeatureSet
 def fit_from_features(features: FeatureSet, target_recall: float | None = None,
                       target_precision: float | None = None) -> Calibration:
     """The calibration of ``features``' scorer and K, fitted on its scored sentences."""
-    if not features.full_exact:
-        raise ValueError(f"{features.benchmark}/{features.key} is not a full-mode, exact leave-one-out set: "
-                         "a calibration needs the sensitivity score's features")
+    if not (features.full_exact or features.full_exact_at("bf16")):
+        raise ValueError(f"{features.benchmark}/{features.key} is not a full-mode, exact leave-one-out set in fp32 "
+                         "or bf16: a calibration needs the sensitivity score's features")
     table = features.table
     config = features.config
     answers = features.sentences.groupby("case_id")

@@ -208,8 +208,12 @@ class FeatureSet:
     def full_exact(self) -> bool:
         """Full mode with exact leave-one-out, in fp32: the detector's own features (older
         caches record neither and are both)."""
+        return self.full_exact_at("fp32")
+
+    def full_exact_at(self, precision: str) -> bool:
+        """Full mode with exact leave-one-out, scored in ``precision`` (older caches record none: fp32)."""
         return (self.config["mode"] == "full" and self.config.get("leave_one_out", "exact") == "exact"
-                and self.config.get("precision", "fp32") == "fp32")
+                and self.config.get("precision", "fp32") == precision)
 
     @property
     def errors(self) -> pd.DataFrame:
