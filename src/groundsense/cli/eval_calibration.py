@@ -30,8 +30,8 @@ def calibrate_from_cache(cache, benchmark, scorer, precision, output, target_rec
 
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
-        raise Failure(f"{cache} holds {len(sets)} full-mode, exact {precision} {scorer} feature sets of {benchmark}; "
-                      "a calibration is fitted on exactly one (run `groundsense eval extract` first)")
+        raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark} in "
+                      f"{precision}; a calibration is fitted on exactly one (run `groundsense eval extract` first)")
     calibration = fit_from_features(sets[0], target_recall, target_precision)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)
