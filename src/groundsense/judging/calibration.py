@@ -171,13 +171,7 @@ class Calibration:
 
     def save(self, path: str | Path) -> None:
         """Indented JSON, each curve on one line (they are long and read by programs)."""
-        data = asdict(self)
-        curves = {d: json.dumps(curve, separators=(",", ":")) for d, curve in data["curves"].items()}
-        data["curves"] = {d: f"<curve {d}>" for d in curves}  # placeholders, each replaced by its curve's one line
-        text = json.dumps(data, indent=2)
-        for d, line in curves.items():
-            text = text.replace(json.dumps(f"<curve {d}>"), line)
-        Path(path).write_text(text + "\n")
+        Path(path).write_text(json_text(asdict(self), "curves"))
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> Calibration:
@@ -194,6 +188,16 @@ class Calibration:
             raise InputError(f"cannot read calibration file {path}: its 'weights' need an 'intercept', and "
                              f"'coefficients' and 'stats' of features among {', '.join(LOGISTIC_FEATURES)}")
         return calibration
+
+
+def json_text(data: dict, one_line: str) -> str:
+    """``data`` as indented JSON, each value of its ``one_line`` mapping on one line (long arrays,
+    read by programs): a calibration's curves, a fusion's references."""
+    lines = {name: json.dumps(value, separators=(",", ":")) for name, value in data[one_line].items()}
+    text = json.dumps({**data, one_line: {name: f"<{one_line} {name}>" for name in lines}}, indent=2)
+    for name, line in lines.items():  # each placeholder replaced by its value's one line
+        text = text.replace(json.dumps(f"<{one_line} {name}>"), line)
+    return text + "\n"
 
 
 def shipped_calibration(scorer: str, chunks: int | None, precision: str = "fp32") -> Calibration | None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from ..judging.calibration import sensitivity_score
+from ..judging.calibration import json_text, sensitivity_score
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -103,13 +103,7 @@ class RankFusion:
 
     def save(self, path: str | Path) -> None:
         """Indented JSON, each reference on one line."""
-        data = asdict(self)
-        lines = {name: json.dumps(sample, separators=(",", ":")) for name, sample in data["references"].items()}
-        data["references"] = {name: f"<reference {name}>" for name in lines}
-        text = json.dumps(data, indent=2)
-        for name, line in lines.items():
-            text = text.replace(json.dumps(f"<reference {name}>"), line)
-        Path(path).write_text(text + "\n")
+        Path(path).write_text(json_text(asdict(self), "references"))
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
