@@ -266,17 +266,12 @@ def fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration, comm
              "and rank average standardise or rank on the domain's own dev rows without labels; logistic is "
              "fitted on the other two benchmarks' dev partitions). The best mean is chosen.", "",
              markdown_table(sentences), "",
-             f"## Dev partitions: answer aggregation of {choice['rule']}, {choice['signals']}", "",
-             "Answer AUC (label: any unsupported sentence) of each aggregation of the chosen score's sentences; the "
-             "noisy-OR maps scores to probabilities with a logistic fitted on the other benchmarks' dev "
-             "partitions.", "", markdown_table(answers), "",
+             *aggregation_section(choice, answers),
              f"Chosen on dev: rule **{choice['rule']}**, lexical set **{choice['signals']}** "
              f"({', '.join(LEXICAL_SETS[choice['signals']])}), answer aggregation **{choice['aggregation']}**.", ""]
     if dev_only:
         return "\n".join(lines)
-    if choice != FROZEN:
-        raise ValueError(f"the dev sweep now chooses {choice}, not the protocol's frozen {FROZEN}: the data or the "
-                         "code changed since the protocol was written; the test partitions are not scored")
+    check_frozen(choice, FROZEN)
     lines += ["## Test partitions", "",
               "AUC with 95% source-level bootstrap intervals (2,000 resamples), and each method's paired difference "
               "from `sensitivity` (today's shipped score, on every sentence) and from word overlap "
@@ -292,6 +287,21 @@ def fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration, comm
               "Sentence AUC of every (rule, lexical set) of the dev sweep on each test partition, for the reader: "
               "only the frozen choice is held against the rule.", "", markdown_table(every_candidate(domains)), ""]
     return "\n".join(lines)
+
+
+def aggregation_section(choice: Mapping[str, str], answers: pd.DataFrame) -> list[str]:
+    """A report's lines on the dev sweep's answer aggregations of the chosen (rule, signal set)."""
+    return [f"## Dev partitions: answer aggregation of {choice['rule']}, {choice['signals']}", "",
+            "Answer AUC (label: any unsupported sentence) of each aggregation of the chosen score's sentences; the "
+            "noisy-OR maps scores to probabilities with a logistic fitted on the other benchmarks' dev "
+            "partitions.", "", markdown_table(answers), ""]
+
+
+def check_frozen(choice: Mapping[str, str], frozen: Mapping[str, str]) -> None:
+    """Refuse to score a test partition when the dev sweep no longer makes the protocol's choice."""
+    if dict(choice) != dict(frozen):
+        raise ValueError(f"the dev sweep now chooses {choice}, not the protocol's frozen {frozen}: the data or the "
+                         "code changed since the protocol was written; the test partitions are not scored")
 
 
 def test_sets(domains: Sequence[Domain]) -> list[tuple[Domain, pd.DataFrame, str]]:

@@ -27,9 +27,11 @@ from .fusion import (
     FROZEN,
     LEXICAL_SETS,
     Domain,
+    aggregation_section,
     answer_labels,
     answer_scores,
     apply_rule,
+    check_frozen,
     dev_sweep,
     fusion_table,
     goals,
@@ -104,17 +106,12 @@ def judge_fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration
              "Sentence AUC of each label-free rule fusing `sensitivity` with each signal set, on each dev partition "
              "(z-sum and rank average standardise or rank on the domain's own judged dev rows without labels). The "
              "best mean is chosen.", "", markdown_table(sentences), "",
-             f"## Dev partitions: answer aggregation of {choice['rule']}, {choice['signals']}", "",
-             "Answer AUC (label: any unsupported sentence) of each aggregation of the chosen score's sentences; the "
-             "noisy-OR maps scores to probabilities with a logistic fitted on the other benchmarks' dev "
-             "partitions.", "", markdown_table(answers), "",
+             *aggregation_section(choice, answers),
              f"Chosen on dev: rule **{choice['rule']}**, signals **sensitivity, {choice['signals']}**, answer "
              f"aggregation **{choice['aggregation']}** (of {', '.join(AGGREGATIONS)}).", ""]
     if dev_only:
         return "\n".join(lines)
-    if choice != FROZEN_J:
-        raise ValueError(f"the dev sweep now chooses {choice}, not the protocol's frozen {FROZEN_J}: the data or "
-                         "the code changed since the protocol was written; the test partitions are not scored")
+    check_frozen(choice, FROZEN_J)
 
     def others(domain: Domain, rows: pd.DataFrame) -> dict[str, np.ndarray]:
         fused_f, _ = score_on(FROZEN["rule"], ["sensitivity", *LEXICAL_SETS[FROZEN["signals"]]], domain, domains,
