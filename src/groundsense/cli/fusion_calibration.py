@@ -11,9 +11,7 @@ import click
 import numpy as np
 
 from ..errors import InputError
-from ..verification.fusion import RankFusion, fusion_for
-
-SHIPPED_JUDGE = "judge:qwen2.5-coder-1.5b-instruct"  # the verifier of the one shipped fusion
+from ..verification.fusion import SHIPPED_JUDGE, RankFusion, fusion_for
 
 
 def fusion_base(base: str, verifier: str | None) -> RankFusion:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 SIGNALS = ("sensitivity", "judge", "overlap_chunk", "stem_novel", "bigram_novel")
 REFERENCE_SIZE = 1001  # the most values a reference keeps: evenly spaced order statistics of the sample
 FOLDER = "calibrations"  # where the shipped fusions lie in the package, beside the calibrations
+SHIPPED_JUDGE = "judge:qwen2.5-coder-1.5b-instruct"  # the verifier of the one shipped fusion
 
 
 def rank_share(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -138,7 +139,7 @@ def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> R
         shipped = shipped_fusion(verifier)
         if shipped is None:
             raise InputError(f"a fused cascade needs the reference sample of its verifier's scores, and {verifier} "
-                             "has none: the shipped one is for judge:qwen2.5-coder-1.5b-instruct; for another judge, "
+                             f"has none: the shipped one is for {SHIPPED_JUDGE}; for another judge, "
                              "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` made "
                              "with it")
         return shipped
