@@ -194,3 +194,106 @@ def test_calibrate_adapts_a_fusion_that_detect_then_uses(tmp_path, invoke_cli, c
                        "--verifier", spec, "--fuse", "--fusion", tmp_path / "fusion.json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["cascade"]["threshold"] == 0.55
+
+
+def test_a_weighted_fusion_flags_sentences_and_answers_by_its_log_odds(tiny_detector, tiny_scorer, tmp_path):
+    plain = tiny_detector.detect(answer=ANSWER, passages=PASSAGES)
+    base = fusion(tiny_scorer)
+    weights = {"intercept": -2.0, "coefficients": {"sensitivity": 0.5, "judge": 3.0, "overlap_chunk": -1.0,
+                                                   "stem_novel": 1.0, "bigram_novel": 2.0}}
+    values = base.signals({name: np.array([s.features[name] for s in plain.sentences]) for name in
+                           (*STATS, *SIGNALS[2:])}, np.array([0.1, 0.9, 0.4]))
+    log_odds = weights["intercept"] + sum(c * base.ranks(values)[SIGNALS.index(name)]
+                                          for name, c in weights["coefficients"].items())
+    middle, top = float(np.sort(log_odds)[1]), top_two_mean(log_odds)
+    RankFusion(**{**vars(base), "weights": weights, "threshold": middle, "answer_threshold": top}).save(tmp_path / "w")
+    result = Cascade(tiny_detector, ScriptedJudge(JUDGE), fuse=tmp_path / "w").detect(answer=ANSWER,
+                                                                                      passages=PASSAGES)
+    np.testing.assert_allclose([s.fused for s in result.sentences], log_odds)  # the file's weights, not the average
+    assert [s.flagged for s in result.sentences] == [bool(f >= middle) for f in log_odds]
+    assert result.answer.score == pytest.approx(top) and result.answer.flagged is True
+    # No sentence flagged: the answer's top-two mean decides, on the same log-odds scale.
+    for answer_threshold, flagged in ((top, True), (top + 1e-9, False)):
+        weighted = RankFusion(**{**vars(base), "weights": weights, "threshold": np.inf,
+                                 "answer_threshold": answer_threshold})
+        answer = Cascade(tiny_detector, ScriptedJudge(JUDGE), fuse=weighted).detect(answer=ANSWER,
+                                                                                   passages=PASSAGES).answer
+        assert answer.flagged is flagged and answer.threshold == answer_threshold
+
+
+def labelled_rows(path, n_sources=5):
+    """Two labelled answers for each of ``n_sources`` sources: one with an unsupported sentence,
+    one without."""
+    claims = ["The bridge was designed by Gustave Eiffel.", "It is painted bright blue.",
+              "Its towers are made of marble.", "It carries a railway line.", "It was opened by Queen Victoria."]
+    rows = []
+    for source, claim in enumerate(claims[:n_sources]):
+        for middle in (claim, "It opened in 1937."):
+            answer = f"The bridge's main span is 4,200 feet long. {middle} It was the longest span until 1964."
+            start = answer.index(middle)
+            rows.append({"answer": answer, "context": " ".join(PASSAGES), "source": f"doc{source}",
+                         "labels": [{"start": start, "end": start + len(middle)}] if middle == claim else []})
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return rows
+
+
+@pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # the plumbing: what the tiny scores mean is nothing
+def test_fit_fuse_checks_writes_a_weighted_fusion_that_detect_then_uses(tmp_path, invoke_cli, cli_scorer):
+    spec, source = f"judge:{cli_scorer.name}", tmp_path / "rows.jsonl"
+    rows = labelled_rows(source)
+    fusion(cli_scorer, verifier="judge:other").save(tmp_path / "base.json")
+    (tmp_path / "bad.json").write_text("{}")
+    (tmp_path / "unlabelled.jsonl").write_text(json.dumps({"answer": ANSWER, "passages": PASSAGES}) + "\n")
+    out = tmp_path / "fitted.json"
+    for args, message in (
+            ([source, "--verifier", spec], "add --fuse"), ([source, "--fusion", tmp_path / "base.json"], "add --fuse"),
+            ([tmp_path / "unlabelled.jsonl", "--fuse"], "--adapt shipped --fuse"),
+            ([source, "--fuse", "--fusion", tmp_path / "bad.json"], "cannot read fusion file")):
+        refused = invoke_cli(["fit", *args, "-k", "2", "--no-progress", "-o", out])
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+    assert not source.with_suffix(".fused.jsonl").exists()  # refused before any scoring
+
+    fit = ["fit", source, "--fuse", "--fusion", tmp_path / "base.json", "--verifier", spec, "-k", "2", "--no-progress",
+           "-o", out]
+    refused = invoke_cli(fit)  # ten answers: far too few for the interval to clear 0
+    assert "5-fold cross-validation over 5 sources (30 sentences, 5 unsupported)" in refused.stdout
+    assert "default: the fused score (the ranks' average" in refused.stdout and "| fitted − default |" in refused.stdout
+    assert refused.exit_code == 1 and "does not rank significantly better" in refused.output, refused.output
+    assert not out.exists()
+    scored = [json.loads(line) for line in source.with_suffix(".fused.jsonl").read_text().splitlines()]
+    assert len(scored) == 10 and all(s["verifier_score"] is not None for r in scored for s in r["sentences"])
+
+    forced = invoke_cli([*fit, "--force"])  # the scored rows are reused
+    assert forced.exit_code == 0, forced.output
+    assert "writing it anyway (--force)" in forced.output and f"--fuse --fusion {out}" in forced.output
+    fitted = RankFusion.load(out)
+    made = fitted.made_with
+    assert fitted.verifier == spec and set(fitted.weights["coefficients"]) == set(SIGNALS)
+    assert made["source"] == "rows.jsonl" and made["answers"] == 10 and made["n_sentences"] == 30
+    assert made["cross_validation"]["groups"] == 5 and made["cross_validation"]["better"] is False
+    assert made["threshold_rule"]["sentence"] == "best F1" and made["fit"]["n_sentences"] == 30
+    assert "not fitted" not in made["threshold_rule"]["answer"] and fitted.answer_threshold <= fitted.threshold
+    judge = np.array([s["verifier_score"] for r in scored for s in r["sentences"]])
+    features = {name: np.array([s["features"][name] for r in scored for s in r["sentences"]])
+                for name in (*STATS, *SIGNALS[2:])}
+    values = fitted.signals(features, judge)
+    assert fitted.references["judge"] == sorted(judge)  # the references are the labelled rows'
+    spans = [(r["line"], label["start"]) for r in scored for label in rows[r["line"] - 1]["labels"]]
+    labels = np.array([(r["line"], s["start"]) in spans for r in scored for s in r["sentences"]])
+    assert labels.sum() == 5  # each labelled span is a whole sentence
+    scores = fitted.score(values)
+    flagged = scores >= fitted.threshold
+    assert made["on_labelled_set"]["sentence"]["recall"] == pytest.approx((flagged & labels).sum() / 5, abs=1e-4)
+
+    answer = rows[2]
+    done = invoke_cli(["detect", "--json", "--answer", answer["answer"], "--context", " ".join(PASSAGES), "-k", "2",
+                       "--verifier", spec, "--fuse", "--fusion", out])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    row_scores = scores[6:9]  # the third row's three sentences, as fitted
+    assert [s["fused"] for s in result["sentences"]] == pytest.approx(row_scores.tolist())
+    assert [s["flagged"] for s in result["sentences"]] == [bool(f >= fitted.threshold) for f in row_scores]
+    blocked = flagged[6:9].any() or top_two_mean(row_scores) >= fitted.answer_threshold
+    assert result["answer"]["flagged"] is bool(blocked)
+    assert result["answer"]["threshold"] == fitted.answer_threshold
+    assert result["cascade"]["threshold"] == fitted.threshold

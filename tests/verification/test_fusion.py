@@ -1,5 +1,7 @@
 """The fused score's math (candidate J): ranks as the evaluation's rank average computes them,
-the file round trip, the adapted references and the shipped file."""
+the file round trip, the adapted references, the shipped file, and the weights `fit --fuse` fits."""
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -116,3 +118,109 @@ def test_the_shipped_fusion_is_the_1_5b_judges():
     assert all(0 < len(shipped.references[name]) <= 1001 for name in SIGNALS)
     assert 0 < shipped.threshold < 1 and 0 < shipped.answer_threshold < 1
     assert shipped_fusion("judge:qwen2.5-coder-0.5b-instruct") is None
+
+
+def labelled_signals(rng, n, carried_by="bigram_novel"):
+    """Signals of which only ``carried_by`` tells the labels apart; the others are noise."""
+    labels = (rng.random(n) < 0.3).astype(int)
+    values = random_signals(rng, n)
+    values[carried_by] = values[carried_by] + 1.5 * labels
+    return values, labels
+
+
+def test_a_weighted_score_is_the_fitted_log_odds_of_the_ranks():
+    fused = fusion({name: [0.0, 1.0, 2.0] for name in SIGNALS})
+    weights = {"intercept": -1.0, "coefficients": {name: i + 1.0 for i, name in enumerate(SIGNALS)}}
+    weighted = RankFusion(**{**vars(fused), "weights": weights})
+    values = {name: np.array([0.5, 1.5, 3.0]) for name in SIGNALS}
+    values["judge"] = np.array([0.5, np.nan, 3.0])
+    ranks = fused.ranks(values)  # a row per signal
+    np.testing.assert_allclose(ranks[:, 0], [1 / 3] * 5)
+    np.testing.assert_allclose(ranks[:, 2], [1.0] * 5)
+    score = weighted.score(values)
+    assert score[0] == pytest.approx(-1.0 + 15 / 3) and score[2] == pytest.approx(-1.0 + 15.0)
+    assert np.isnan(score[1])  # a missing signal: no score, weighted or not
+    np.testing.assert_allclose(fused.score(values), ranks.mean(axis=0))  # no weights: the average, as before
+
+
+def test_weighted_fits_the_logistic_regression_of_the_standardised_ranks():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(4)
+    values, labels = labelled_signals(rng, 600)
+    values["judge"][:5] = np.nan  # left out of the fit
+    base = fusion({name: [0.0] for name in SIGNALS}).with_references(values)
+    weighted = base.weighted(values, labels)
+    ranks = base.ranks(values)
+    rows = np.isfinite(ranks).all(axis=0)
+    x = ranks[:, rows].T
+    model = LogisticRegression(C=0.1, solver="newton-cholesky").fit((x - x.mean(0)) / x.std(0), labels[rows])
+    np.testing.assert_allclose(weighted.score(values)[rows], model.decision_function((x - x.mean(0)) / x.std(0)),
+                               atol=1e-6)  # the standardisation folded into the weights of the ranks
+    assert np.isnan(weighted.score(values)[:5]).all()
+    coefficients = weighted.made_with["fit"]["standardised"]["coefficients"]
+    assert max(coefficients, key=lambda name: abs(coefficients[name])) == "bigram_novel"
+    assert weighted.made_with["fit"]["n_sentences"] == rows.sum()
+    assert (weighted.references, weighted.threshold) == (base.references, base.threshold) and base.weights is None
+
+
+def test_thresholded_fits_the_sentence_and_answer_thresholds_by_calibrates_rules():
+    from groundsense.judging.thresholds import labelled_threshold
+
+    rng = np.random.default_rng(5)
+    values, labels = labelled_signals(rng, 400)
+    answers = np.arange(400) // 4
+    weighted = fusion({name: [0.0] for name in SIGNALS}).with_references(values).weighted(values, labels)
+    fitted = weighted.thresholded(values, labels, answers)
+    scores = weighted.score(values)
+    assert fitted.threshold == labelled_threshold(scores, labels, None, None)[0]  # the best F1
+    top = np.array([top_two_mean(scores[answers == a]) for a in range(100)])
+    unsupported = np.array([labels[answers == a].max() for a in range(100)])
+    assert fitted.answer_threshold == labelled_threshold(top, unsupported, None, None, fitted.threshold)[0]
+    assert fitted.answer_threshold <= fitted.threshold
+    assert fitted.made_with["threshold_rule"]["sentence"] == "best F1"
+    assert fitted.made_with["n_answers"] == 100 and set(fitted.made_with["on_labelled_set"]) == {"sentence", "answer"}
+    at_recall = weighted.thresholded(values, labels, answers, target_recall=0.9)
+    assert (at_recall.score(values)[labels == 1] >= at_recall.threshold).mean() >= 0.9
+    every_answer = weighted.thresholded(values, labels, np.arange(400) // 100)  # each answer holds an unsupported one
+    assert every_answer.answer_threshold == every_answer.threshold
+    assert "not fitted" in every_answer.made_with["threshold_rule"]["answer"]
+
+
+def test_weights_survive_the_file_and_a_fusion_without_them_is_written_as_before(tmp_path):
+    rng = np.random.default_rng(6)
+    values, labels = labelled_signals(rng, 200)
+    weighted = fusion({name: [0.0] for name in SIGNALS}).with_references(values).weighted(values, labels)
+    weighted.save(tmp_path / "w.json")
+    loaded = RankFusion.load(tmp_path / "w.json")
+    assert loaded == weighted and set(loaded.weights["coefficients"]) == set(SIGNALS)
+    np.testing.assert_array_equal(loaded.score(values), weighted.score(values))
+    plain = fusion({name: [0.0] for name in SIGNALS})
+    plain.save(tmp_path / "plain.json")
+    assert "weights" not in json.loads((tmp_path / "plain.json").read_text())
+    assert RankFusion.load(tmp_path / "plain.json").weights is None
+
+
+def test_the_shipped_fusion_loads_unweighted_and_saves_byte_for_byte(tmp_path):
+    from importlib import resources
+
+    from groundsense.verification.fusion import FOLDER, SHIPPED_JUDGE, shipped_name
+
+    shipped = shipped_fusion(SHIPPED_JUDGE)
+    assert shipped is not None and shipped.weights is None
+    shipped.save(tmp_path / "again.json")
+    path = resources.files("groundsense") / FOLDER / shipped_name(SHIPPED_JUDGE)
+    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("weights", [
+    {"intercept": 0.0, "coefficients": {"judge": 1.0}},  # not every signal
+    {"intercept": "0", "coefficients": dict.fromkeys(SIGNALS, 1.0)},
+    {"coefficients": dict.fromkeys(SIGNALS, 1.0)},
+    [1, 2],
+])
+def test_bad_weights_are_refused(tmp_path, weights):
+    data = json.loads(json.dumps(vars(fusion({name: [0.0] for name in SIGNALS}))))
+    (tmp_path / "bad.json").write_text(json.dumps({**data, "weights": weights}))
+    with pytest.raises(InputError, match="its 'weights' need"):
+        RankFusion.load(tmp_path / "bad.json")

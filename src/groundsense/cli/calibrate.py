@@ -22,13 +22,21 @@ def scoring_options(func):
     options = [
         click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path)),
         click.option("--features", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="Batch output to reuse or resume [default: SOURCE with .features.jsonl]."),
+                     help="Batch output to reuse or resume [default: SOURCE with .features.jsonl; with --fuse, "
+                          ".fused.jsonl]."),
         click.option("--no-progress", is_flag=True),
         detector_options(omit=("mode", *FLAGGING)),  # fitting scores in full mode, uncalibrated
     ]
     for option in reversed(options):
         func = option(func)
     return func
+
+
+# `calibrate --fuse`'s and `fit --fuse`'s judge.
+fused_verifier_option = click.option(
+    "--verifier", default=None, metavar="SPEC",
+    help="With --fuse: the judge whose scores are fused [default: the base fusion's, "
+         "judge:qwen2.5-coder-1.5b-instruct for the shipped one].")
 
 
 def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict, check=None):
@@ -58,9 +66,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
 @click.option("--fuse", is_flag=True,
               help="With --adapt: adapt a fused cascade's fusion (BASE: `shipped` or a fusion file) instead: every "
                    "sentence goes to its judge, and the references are re-estimated (docs/verifiers.md).")
-@click.option("--verifier", default=None, metavar="SPEC",
-              help="With --fuse: the judge whose scores are fused [default: BASE's, judge:qwen2.5-coder-1.5b-instruct "
-                   "for `shipped`].")
+@fused_verifier_option
 def calibrate(source, features, no_progress, output, target_recall, target_precision, flag_rate, base, method,
               fuse, verifier, **detector_options):
     """Fit standardisation statistics and flag thresholds on a set of answers.

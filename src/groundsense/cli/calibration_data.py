@@ -24,7 +24,8 @@ class ScoredRows:
     """The scored sentences of a batch run over calibration answers: features (arrays over
     sentences; NaN where missing), labels (None when the rows carry none), each sentence's
     answer (input line), chunk count and cross-validation group (the row's ``source``, else its
-    answer), and the provenance a calibration file records."""
+    answer), the provenance a calibration file records, and each sentence's verifier score (a
+    cascade's run; NaN where it has none)."""
 
     features: dict[str, np.ndarray]
     labels: np.ndarray | None
@@ -32,6 +33,7 @@ class ScoredRows:
     groups: np.ndarray
     made_with: dict
     chunk_counts: np.ndarray
+    verifier_scores: np.ndarray
 
 
 def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
@@ -51,6 +53,7 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
     answer_of: list[int] = []  # each sentence's input line
     groups: list[str] = []
     chunks_of: list[int] = []  # each sentence's answer's chunk count
+    verifier_scores: list[float] = []
     answers, chunk_counts = 0, set()
     for line in features_path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -65,6 +68,8 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
             for name in values:
                 value = sentence["features"].get(name)  # (older batch output lacks the signed and lexical values)
                 values[name].append(np.nan if value is None else value)
+            verifier_score = sentence.get("verifier_score")
+            verifier_scores.append(np.nan if verifier_score is None else verifier_score)
             answer_of.append(record["line"])
             chunks_of.append(len(record["chunks"]))
             groups.append(f"source {row['source']}" if "source" in row else f"line {record['line']}")
@@ -75,7 +80,7 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
         np.array(answer_of), np.array(groups, dtype=object),
         {"source": source.name, "answers": answers, "labelled": labelled, "chunk_counts": sorted(chunk_counts),
          "leave_one_out": leave_one_out},
-        np.array(chunks_of, dtype=int),
+        np.array(chunks_of, dtype=int), np.array(verifier_scores, dtype=float),
     )
 
 

@@ -120,7 +120,8 @@ SETTINGS = (
     _Setting("fuse", ("--fuse",), "With --verifier (a judge): verify every sentence and flag by the fused score of "
              "the detector's, the judge's and the lexical signals (docs/verifiers.md, \"A fused cascade\"); no stream.",
              flag=True),
-    _Setting("fusion", ("--fusion",), "With --fuse: a fusion file from `groundsense calibrate --adapt shipped --fuse`.",
+    _Setting("fusion", ("--fusion",), "With --fuse: a fusion file from `groundsense calibrate --adapt shipped "
+             "--fuse` or `groundsense fit --fuse`.",
              click.Path(exists=True, dir_okay=False), shown="the one shipped for the verifier", metavar="FILE"),
 )
 

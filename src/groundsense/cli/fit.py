@@ -1,20 +1,37 @@
 """`groundsense fit`: a detector learned from a team's own labelled answers, written only when
-cross-validation says it beats the training-free score."""
+cross-validation says it beats the training-free score; with --fuse, a fused cascade's fusion."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
 
-from .calibrate import score_rows, scoring_options
+from ..errors import InputError
+from .calibrate import fused_verifier_option, score_rows, scoring_options
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
+
+if TYPE_CHECKING:
+    from ..eval.reports.few_labels import Comparison
+    from .calibration_data import ScoredRows
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @scoring_options
 @fit_target_options()
 @click.option("--force", is_flag=True, help="Write the fit even when cross-validation does not find it better.")
-def fit(source, features, no_progress, output, target_recall, target_precision, force, **detector_options):
+@click.option("--fuse", is_flag=True,
+              help="Fit a fused cascade's fusion instead: its judge scores every sentence, and the fused score "
+                   "becomes a logistic regression over the five signals' ranks (docs/verifiers.md).")
+@fused_verifier_option
+@click.option("--fusion", "base", default=None, metavar="BASE.json",
+              help="With --fuse: the fusion to start from (its judge and sensitivity statistics; the references, "
+                   "weights and thresholds are fitted anew) [default: the shipped one].")
+def fit(source, features, no_progress, output, target_recall, target_precision, force, fuse, verifier, base,
+        **detector_options):
     """Fit a detector on labelled answers: a logistic regression over each sentence's features,
     with thresholds, as a calibration file that `--calibration` takes everywhere.
 
@@ -30,35 +47,53 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
     (bootstrap over sources). The rule: the file is written when the AUC difference's interval
     lies above 0; otherwise nothing is written and the command exits 1, unless --force. The
     written fit is refitted on every label; its thresholds follow `calibrate`'s rules.
-    """
-    from ..eval.reports.few_labels import compare, cross_validate
-    from ..eval.reports.tables import markdown_table
-    from ..judging.calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
-    from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
-    from .calibration_data import labelled_rows, read_scored
 
+    With --fuse, a fused cascade's fusion is fitted instead: the cascade over the base fusion's
+    judge (--verifier to change it) scores every sentence of SOURCE (into SOURCE with
+    .fused.jsonl), the five signals' references are taken from these rows, and the fused score
+    becomes a logistic regression over their ranks (the fitted log-odds) in place of the ranks'
+    average, which is the training-free side of the same check (its references from the
+    training folds). The thresholds (sentences; answers, on the mean of their two highest fused
+    scores) follow `calibrate`'s rules. Detect with --verifier SPEC --fuse --fusion OUTPUT:
+
+    \b
+    groundsense fit labelled.jsonl --fuse -o fusion.json
+    groundsense detect --verifier judge:qwen2.5-coder-1.5b-instruct --fuse --fusion fusion.json ...
+    """
+    from .calibration_data import labelled_rows
+
+    if (verifier or base) and not fuse:
+        raise InputError("--verifier and --fusion name the judge and the base fusion of a fused cascade: add --fuse")
     if not labelled_rows(source)[1]:  # before any scoring
         raise Failure(f"{source} has no 'labels': `groundsense fit` learns from labelled rows (to fit thresholds "
-                      "without labels, use `groundsense calibrate`)")
+                      "without labels, use `groundsense calibrate`" + (
+                          f"; to adapt a fusion to unlabelled rows, `groundsense calibrate {source} --adapt shipped "
+                          "--fuse`)" if fuse else ")"))
+    if fuse:
+        _fit_fusion(source, features, no_progress, output, target_recall, target_precision, force, verifier,
+                    base or "shipped", detector_options)
+        return
+    _fit_detector(source, features, no_progress, output, target_recall, target_precision, force, detector_options)
+
+
+def _fit_detector(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
+                  target_precision: float | None, force: bool, detector_options: dict) -> None:
+    """The detector's logistic fit, checked against the shipped calibration's score."""
+    from ..eval.reports.few_labels import compare, cross_validate, logistic_sides
+    from ..judging.calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
+    from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
+    from .calibration_data import read_scored
+
     detector, features = score_rows(source, features, no_progress, detector_options)
     scored = read_scored(source, features, detector.adjudicator.leave_one_out)
     base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
     rows = fitted_rows(scored.features)
     values = {name: v[rows] for name, v in scored.features.items()}
+    labels = scored.labels[rows]
     default = (base.score("sensitivity", values) if base else sensitivity_score(standardisation(values), values))
-    comparison = compare(cross_validate(values, scored.labels[rows], scored.groups[rows], default))
-    grouped = "source" if any(g.startswith("source ") for g in scored.groups) else "answer"
-    click.echo(f"5-fold cross-validation over {comparison.groups} {grouped}s ({comparison.sentences} sentences, "
-               f"{comparison.unsupported} unsupported), 95% intervals over {grouped}s; default: "
-               f"{'the shipped calibration' if base else 'the four-feature sum standardised on these rows'}:")
-    click.echo(markdown_table(comparison.table()))
-    if not comparison.better:
-        message = (f"the fit does not rank significantly better than the default (AUC difference "
-                   f"{comparison.table().loc['fitted − default', 'span AUC']}: its interval is not above 0)")
-        if not force:
-            raise click.ClickException(f"{message}; {output} not written. Label more answers, or pass --force to "
-                                       "write it anyway")
-        click.echo(f"warning: {message}; writing it anyway (--force)", err=True)
+    comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default)))
+    grouped = _checked(comparison, scored, output, force, "the shipped calibration" if base else
+                       "the four-feature sum standardised on these rows")
     fitted = fit_detector(
         scored.features, scored.labels, scored.answers, detector.scorer.name, detector.config.k, target_recall,
         target_precision, made_with={
@@ -71,5 +106,75 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
     fitted.save(output)
     click.echo(calibration_written(output, fitted), err=True)
     click.echo("  sensitivity: the fitted log-odds of 'unsupported'; weights: "
-               + ", ".join(f"{name} {w:+.2f}" for name, w in sorted(fitted.weights["coefficients"].items(),
-                                                                       key=lambda item: -np.abs(item[1]))), err=True)
+               + _weights_text(fitted.weights["coefficients"]), err=True)
+
+
+def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
+                target_precision: float | None, force: bool, verifier: str | None, base_name: str,
+                detector_options: dict) -> None:
+    """A fused cascade's weighted fusion (:meth:`~groundsense.verification.fusion.RankFusion.weighted`),
+    checked against the ranks' average with references from the same training folds."""
+    from ..eval.reports.few_labels import compare, cross_validate, fusion_sides
+    from ..verification.fusion import SIGNALS, RankFusion
+    from .calibration_data import read_scored
+    from .fusion_calibration import fused_options, fusion_base
+
+    base = fusion_base(base_name, verifier)  # read first: a bad base fails before the scorer loads
+    detector, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
+                                    {**detector_options, **fused_options(base)})
+    scored = read_scored(source, features, detector.config.leave_one_out)
+    signals = base.signals(scored.features, scored.verifier_scores)
+    rows = np.all([np.isfinite(v) for v in signals.values()], axis=0)
+    values = {name: v[rows] for name, v in signals.items()}
+    labels, answers = scored.labels[rows], scored.answers[rows]
+    if not rows.any():
+        raise InputError(f"no sentence of {source} has all five fused signals (see {features}): nothing to fit")
+    # The training-free side: the ranks' plain average, whatever the base; a fresh record of how the fit was made.
+    unweighted = replace(base, weights=None, made_with={
+        **scored.made_with, "base": base_name, "sensitivity": f"the z-sum of the base fusion's statistics "
+                                                              f"({base.scorer})",
+        "references": "the labelled sentences' values, at most 1001 evenly spaced order statistics each",
+        "rule": f"logistic regression over the ranks of {', '.join(SIGNALS)}; answer: the mean of the top two "
+                "sentences"})
+
+    comparison = compare(cross_validate(labels, scored.groups[rows], fusion_sides(unweighted, values, labels)))
+    grouped = _checked(comparison, scored, output, force,
+                       "the fused score (the ranks' average, references from the training folds)")
+    fitted: RankFusion = unweighted.with_references(values).weighted(values, labels).thresholded(
+        values, labels, answers, target_recall, target_precision)
+    fitted.made_with["cross_validation"] = {**comparison.record(), "grouped_by": grouped, "better": comparison.better,
+                                            "default": "the ranks' average"}
+    fitted.save(output)
+    rule = fitted.made_with["threshold_rule"]
+    click.echo(f"wrote {output}: {fitted.verifier} fused over {fitted.made_with['n_sentences']} labelled sentences "
+               f"of {fitted.made_with['n_answers']} answers\n"
+               f"  sentences flagged at fused >= {fitted.threshold:.3f}: {rule['sentence']}\n"
+               f"  answers flagged at a top-two mean >= {fitted.answer_threshold:.3f}: {rule['answer']}\n"
+               "  fused: the fitted log-odds of 'unsupported'; weights of the standardised ranks: "
+               + _weights_text(fitted.made_with["fit"]["standardised"]["coefficients"]), err=True)
+    click.echo(f"  detect with: --verifier {fitted.verifier} --fuse --fusion {output}", err=True)
+
+
+def _checked(comparison: Comparison, scored: ScoredRows, output: Path, force: bool, default: str) -> str:
+    """Print the cross-validation's comparison with ``default`` (what the training-free side is)
+    and apply the rule: refuse (exit 1) a fit that does not rank better, unless ``force``. What
+    the folds were grouped by."""
+    from ..eval.reports.tables import markdown_table
+
+    grouped = "source" if any(g.startswith("source ") for g in scored.groups) else "answer"
+    click.echo(f"5-fold cross-validation over {comparison.groups} {grouped}s ({comparison.sentences} sentences, "
+               f"{comparison.unsupported} unsupported), 95% intervals over {grouped}s; default: {default}:")
+    click.echo(markdown_table(comparison.table()))
+    if not comparison.better:
+        message = (f"the fit does not rank significantly better than the default (AUC difference "
+                   f"{comparison.table().loc['fitted − default', 'span AUC']}: its interval is not above 0)")
+        if not force:
+            raise click.ClickException(f"{message}; {output} not written. Label more answers, or pass --force to "
+                                       "write it anyway")
+        click.echo(f"warning: {message}; writing it anyway (--force)", err=True)
+    return grouped
+
+
+def _weights_text(coefficients: dict[str, float]) -> str:
+    """The weights, largest first."""
+    return ", ".join(f"{name} {w:+.2f}" for name, w in sorted(coefficients.items(), key=lambda item: -np.abs(item[1])))

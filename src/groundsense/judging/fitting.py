@@ -2,11 +2,15 @@
 regression of the detector-selection protocol's candidate A (C = 0.1, standardised features)
 over the per-sentence features the detector computes at detect time
 (:data:`groundsense.judging.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
-weights a reader can inspect (``Calibration.weights``). How well it does against the
+weights a reader can inspect (``Calibration.weights``); :func:`fit_logistic`, the regression
+itself, also weighs a fused cascade's ranked signals
+(:meth:`groundsense.verification.fusion.RankFusion.weighted`). How well it does against the
 training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,14 +23,22 @@ REGULARISATION = 0.1  # C of the logistic regression, as in the detector-selecti
 def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
     """The logistic weights (:func:`groundsense.judging.calibration.logistic_score`) fitted on
     sentences (arrays over sentences, every one with all :data:`LOGISTIC_FEATURES` finite):
-    each feature standardised by its mean and population standard deviation (1 where it is
-    constant), then an L2 logistic regression at C = :data:`REGULARISATION`."""
+    :func:`fit_logistic` over their :func:`~groundsense.judging.calibration.logistic_input`."""
+    columns = np.column_stack([logistic_input(features, name) for name in LOGISTIC_FEATURES])
+    return fit_logistic(columns, labels, LOGISTIC_FEATURES)
+
+
+def fit_logistic(columns: np.ndarray, labels: np.ndarray, names: Sequence[str]) -> dict:
+    """The logistic regression of ``labels`` on ``columns`` (a row per item, a column per name
+    of ``names``, all finite): each column standardised by its mean and population standard
+    deviation (1 where it is constant), then an L2 logistic regression at C =
+    :data:`REGULARISATION`. The ``intercept``, the ``coefficients`` (name -> weight of its
+    z-score) and the ``stats`` (name -> [mean, deviation])."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(labels, dtype=int)
     if labels.min() == labels.max():
         raise InputError("a fit needs both supported and unsupported sentences")
-    columns = np.column_stack([logistic_input(features, name) for name in LOGISTIC_FEATURES])
     means, sds = columns.mean(axis=0), columns.std(axis=0)
     sds[sds == 0] = 1.0
     # (Newton-Cholesky: the optimum lbfgs approaches, reached in a few exact steps, without
@@ -35,8 +47,8 @@ def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
     model.fit((columns - means) / sds, labels)
     return {
         "intercept": float(model.intercept_[0]),
-        "coefficients": {name: float(c) for name, c in zip(LOGISTIC_FEATURES, model.coef_[0])},
-        "stats": {name: [float(m), float(s)] for name, m, s in zip(LOGISTIC_FEATURES, means, sds)},
+        "coefficients": {name: float(c) for name, c in zip(names, model.coef_[0])},
+        "stats": {name: [float(m), float(s)] for name, m, s in zip(names, means, sds)},
     }
 
 

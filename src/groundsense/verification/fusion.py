@@ -10,6 +10,11 @@ flags with), and the sentence and answer thresholds, in rank space. ``calibrate 
 re-estimates the references on a team's unlabelled rows (:meth:`RankFusion.adapted`); the
 thresholds keep their place in rank space, as ``restandardise`` keeps a threshold's place in
 z-sum space.
+
+``fit --fuse`` learns from a team's labels instead (:meth:`RankFusion.with_references`,
+:meth:`~RankFusion.weighted`, :meth:`~RankFusion.thresholded`): the references from its rows,
+``weights`` that make the score the log-odds of a logistic regression over the five ranks in
+place of their plain average, and thresholds on those log-odds.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from ..judging.calibration import json_text, sensitivity_score
+from ..judging.calibration import json_text, sensitivity_score, threshold_quality
+from ..judging.fitting import REGULARISATION, fit_logistic
+from ..judging.thresholds import labelled_threshold
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -59,12 +66,25 @@ def top_two_mean(scores: np.ndarray) -> float:
     return float(finite[-2:].mean()) if len(finite) else float("nan")
 
 
+def answer_scores(answers: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per answer (``answers``: each sentence's answer id): the :func:`top_two_mean` of its
+    sentences' ``scores``, and whether any of them is labelled unsupported."""
+    _, index, counts = np.unique(np.asarray(answers), return_inverse=True, return_counts=True)
+    groups = np.split(np.argsort(index, kind="stable"), np.cumsum(counts)[:-1])
+    scores, labels = np.asarray(scores, float), np.asarray(labels, dtype=int)
+    return (np.array([top_two_mean(scores[g]) for g in groups]),
+            np.array([int(labels[g].max()) for g in groups]))
+
+
 @dataclass
 class RankFusion:
     """A judge's fused score: the signals' ``references`` (signal -> sorted sample), the
     ``sensitivity_stats`` of its ``scorer`` (feature -> mean, deviation), where it flags a
     sentence (``threshold``) and an answer (``answer_threshold``, on the mean of its two highest
-    sentence scores), for the cascade to ``verifier``; ``made_with``: data, sizes and rules."""
+    sentence scores), for the cascade to ``verifier``; ``made_with``: data, sizes and rules.
+    ``weights`` (only in a fusion `groundsense fit --fuse` wrote): ``intercept`` and
+    ``coefficients`` (signal -> weight of its rank), which make the score a fitted log-odds
+    instead of the ranks' average; None in every other fusion, and then not written."""
 
     verifier: str
     scorer: str
@@ -73,6 +93,7 @@ class RankFusion:
     threshold: float
     answer_threshold: float
     made_with: dict = field(default_factory=dict)
+    weights: dict | None = None
 
     def signals(self, features: Mapping[str, np.ndarray], judge: np.ndarray) -> dict[str, np.ndarray]:
         """The :data:`SIGNALS` of sentences given their ``features`` (name -> array, as a
@@ -80,31 +101,96 @@ class RankFusion:
         return {"sensitivity": sensitivity_score(self.sensitivity_stats, dict(features)),
                 "judge": np.asarray(judge, float), **{name: np.asarray(features[name], float) for name in SIGNALS[2:]}}
 
-    def score(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The fused score of sentences given each signal's ``values``: the mean of their ranks
-        (:func:`rank_share`) against the references; NaN where a signal is."""
+    def ranks(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Each signal's ranks (:func:`rank_share`) against its reference, a row per signal of
+        :data:`SIGNALS` given each signal's ``values``; NaN where a value is."""
         ranks = []
         for name in SIGNALS:
             x = np.asarray(values[name], float)
             ranks.append(np.where(np.isfinite(x), rank_share(np.asarray(self.references[name]), x), np.nan))
-        return np.mean(ranks, axis=0)
+        return np.array(ranks)
+
+    def score(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The fused score of sentences given each signal's ``values``: the mean of their
+        :meth:`ranks`, or with ``weights`` the fitted log-odds ``intercept + sum(coefficient x
+        rank)``; NaN where a signal is."""
+        ranks = self.ranks(values)
+        if self.weights is None:
+            return ranks.mean(axis=0)
+        coefficients = np.array([self.weights["coefficients"][name] for name in SIGNALS], dtype=float)
+        return float(self.weights["intercept"]) + (coefficients[:, None] * ranks).sum(axis=0)
+
+    def with_references(self, values: Mapping[str, np.ndarray]) -> RankFusion:
+        """A copy whose references are taken from ``values`` (each signal over a domain's
+        sentences), all else kept."""
+        references = {name: reference_sample(values[name]) for name in SIGNALS}
+        empty = [name for name, sample in references.items() if not sample]
+        if empty:
+            raise InputError(f"no sentence of the domain has a finite {', '.join(empty)}: nothing to rank against")
+        return replace(self, references=references)
 
     def adapted(self, values: Mapping[str, np.ndarray], **provenance: object) -> RankFusion:
         """A copy whose references are taken from ``values`` (each signal over a domain's
         unlabelled sentences), the thresholds kept in rank space; ``provenance`` is recorded
         in ``made_with["adaptation"]``."""
-        references = {name: reference_sample(values[name]) for name in SIGNALS}
-        empty = [name for name, sample in references.items() if not sample]
-        if empty:
-            raise InputError(f"no sentence of the domain has a finite {', '.join(empty)}: nothing to adapt to")
         made_with = {**self.made_with, "adaptation": {
             "references": "re-estimated from the domain's unlabelled sentences; thresholds kept in rank space",
             "n_sentences": int(np.isfinite(self.score(values)).sum()), **provenance}}
-        return replace(self, references=references, made_with=made_with)
+        return replace(self.with_references(values), made_with=made_with)
+
+    def weighted(self, values: Mapping[str, np.ndarray], labels: np.ndarray) -> RankFusion:
+        """A copy whose ``weights`` are the logistic regression of ``labels`` (1: unsupported) on
+        the signals' :meth:`ranks` against these references (:func:`~groundsense.judging.fitting.fit_logistic`:
+        standardised, C = :data:`~groundsense.judging.fitting.REGULARISATION`), over the
+        sentences with every signal finite; the standardisation is folded into the weights, so
+        that the score is the log-odds of the ranks themselves. ``made_with["fit"]`` keeps the
+        standardised fit (weights comparable across signals). The thresholds are kept: refit
+        them (:meth:`thresholded`)."""
+        ranks = self.ranks(values)
+        rows = np.isfinite(ranks).all(axis=0)
+        fit = fit_logistic(ranks[:, rows].T, np.asarray(labels)[rows], SIGNALS)
+        scale = {name: fit["coefficients"][name] / fit["stats"][name][1] for name in SIGNALS}
+        intercept = fit["intercept"] - sum(scale[name] * fit["stats"][name][0] for name in SIGNALS)
+        made_with = {**self.made_with, "fit": {
+            "model": f"logistic regression over the signals' ranks, C={REGULARISATION}, standardised ranks",
+            "n_sentences": int(rows.sum()), "standardised": fit}}
+        return replace(self, weights={"intercept": intercept, "coefficients": scale}, made_with=made_with)
+
+    def thresholded(self, values: Mapping[str, np.ndarray], labels: np.ndarray, answers: np.ndarray,
+                    target_recall: float | None = None, target_precision: float | None = None) -> RankFusion:
+        """A copy with the sentence and answer thresholds fitted on labelled sentences (``labels``;
+        ``answers``: each one's answer id) with a fused score, by `calibrate`'s rules
+        (:func:`~groundsense.judging.thresholds.labelled_threshold`): the best F1, or the target
+        recall or precision; an answer's score is the :func:`top_two_mean` of its sentences',
+        against whether any is unsupported, and its threshold at most the sentence one (when
+        the answers are all supported or all unsupported, the sentence one: an answer is then
+        flagged when a sentence is). ``made_with`` records the rules and their quality on these
+        sentences (optimistic: fitted there)."""
+        scores = self.score(values)
+        rows = np.isfinite(scores)
+        scores, labels = scores[rows], np.asarray(labels, dtype=int)[rows]
+        threshold, sentence_rule = labelled_threshold(scores, labels, target_recall, target_precision)
+        quality = {"sentence": threshold_quality(scores, labels, threshold)}
+        top, unsupported = answer_scores(np.asarray(answers)[rows], scores, labels)
+        if unsupported.min() < unsupported.max():
+            answer_threshold, answer_rule = labelled_threshold(top, unsupported, target_recall, target_precision,
+                                                               threshold)
+            quality["answer"] = threshold_quality(top, unsupported, answer_threshold)
+        else:
+            answer_threshold = threshold
+            answer_rule = "the sentence threshold (not fitted: the answers are all supported or all unsupported)"
+        made_with = {**self.made_with, "n_sentences": int(rows.sum()), "n_answers": len(top),
+                     "threshold_rule": {"sentence": sentence_rule, "answer": answer_rule},
+                     "on_labelled_set": quality}
+        return replace(self, threshold=threshold, answer_threshold=answer_threshold, made_with=made_with)
 
     def save(self, path: str | Path) -> None:
-        """Indented JSON, each reference on one line."""
-        Path(path).write_text(json_text(asdict(self), "references"))
+        """Indented JSON, each reference on one line; ``weights`` only when there are some (a
+        fusion without is written as before they existed)."""
+        data = asdict(self)
+        if self.weights is None:
+            del data["weights"]
+        Path(path).write_text(json_text(data, "references"))
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
@@ -117,7 +203,18 @@ class RankFusion:
         missing = [name for name in SIGNALS if not fusion.references.get(name)]
         if missing:
             raise InputError(f"cannot read fusion file {path}: it has no reference for {', '.join(missing)}")
+        weights = fusion.weights
+        if weights is not None and not (
+                isinstance(weights, dict) and _number(weights.get("intercept"))
+                and isinstance(weights.get("coefficients"), dict) and set(weights["coefficients"]) == set(SIGNALS)
+                and all(_number(c) for c in weights["coefficients"].values())):
+            raise InputError(f"cannot read fusion file {path}: its 'weights' need a numeric 'intercept' and "
+                             f"'coefficients' of exactly {', '.join(SIGNALS)}")
         return fusion
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def shipped_name(verifier: str) -> str:
@@ -140,8 +237,8 @@ def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> R
         if shipped is None:
             raise InputError(f"a fused cascade needs the reference sample of its verifier's scores, and {verifier} "
                              f"has none: the shipped one is for {SHIPPED_JUDGE}; for another judge, "
-                             "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` made "
-                             "with it")
+                             "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` (or, "
+                             "on labelled rows, `groundsense fit --fuse`) made with it")
         return shipped
     fusion = given if isinstance(given, RankFusion) else RankFusion.load(given)
     if fusion.verifier != verifier:

@@ -7,13 +7,15 @@ pays off.
 Both sides are judged on the same sentences. The fitted side's weights and both sides'
 thresholds (each at its best F1) come from the training answers only; the training-free side
 is a fixed score (the shipped calibration's ``sensitivity`` score), so it learns nothing from
-the labels but its threshold.
+the labels but its threshold. The cross-validation takes what each side scores as a function of
+the training rows (:data:`Sides`), so that `fit --fuse` runs it on a fused cascade's fit, whose
+training-free side (the ranks' average) takes its references from the training rows too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ from ...errors import InputError
 from ...judging.calibration import LOGISTIC_FEATURES, Calibration, logistic_score
 from ...judging.fitting import fit_weights, fitted_rows
 from ...judging.thresholds import best_f1_threshold
+from ...verification.fusion import RankFusion
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
@@ -35,6 +38,9 @@ SIZES = (50, 100, 200, 500)  # labelled answers drawn per fit in the learning cu
 DRAWS = 20
 MIN_EVALUATED = 100  # answers left to judge on below which a size's row is marked unreadable
 GOAL = (200, 0.03, 2)  # the issue's goal: +0.03 mean AUC at 200 answers on at least two benchmarks
+
+# What each side scores, given the training rows: side (:data:`SIDES`) -> the score of every row.
+Sides = Callable[[np.ndarray], dict[str, np.ndarray]]
 
 
 @dataclass
@@ -52,23 +58,50 @@ def _take(features: Mapping[str, np.ndarray], rows: np.ndarray) -> dict[str, np.
     return {name: np.asarray(values)[rows] for name, values in features.items()}
 
 
-def fit_and_judge(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
-                  train: np.ndarray, test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def logistic_sides(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray) -> Sides:
+    """The detector's sides: the logistic fit on the training rows' ``features``, against the
+    fixed ``default`` score."""
+    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
+        weights = fit_weights(_take(features, train), labels[train])
+        return {"fitted": logistic_score(weights, dict(features)), "default": np.asarray(default, float)}
+
+    return sides
+
+
+def fusion_sides(fusion: RankFusion, values: Mapping[str, np.ndarray], labels: np.ndarray) -> Sides:
+    """A fused cascade's sides (`fit --fuse`), over each signal's ``values``: the logistic fit
+    over the ranks (:meth:`RankFusion.weighted`) against the ranks' plain average, both ranked
+    against references taken from the training rows (``fusion``'s weights are not used)."""
+    unweighted = replace(fusion, weights=None)
+
+    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
+        trained = _take(values, train)
+        average = unweighted.with_references(trained)
+        return {"fitted": average.weighted(trained, labels[train]).score(values), "default": average.score(values)}
+
+    return sides
+
+
+def judge(sides: Sides, labels: np.ndarray, train: np.ndarray,
+          test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fit on the ``train`` rows and judge the ``test`` rows: each side's scores and its flags
     at the best-F1 threshold on the training rows."""
-    weights = fit_weights(_take(features, train), labels[train])
-    both = {"fitted": logistic_score(weights, dict(features)), "default": np.asarray(default, float)}
     scores, flags = {}, {}
-    for side, score in both.items():
+    for side, score in sides(train).items():
         threshold = best_f1_threshold(score[train], labels[train])
         scores[side], flags[side] = score[test], score[test] >= threshold
     return scores, flags
 
 
-def cross_validate(features: Mapping[str, np.ndarray], labels: np.ndarray, groups: np.ndarray, default: np.ndarray,
-                   folds: int = FOLDS) -> HeldOut:
-    """Out-of-fold judgements of every sentence (all with every feature finite) by grouped
-    ``folds``-fold cross-validation: a group (a source) lies wholly in one fold."""
+def fit_and_judge(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
+                  train: np.ndarray, test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """:func:`judge` with the detector's sides (:func:`logistic_sides`)."""
+    return judge(logistic_sides(features, labels, default), labels, train, test)
+
+
+def cross_validate(labels: np.ndarray, groups: np.ndarray, sides: Sides, folds: int = FOLDS) -> HeldOut:
+    """Out-of-fold judgements of every sentence (all with every input of ``sides`` finite) by
+    grouped ``folds``-fold cross-validation: a group (a source) lies wholly in one fold."""
     from sklearn.model_selection import GroupKFold
 
     labels, groups = np.asarray(labels, dtype=int), np.asarray(groups)
@@ -81,7 +114,7 @@ def cross_validate(features: Mapping[str, np.ndarray], labels: np.ndarray, group
         if labels[train].min() == labels[train].max():
             raise InputError("a cross-validation fold's training answers hold only supported or only unsupported "
                              "sentences: label more answers, or more varied ones")
-        fold_scores, fold_flags = fit_and_judge(features, labels, default, train, test)
+        fold_scores, fold_flags = judge(sides, labels, train, test)
         for side in SIDES:
             scores[side][test], flags[side][test] = fold_scores[side], fold_flags[side]
     return HeldOut(labels, groups, scores, flags)
