@@ -2,6 +2,8 @@
 the loaded model, the results and the feature cache's key (plumbing, on a tiny model saved to
 disk); the real scorer's int8 and bf16 scores stay near its fp32 ones (slow)."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -114,6 +116,22 @@ def test_the_variable_says_what_auto_runs_and_an_explicit_precision_wins(monkeyp
     monkeypatch.setenv(loading.PRECISION_VARIABLE, "int8")
     with pytest.raises(InputError, match="runs on a CPU only"):
         resolve_precision("auto", torch.device("cuda"))
+
+
+def test_auto_means_a_precision_within_and_the_variable_comes_back(monkeypatch):
+    """How `eval verify` keeps a judge's scores fp32 on a native-bf16 CPU (its cache key names no precision)."""
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(loading, "native_bf16", lambda: True)
+    for before in ("bf16", None):
+        if before is None:
+            monkeypatch.delenv(loading.PRECISION_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(loading.PRECISION_VARIABLE, before)
+        with loading.auto_means("fp32"):
+            assert resolve_precision("auto", cpu) == "fp32"
+            assert resolve_precision("bf16", cpu) == "bf16"
+        assert os.environ.get(loading.PRECISION_VARIABLE) == before
+        assert resolve_precision("auto", cpu) == "bf16"
 
 
 def test_benchmark_features_are_fp32_unless_asked(invoke_cli):

@@ -74,10 +74,13 @@ def verify(benchmark, data, sample, splits, subsets, limit, spec, options, devic
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
     from ..eval.caches.verify import verify as run_verify
+    from ..scorer.loading import auto_means
     from ..verification import make_verifier
 
-    # before the cases load (a minute for RAGTruth), so a bad spec fails fast
-    verifier = make_verifier(spec, options, device=device)
+    # Before the cases load (a minute for RAGTruth), so a bad spec fails fast. In fp32 on any
+    # machine: a verifier cache's key names no precision, and every cache holds fp32 scores.
+    with auto_means("fp32"):
+        verifier = make_verifier(spec, options, device=device)
     cases = cases_for(benchmark, data, sample, splits, subsets)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)

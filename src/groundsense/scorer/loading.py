@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import torch
@@ -43,6 +45,21 @@ def pick_device(device: str | None) -> torch.device:
 
 
 PRECISION_VARIABLE = "GROUNDSENSE_PRECISION"
+
+
+@contextmanager
+def auto_means(precision: str) -> Iterator[None]:
+    """Within: ``auto`` resolves to ``precision`` (:data:`PRECISION_VARIABLE` set, then restored),
+    for scorers that components load on their own, such as a judge's."""
+    before = os.environ.get(PRECISION_VARIABLE)
+    os.environ[PRECISION_VARIABLE] = precision
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[PRECISION_VARIABLE]
+        else:
+            os.environ[PRECISION_VARIABLE] = before
 
 
 def native_bf16() -> bool:
