@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The 1.5B judge's scores of the shipped calibration's 1,500 RAGTruth training answers (the
+# sample of scripts/default_calibration.sh), into the committed, resumable cache
+# results/calibration-verifiers: what fitting the fused cascade's fusion on the training
+# answers needs (issue #39; today's shipped fusion is fitted on the benchmarks' judged dev
+# partitions, docs/verifiers.md). About 1.4 s a sentence at 2 threads on a CPU, 11,364
+# sentences: hours, so rerun to resume and commit the parts as they grow.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
+$GS eval verify ragtruth --split train --sample 1500 --verifier judge:qwen2.5-coder-1.5b-instruct \
+  --cache results/calibration-verifiers
