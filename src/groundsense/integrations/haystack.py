@@ -121,10 +121,13 @@ def _document_texts(documents: Any) -> list[str]:
     if not isinstance(documents, list) or not documents:
         raise InputError("documents must be a non-empty list of Documents: "
                          "with no evidence there is nothing to check against")
-    texts = [d.content if isinstance(d, Document) else d for d in documents]
-    if not all(isinstance(text, str) and text.strip() for text in texts):
-        raise InputError("every document must be a string or a Document with text content "
-                         "(convert tables, images and other blobs to text first)")
+    texts: list[str] = []
+    for document in documents:
+        text = document.content if isinstance(document, Document) else document
+        if not (isinstance(text, str) and text.strip()):
+            raise InputError("every document must be a string or a Document with text content "
+                             "(convert tables, images and other blobs to text first)")
+        texts.append(text)
     return texts
 
 

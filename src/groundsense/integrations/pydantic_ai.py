@@ -104,7 +104,7 @@ class GroundsenseOutputValidator:
 
 def _tool_returns(ctx: RunContext[Any]) -> list[Any]:
     """The evidence items this run's tools returned, a list return giving one item per element."""
-    items = []
+    items: list[Any] = []
     for message in ctx.messages:
         if message.kind != "request" or message.run_id != ctx.run_id:
             continue

@@ -31,6 +31,7 @@ from ragas.metrics.base import MetricOutputType, MetricType, SingleTurnMetric  #
 from ragas.run_config import RunConfig  # noqa: E402
 
 from ..detection import Detection  # noqa: E402
+from ..errors import InputError  # noqa: E402
 from .common import DeprecatedDetectorAttribute, acheck, detection_argument  # noqa: E402
 
 __all__ = ["GroundsenseFaithfulness"]
@@ -62,6 +63,8 @@ class GroundsenseFaithfulness(SingleTurnMetric):
         pass
 
     async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Callbacks) -> float:
+        if sample.response is None:  # SingleTurnSample makes every field optional
+            raise InputError("the sample has no 'response': give the answer to score against its retrieved_contexts")
         report = await acheck(sample.response, sample.retrieved_contexts, sample.user_input, self.detection)
         return report.score
 

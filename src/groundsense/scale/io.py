@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -63,7 +64,7 @@ class _JsonlLines(FileBasedDatasource):
 class _ParquetRows(FileBasedDatasource):
     """Each row of a Parquet file as JSON, with its 1-based row number."""
 
-    def _open_input_source(self, filesystem, path: str, **open_args) -> pa.NativeFile:
+    def _open_input_source(self, filesystem: pafs.FileSystem, path: str, **open_args: Any) -> pa.NativeFile:
         return filesystem.open_input_file(path)  # Parquet needs random access
 
     def _read_stream(self, f: pa.NativeFile, path: str) -> Iterator[pa.Table]:
@@ -102,7 +103,7 @@ class Sink:
 
 
 class JsonlSink(Sink):
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
 
     def done(self) -> set[int]:
@@ -119,7 +120,9 @@ class ParquetSink(Sink):
     """Part files of up to ``rows_per_file`` records, or what arrived in ``seconds``;
     a kill loses at most the records not yet flushed, which a rerun scores again."""
 
-    def __init__(self, out: str, rows_per_file: int = 1000, seconds: float = 60.0):
+    def __init__(self, out: str, rows_per_file: int = 1000, seconds: float = 60.0) -> None:
+        self.fs: pafs.FileSystem
+        self.root: str  # the folder's path on self.fs
         self.fs, self.root = (pafs.FileSystem.from_uri(out) if "://" in out
                               else (pafs.LocalFileSystem(), str(Path(out).absolute())))
         self.rows_per_file, self.seconds = rows_per_file, seconds

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,7 @@ import pyarrow.compute as pc
 import ray.data
 
 from ..config import DetectorConfig
+from ..detection import Detection
 from ..errors import GroundsenseError
 from ..rows.batch import BatchSummary, evidence_key, parse_line, score_rows
 from .io import Sink, encode_row, read_input
@@ -62,7 +64,7 @@ class ScoreRows:
     """A Ray Data actor: the detection its config describes (a detector or a cascade:
     ``verification.make_detection``), loaded once, scoring batches of rows."""
 
-    def __init__(self, source: str, threads: int, config: DetectorConfig):
+    def __init__(self, source: str, threads: int, config: DetectorConfig) -> None:
         import torch
         from transformers.utils import logging as hf_logging
 
@@ -73,7 +75,8 @@ class ScoreRows:
         self.source = source
         # Ray keeps only the text of an error raised here, and a call's error whole, so a
         # scorer that cannot load fails the first call, and the CLI can say what to do.
-        self.detection, self.error = None, None
+        self.detection: Detection | None = None
+        self.error: GroundsenseError | None = None
         try:
             self.detection = make_detection(config)
         except GroundsenseError as exc:
@@ -82,6 +85,7 @@ class ScoreRows:
     def __call__(self, batch: pa.Table) -> pa.Table:
         if self.error is not None:
             raise self.error
+        assert self.detection is not None, "the constructor sets the detection, or the error raised above"
         lines = batch.column("line").to_pylist()
         rows = [(n, parse_line(n, raw, self.source)) for n, raw in zip(lines, batch.column("raw").to_pylist())]
         return records_table(list(score_rows(self.detection, rows)))
@@ -110,7 +114,8 @@ def _encode_rows(batch: pa.Table) -> pa.Table:
 def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.data.Dataset:
     """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring)."""
     grouped = (
-        ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")
+        # Ray types fn as taking the batch alone; fn_kwargs passes the rest
+        ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")  # type: ignore[arg-type]
         .sort(["group", "line"])
         # one actor call per block, spread over the pool
         .repartition(target_num_rows_per_block=resources.rows_per_batch)
@@ -133,7 +138,8 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
     return records
 
 
-def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, **detector_options) -> ray.data.Dataset:
+def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None,
+                   **detector_options: Any) -> ray.data.Dataset:
     """Batch records for a Dataset of detector rows (columns ``question``, ``context`` or
     ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
     grouping the rows runs now; the scoring runs when the result is consumed.
@@ -159,8 +165,11 @@ def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary
     summary = BatchSummary(skipped=len(written))
     rows = read_input(source)
     if written:
-        rows = rows.map_batches(_drop_done, fn_kwargs={"done": np.fromiter(written, np.int64)}, batch_format="pyarrow")
+        # Ray types fn as taking the batch alone; fn_kwargs passes the rest
+        rows = rows.map_batches(_drop_done, fn_kwargs={"done": np.fromiter(written, np.int64)},  # type: ignore[arg-type]
+                                batch_format="pyarrow")
     records = score_lines(rows, source, resources)
+    table: pa.Table  # iter_batches gives any DataBatch by its type; batch_format="pyarrow" makes each a Table
     try:
         for table in records.iter_batches(batch_size=None, batch_format="pyarrow"):
             lines = table.column("line").to_pylist()
@@ -183,9 +192,10 @@ def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary
 def _groundsense_cause(exc: BaseException) -> GroundsenseError | None:
     """The innermost :class:`GroundsenseError` behind a Ray error, if any."""
     found, seen = None, set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, GroundsenseError):
-            found = exc
-        exc = getattr(exc, "cause", None) or exc.__cause__
+    link: BaseException | None = exc  # then its causes, Ray's own ``cause`` first
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, GroundsenseError):
+            found = link
+        link = getattr(link, "cause", None) or link.__cause__
     return found

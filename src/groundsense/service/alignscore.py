@@ -36,6 +36,7 @@ def alignscore_row(body: object) -> CheckedRow:
     if is_blank(claim):
         raise InputError("the claim is empty: give the text to check")
     evidence = body["evidence"]
+    row: dict[str, str | list[str]]
     if isinstance(evidence, list):
         row = {"passages": [check_text(passage, f"evidence[{i}]") for i, passage in enumerate(evidence)]}
     else:

@@ -4,6 +4,11 @@ raises (the app's handler answers it), and :func:`send_error`, which the ASGI mi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import Send
 
 
 class ApiError(Exception):
@@ -12,7 +17,7 @@ class ApiError(Exception):
         self.status, self.message, self.retry_after, self.request_id = status, message, retry_after, request_id
 
 
-async def send_error(send, status: int, message: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def send_error(send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     """Answer ``status`` with ``{"error": message}`` and ``headers`` through an ASGI ``send``."""
     body = json.dumps({"error": message}).encode()
     await send({"type": "http.response.start", "status": status,

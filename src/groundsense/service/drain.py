@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 from .answers import send_error
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 ALWAYS_OPEN = frozenset({"/healthz", "/metrics"})  # the process is up, and its metrics readable, while it drains
 
 
 class Drain:
-    def __init__(self, grace_s: float):
+    def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
         self.in_flight = 0  # requests being served (changed on the event loop's thread only)
         self.deadline: float | None = None  # time.monotonic() at which the grace ends, once draining
@@ -33,7 +37,9 @@ class Drain:
             self.deadline = time.monotonic() + self.grace_s
 
     def grace_left(self) -> float:
-        return max(0.0, self.deadline - time.monotonic()) if self.draining else self.grace_s
+        if self.deadline is None:  # not draining: the whole grace is still ahead
+            return self.grace_s
+        return max(0.0, self.deadline - time.monotonic())
 
     def due(self) -> bool:
         """Draining, and nothing is in flight or the grace is over: time to exit."""
@@ -43,10 +49,10 @@ class Drain:
 class Admission:
     """ASGI middleware: counts the requests in flight, and refuses new ones while draining."""
 
-    def __init__(self, app, drain: Drain):
+    def __init__(self, app: ASGIApp, drain: Drain) -> None:
         self.app, self.drain = app, drain
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if self.drain.draining and scope["path"] not in ALWAYS_OPEN:

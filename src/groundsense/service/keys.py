@@ -19,10 +19,14 @@ import hmac
 import logging
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .answers import send_error
 from .observe import current_record
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +87,12 @@ class ApiKeys:
     def __init__(self, file: str | Path | None = None, listed: str | None = None):
         self.file = Path(file).expanduser() if file else None
         self.listed = parse_key_list(listed, "GROUNDSENSE_API_KEYS") if listed else []
-        self._seen: tuple | None = None
+        self._seen: tuple[int, int, int] | None = None
         self._from_file: list[str] = []
         self._broken: str | None = None
         if self.file is not None:
             try:
-                self._read()
+                self._read(self.file)
             except KeyFileError as exc:
                 raise InputError(str(exc)) from None
         if not self.hashes:
@@ -99,26 +103,27 @@ class ApiKeys:
     def hashes(self) -> list[str]:
         return self.listed + self._from_file
 
-    def _signature(self) -> tuple:
+    @staticmethod
+    def _signature(file: Path) -> tuple[int, int, int]:
         try:
-            stat = self.file.stat()
+            stat = file.stat()
         except OSError as exc:
-            raise KeyFileError(f"cannot read the API key file {self.file}: {exc.strerror}") from None
+            raise KeyFileError(f"cannot read the API key file {file}: {exc.strerror}") from None
         return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
-    def _read(self) -> None:
-        """Read the file again if it changed since the last read."""
-        signature = self._signature()
+    def _read(self, file: Path) -> None:
+        """Read ``file`` (``self.file``) again if it changed since the last read."""
+        signature = self._signature(file)
         if signature == self._seen:
             return
         try:
-            text = self.file.read_text(encoding="utf-8")
-            self._from_file = parse_key_file(text, f"the API key file {self.file}")
+            text = file.read_text(encoding="utf-8")
+            self._from_file = parse_key_file(text, f"the API key file {file}")
         except (OSError, UnicodeDecodeError, InputError) as exc:
             raise KeyFileError(str(exc) if isinstance(exc, InputError) else
-                               f"cannot read the API key file {self.file}: {exc}") from None
+                               f"cannot read the API key file {file}: {exc}") from None
         self._seen = signature
-        log.info("API keys: %d from %s (ids %s)", len(self._from_file), self.file,
+        log.info("API keys: %d from %s (ids %s)", len(self._from_file), file,
                  ", ".join(map(key_id, self._from_file)) or "none")
 
     def refresh(self) -> None:
@@ -126,7 +131,7 @@ class ApiKeys:
         if self.file is None:
             return
         try:
-            self._read()
+            self._read(self.file)
         except KeyFileError as exc:
             if self._broken != str(exc):
                 log.error("%s: every request is refused until it is fixed", exc)
@@ -156,11 +161,11 @@ class RequireKey:
     description (and ``/metrics`` when ``metrics_open``) needs an accepted key, or gets 401 with
     ``WWW-Authenticate: Bearer``. The key's id goes to the request's record (log and metrics)."""
 
-    def __init__(self, app, keys: ApiKeys, metrics_open: bool):
+    def __init__(self, app: ASGIApp, keys: ApiKeys, metrics_open: bool) -> None:
         self.app, self.keys = app, keys
         self.open = OPEN_PATHS | ({"/metrics"} if metrics_open else set())
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path in self.open or path.startswith("/static/"):
             return await self.app(scope, receive, send)

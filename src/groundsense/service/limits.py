@@ -3,7 +3,12 @@ the client sent a Content-Length."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .answers import send_error
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyTooLarge(Exception):
@@ -12,10 +17,10 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimit:
-    def __init__(self, app, limit: int):
+    def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
@@ -23,7 +28,7 @@ class BodyLimit:
             return await self._refuse(send)
         received = 0
 
-        async def counted():
+        async def counted() -> Message:
             nonlocal received
             message = await receive()
             received += len(message.get("body", b""))
@@ -36,5 +41,5 @@ class BodyLimit:
         except BodyTooLarge:
             await self._refuse(send)
 
-    async def _refuse(self, send) -> None:
+    async def _refuse(self, send: Send) -> None:
         await send_error(send, 413, f"request body over the {self.limit}-byte limit")

@@ -22,23 +22,29 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OUTCOMES = ("supported", "unscored", "flagged", "error")  # from best to worst
 request_log = logging.getLogger("groundsense.requests")
+T = TypeVar("T")
 
 
 class Timing:
     """When a job was queued, started and ended on the scorer's thread (``time.perf_counter``)."""
 
-    def __init__(self):
-        self.queued = self.started = self.ended = None
+    def __init__(self) -> None:
+        self.queued: float | None = None
+        self.started: float | None = None
+        self.ended: float | None = None
 
-    def around(self, job: Callable) -> Callable:
-        """``job``, marking the times; call it as the job is queued."""
+    def around(self, job: Callable[[Any], T]) -> Callable[[Any], T]:
+        """``job`` (called with the worker's state), marking the times; call it as the job is queued."""
         self.queued = time.perf_counter()
 
-        def timed(state):
+        def timed(state: Any) -> T:
             self.started = time.perf_counter()
             try:
                 return job(state)
@@ -127,16 +133,16 @@ class Observe:
     """ASGI middleware: a :class:`RequestRecord` for each request to one of ``routes``, handed
     to ``finish(record)`` after the response (whatever its status, an exception included)."""
 
-    def __init__(self, app, routes: Iterable[str], finish: Callable[[RequestRecord], None]):
+    def __init__(self, app: ASGIApp, routes: Iterable[str], finish: Callable[[RequestRecord], None]) -> None:
         self.app, self.routes, self.finish = app, frozenset(routes), finish
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] not in self.routes:
             return await self.app(scope, receive, send)
         record = RequestRecord(route=scope["path"], method=scope["method"])
         _current.set(record)
 
-        async def sent(message):
+        async def sent(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
                 message = {**message, "headers": [*message.get("headers", []),

@@ -11,6 +11,7 @@ once and cancels what is still running after the same grace (a second Ctrl-C: at
 from __future__ import annotations
 
 import signal
+from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
@@ -19,11 +20,11 @@ from .drain import Drain
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, drain: Drain):
+    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)
         self.drain = drain
 
-    def handle_exit(self, sig, frame) -> None:
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM and not self.drain.draining:
             self.drain.begin()
         else:

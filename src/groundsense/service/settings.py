@@ -32,7 +32,7 @@ class ServiceSettings:
         return [h.strip() for h in (self.allowed_hosts or "").split(",") if h.strip()]
 
     @classmethod
-    def from_env(cls, **overrides) -> ServiceSettings:
+    def from_env(cls, **overrides: object) -> ServiceSettings:
         """Defaults, then ``GROUNDSENSE_<FIELD>`` variables, then non-None ``overrides``, for
         the service's fields and its detection's alike (``GROUNDSENSE_K``, ``GROUNDSENSE_LEAVE_ONE_OUT``, ...)."""
         detection = DetectorConfig(**_values(DetectorConfig, overrides))

@@ -28,7 +28,7 @@ import logging
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import StreamingResponse
@@ -42,6 +42,13 @@ from .observe import RequestRecord, current_record
 from .settings import ServiceSettings
 from .worker import QueueFull, ScoringWorker
 
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+    from ..detection import AnswerStream
+    from ..result import SentenceResult
+    from .state import Scoring
+
 log = logging.getLogger(__name__)
 
 STEP_CHARS = 64  # answer characters per scoring step: about the stream's 16 tokens between scorings
@@ -50,7 +57,7 @@ STEP_CHARS = 64  # answer characters per scoring step: about the stream's 16 tok
 class StepFailed(Exception):
     """A scoring step of a stream failed: its HTTP-like status and message."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status, self.message = status, message
 
@@ -59,7 +66,7 @@ class DuplexStreamingResponse(StreamingResponse):
     """A streaming response that leaves the request's messages to the app: Starlette's own
     listens for a disconnect on ``receive``, which would swallow the body still arriving."""
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.stream_response(send)
 
 
@@ -84,7 +91,7 @@ def event(kind: str, **fields: Any) -> bytes:
 class StreamSteps:
     """Runs a stream's scoring steps on the worker, under the service's timeout."""
 
-    def __init__(self, worker: ScoringWorker, settings: ServiceSettings):
+    def __init__(self, worker: ScoringWorker, settings: ServiceSettings) -> None:
         self.worker, self.settings = worker, settings
 
     async def run(self, job: Callable[[Any], Any], admitted: bool) -> Any:
@@ -106,8 +113,9 @@ class OpenStreams:
     holds it: until its events end, or until it is dropped (its opening failed, or the client
     left before the response began)."""
 
-    def __init__(self, limit: int):
-        self.limit, self._tickets = limit, weakref.WeakSet()
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._tickets: weakref.WeakSet[object] = weakref.WeakSet()
 
     def admit(self) -> object:
         if len(self._tickets) >= self.limit:
@@ -128,7 +136,8 @@ class _Ticket:
     """A stream's place among the open ones (:class:`OpenStreams`)."""
 
 
-async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings, open_streams: OpenStreams):
+async def open_stream(request: Request, worker: ScoringWorker, settings: ServiceSettings,
+                      open_streams: OpenStreams) -> DuplexStreamingResponse:
     """Read the first line, open the stream on the scorer, and answer with the events; the
     errors before the response begins propagate (the app maps them to statuses)."""
     if reason := worker.unavailable():
@@ -141,7 +150,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
     head = check_stream_head(first)
     steps = StreamSteps(worker, settings)
 
-    def start(state):
+    def start(state: Scoring) -> AnswerStream:
         return state.detection.with_options(**head.options).stream(**head.arguments)
 
     stream = await steps.run(start, admitted=False)
@@ -149,7 +158,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
                                    media_type="application/x-ndjson")
 
 
-async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head: CheckedRow,
+async def events(lines: AsyncIterator[object], stream: AnswerStream, steps: StreamSteps, head: CheckedRow,
                  record: RequestRecord, open_streams: OpenStreams, ticket: object) -> AsyncIterator[bytes]:
     """The response's events, written as the deltas arrive; the outcome goes to ``record``
     (a stream that ends without a result is an ``error``)."""
@@ -159,8 +168,12 @@ async def events(lines: AsyncIterator[object], stream, steps: StreamSteps, head:
             delta = check_delta(line)
             for start in range(0, len(delta), STEP_CHARS):
                 piece = delta[start : start + STEP_CHARS]
+
                 # piece bound per step: the job runs on the worker's thread, not in this loop
-                for sentence in await steps.run(lambda _state, piece=piece: stream.feed(piece), admitted=True):
+                def feed(_state: Scoring, piece: str = piece) -> list[SentenceResult]:
+                    return stream.feed(piece)
+
+                for sentence in await steps.run(feed, admitted=True):
                     yield event("sentence", sentence=sentence.to_dict())
         result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
         record.note(result)  # the request's outcome, for the metrics and the request log
