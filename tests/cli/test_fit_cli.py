@@ -70,3 +70,31 @@ def test_fit_needs_labels_and_says_so_before_scoring(labelled):
     unlabelled.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "labels"}) + "\n" for r in rows[:3]))
     out = run("fit", str(unlabelled), "-o", str(labelled.with_name("x.json")), "--no-progress")
     assert out.exit_code == 2 and "has no 'labels'" in out.output
+
+
+def test_fit_fuse_learns_weights_on_the_real_scorer_and_detect_flags_by_them(labelled):
+    """`fit --fuse` on the same rows, the default scorer also the judge (the shipped fusion's
+    statistics, a cheap judge): the file carries a weight per signal and its cross-validation,
+    and a fused cascade over it scores each sentence as those weights' log-odds of its ranks."""
+    from groundsense.verification.fusion import SIGNALS, RankFusion
+
+    judge = "judge:smollm2-135m-instruct"
+    output = labelled.with_name("fusion.json")
+    fitted = run("fit", str(labelled), "--fuse", "--verifier", judge, "-o", str(output), "--no-progress",
+                 "--features", str(labelled.with_name("labelled.fused.jsonl")), "--force")
+    assert fitted.exit_code == 0, fitted.output
+    assert "5-fold cross-validation over 5 sources" in fitted.stdout and f"wrote {output}" in fitted.stderr
+    fusion = RankFusion.load(output)
+    assert fusion.verifier == judge and set(fusion.weights["coefficients"]) == set(SIGNALS)
+    made = fusion.made_with
+    assert made["cross_validation"]["groups"] == 5 and made["answers"] == 10 and made["labelled"] is True
+
+    result = json.loads(run("detect", "--example", "passages-qa", "--json", "--verifier", judge, "--fuse",
+                            "--fusion", str(output)).stdout)
+    scored = [s for s in result["sentences"] if s["status"] == "scored"]
+    assert scored
+    for sentence in scored:
+        features = {name: np.array([value]) for name, value in sentence["features"].items()}
+        expected = fusion.score(fusion.signals(features, np.array([sentence["verifier_score"]])))[0]
+        assert sentence["fused"] == pytest.approx(expected, abs=1e-9)
+        assert sentence["flagged"] is (sentence["fused"] >= fusion.threshold)
