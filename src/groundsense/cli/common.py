@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,6 +17,10 @@ from ..weights import DEFAULT_SCORER
 if TYPE_CHECKING:
     from ..detection import Detection
     from ..judging.calibration import Calibration
+    from ..pipeline.detector import Detector
+
+# A command function that options decorate (and return, as click's decorators do).
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -41,7 +45,7 @@ class Commands(click.Group):
     verifier that cannot load) exits with :class:`Failure`; given to the root group, it covers
     every command below it."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except GroundsenseError as exc:
@@ -60,7 +64,7 @@ class _Setting:
     metavar: str | None = None
     flag: bool = False  # a switch (a bool field): given or not
 
-    def option(self, from_env: bool, default: Any = None):
+    def option(self, from_env: bool, default: Any = None) -> Callable[[CommandFunction], CommandFunction]:
         """The click option; ``from_env`` (`serve`): no default of its own, so that the
         ``GROUNDSENSE_*`` variable or the field's default applies; ``default``: the command's
         own, in place of the field's."""
@@ -130,13 +134,14 @@ SETTINGS = (
 FLAGGING = ("calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 
-def detector_options(omit: tuple[str, ...] = (), from_env: bool = False, defaults: Mapping[str, Any] | None = None):
+def detector_options(omit: tuple[str, ...] = (), from_env: bool = False,
+                     defaults: Mapping[str, Any] | None = None) -> Callable[[CommandFunction], CommandFunction]:
     """The options of every :class:`~groundsense.config.DetectorConfig` field but those in
     ``omit``, passed to the command under the fields' names, so that
     ``DetectorConfig(**options)`` takes them (``from_env`` and ``defaults``, the command's own
     defaults by field: see :meth:`_Setting.option`)."""
 
-    def decorate(func):
+    def decorate(func: CommandFunction) -> CommandFunction:
         for setting in reversed(SETTINGS):
             if setting.field not in omit:
                 func = setting.option(from_env, (defaults or {}).get(setting.field))(func)
@@ -145,7 +150,7 @@ def detector_options(omit: tuple[str, ...] = (), from_env: bool = False, default
     return decorate
 
 
-def fit_target_options(labels_optional: bool = False):
+def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFunction], CommandFunction]:
     """`calibrate`'s and `eval calibrate`'s -o, --target-recall and --target-precision
     (``labels_optional``: the input may lack labels, which a target needs, and the help says so)."""
     output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -157,7 +162,7 @@ def fit_target_options(labels_optional: bool = False):
         for name in ("recall", "precision")
     ]
 
-    def decorate(func):
+    def decorate(func: CommandFunction) -> CommandFunction:
         for option in reversed([output, *targets]):
             func = option(func)
         return func
@@ -173,6 +178,30 @@ def make_detection(config: DetectorConfig) -> Detection:
     from ..verification import make_detection as make
 
     return make(config)
+
+
+def plain_detector(detection: Detection) -> Detector:
+    """``detection`` as the plain detector that options naming no verifier make: the scorer,
+    chunk count and leave-one-out a calibration is fitted for, and what a feature cache is
+    extracted with. The detector module (torch) is imported only here, as in :func:`make_detection`."""
+    from ..pipeline.detector import Detector
+
+    if not isinstance(detection, Detector):  # a cascade: its options named a verifier
+        raise TypeError(f"features are scored by a plain detector, not a {type(detection).__name__}")
+    return detection
+
+
+def shipped_calibration(scorer: str, chunks: int | None = None, precision: str = "fp32") -> Calibration:
+    """The calibration shipped for ``scorer`` (any chunk count if ``chunks`` is None; for
+    ``precision``: :func:`groundsense.judging.calibration.shipped_calibration`); :class:`Failure`
+    when the package ships none for it."""
+    from ..judging.calibration import shipped_calibration as shipped
+
+    calibration = shipped(scorer, chunks, precision)
+    if calibration is None:
+        raise Failure(f"groundsense ships no calibration for scorer {scorer!r}"
+                      + (f" fitted on answers scored in {chunks} chunks" if chunks is not None else ""))
+    return calibration
 
 
 def calibration_written(path: object, calibration: Calibration) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
@@ -23,8 +24,9 @@ from .inputs import evidence_options, gather_input
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
 @click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
 @detector_options()
-def detect(example, question, question_file, context, context_file, passage_files, answer, answer_file,
-           as_json, fail_on_flag, **detector_options):
+def detect(example: str | None, question: str | None, question_file: str | None, context: str | None,
+           context_file: str | None, passage_files: tuple[str, ...], answer: str | None, answer_file: str | None,
+           as_json: bool, fail_on_flag: bool, **detector_options: Any) -> None:
     """Check one answer against its evidence.
 
     Inputs come from options and files, from --example, or as one JSON object on stdin

@@ -23,7 +23,8 @@ from .interrupts import resumable
               help="Output root [default: attribution/ beside the feature cache].")
 @click.option("--seed", type=int, default=0, show_default=True)
 @partial_option
-def attribution_pairs(benchmark, data, cache, scorer, attribution, seed, partial):
+def attribution_pairs(benchmark: str, data: Path | None, cache: Path, scorer: str | None, attribution: Path | None,
+                      seed: int, partial: bool) -> None:
     """Write the chunks a judge rates for attribution quality: per grounded sentence, the
     detector's support chunk, a random chunk and the most word-overlapping chunk."""
     from ..eval.caches.attribution import attribution_pairs as pairs_of
@@ -61,7 +62,8 @@ def attribution_pairs(benchmark, data, cache, scorer, attribution, seed, partial
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N rows of the pairs file.")
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
 @click.option("--no-progress", is_flag=True)
-def rate_attribution(benchmark, judge, cache, attribution, features, limit, device, no_progress):
+def rate_attribution(benchmark: str, judge: str, cache: Path, attribution: Path | None, features: str | None,
+                     limit: int | None, device: str | None, no_progress: bool) -> None:
     """Have a judge rate each row of `eval attribution-pairs`' pairs.parquet (full, partial,
     none or contradicts) into ratings-<judge>.parquet beside it; rerun to resume.
 

@@ -3,13 +3,27 @@ cache, its flag on held-out answers, the label-free adaptation protocol, and wha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..eval.data.benchmarks import BENCHMARKS
-from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
+from .common import (
+    CONTEXT_SETTINGS,
+    CommandFunction,
+    Failure,
+    calibration_written,
+    fit_target_options,
+    shipped_calibration,
+)
 from .eval_options import emit_report, load_sets, markdown_report_options, partial_option, report_command
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..eval.caches.extract import FeatureSet
 
 
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
@@ -22,7 +36,8 @@ from .eval_options import emit_report, load_sets, markdown_report_options, parti
                    "calibration fitted on bf16 features where the package ships one.")
 @fit_target_options()
 @partial_option
-def calibrate_from_cache(cache, benchmark, scorer, precision, output, target_recall, target_precision, partial):
+def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: str, output: Path,
+                         target_recall: float | None, target_precision: float | None, partial: bool) -> None:
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
     you report on (use a train split)."""
@@ -39,7 +54,7 @@ def calibrate_from_cache(cache, benchmark, scorer, precision, output, target_rec
         click.echo(f"  ({calibration.made_with['errors']} answers that failed to score were left out)", err=True)
 
 
-def held_out_options(calibration_help: str):
+def held_out_options(calibration_help: str) -> Callable[[CommandFunction], CommandFunction]:
     """`operating`'s and `adaptation`'s --cache (held-out answers), --calibration, the report
     options and --partial."""
     options = [
@@ -52,7 +67,7 @@ def held_out_options(calibration_help: str):
         partial_option,
     ]
 
-    def decorate(func):
+    def decorate(func: CommandFunction) -> CommandFunction:
         for option in reversed(options):
             func = option(func)
         return func
@@ -62,14 +77,15 @@ def held_out_options(calibration_help: str):
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @held_out_options("Calibration file to judge with")
-def operating(caches, calibration, output, resamples, seed, partial):
+def operating(caches: tuple[Path, ...], calibration: Path | None, output: Path | None, resamples: int, seed: int,
+              partial: bool) -> None:
     """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
     sentences and for the answer verdict, at the fitted thresholds and at the operating points
     `detect --target-recall/--target-precision` offers, with source-level intervals; and on each
     benchmark's test partition, the same calibration adapted without labels on its dev partition."""
     from ..eval.reports.adapted_operating import adapted_section
     from ..eval.reports.operating import operating_report
-    from ..judging.calibration import Calibration, shipped_calibration
+    from ..judging.calibration import Calibration
     from ..weights import DEFAULT_SCORER
 
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -82,13 +98,14 @@ def operating(caches, calibration, output, resamples, seed, partial):
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @held_out_options("Labelled calibration to adapt")
-def adaptation(caches, calibration, output, resamples, seed, partial):
+def adaptation(caches: tuple[Path, ...], calibration: Path | None, output: Path | None, resamples: int, seed: int,
+               partial: bool) -> None:
     """The label-free adaptation protocol (docs/detector-selection.md): per benchmark, the
     adaptation rules, today's --flag-rate fit and a labelled oracle fitted on its dev partition,
     measured on its test partition for sentences and answers, with source-level intervals; the
     rule chosen on dev, and whether adaptation is adopted."""
     from ..eval.reports.adapted_operating import adaptation_report
-    from ..judging.calibration import Calibration, shipped_calibration
+    from ..judging.calibration import Calibration
     from ..weights import DEFAULT_SCORER
 
     base = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
@@ -97,7 +114,8 @@ def adaptation(caches, calibration, output, resamples, seed, partial):
                 output)
 
 
-def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, lexical: bool = False) -> dict:
+def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool,
+                  lexical: bool = False) -> dict[str, pd.DataFrame]:
     """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it;
     with ``lexical``, their lexical signals joined on where `groundsense eval lexical` stored them."""
     from ..eval.caches.lexical import lexical_columns
@@ -106,9 +124,9 @@ def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, lexical:
             for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 
-def _first_sets(caches, scorer: str, partial: bool) -> dict:
+def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[str, tuple[Path, FeatureSet]]:
     """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set) from the first cache holding one."""
-    chosen = {}
+    chosen: dict[str, tuple[Path, FeatureSet]] = {}
     for cache in caches:
         for s in load_sets(cache, scorer, partial):
             if s.full_exact:
@@ -125,12 +143,11 @@ def _first_sets(caches, scorer: str, partial: bool) -> dict:
               help="Write the Markdown report here [default: standard output].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
 @partial_option
-def learning_curve(caches, output, seed, partial):
+def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, partial: bool) -> None:
     """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
     benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
     times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
     from ..eval.reports.few_labels import learning_curve_report
-    from ..judging.calibration import shipped_calibration
     from ..weights import DEFAULT_SCORER
 
     chosen = _first_sets(caches, DEFAULT_SCORER, partial)
@@ -141,6 +158,7 @@ def learning_curve(caches, output, seed, partial):
     emit_report(learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed), output)
 
 
-def _report_arguments(caches, calibration, partial, output) -> list:
+def _report_arguments(caches: tuple[Path, ...], calibration: Path | None, partial: bool,
+                      output: Path | None) -> list[object]:
     return [*(a for c in caches for a in ("--cache", c)), *(["--calibration", calibration] if calibration else []),
             *(["--partial"] if partial else []), *(["-o", output] if output else [])]

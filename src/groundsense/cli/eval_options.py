@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..eval.caches.layout import cache_folder
 from ..eval.data.benchmarks import BENCHMARKS
+from .common import CommandFunction
+
+if TYPE_CHECKING:
+    from ..eval.caches.extract import FeatureSet
+    from ..eval.data.cases import Case
 
 DEFAULT_CACHE = cache_folder("features")  # under runs/ in the working directory (gitignored)
 DEFAULT_VERIFIER_CACHE = cache_folder("verifiers")
@@ -20,14 +26,14 @@ def _sample_option(value: str) -> str:
     return value
 
 
-def data_option(func):
+def data_option(func: CommandFunction) -> CommandFunction:
     """``--data``: the benchmark data folder (:func:`groundsense.eval.data.locations.data_root`)."""
     return click.option("--data", type=click.Path(file_okay=False, path_type=Path), default=None,
                         help="The benchmark data folder, holding ragtruth/, tofueval/ and ragbench/ "
                              "[default: $GROUNDSENSE_DATA, else ../shared/data beside a source checkout].")(func)
 
 
-def case_options(func):
+def case_options(func: CommandFunction) -> CommandFunction:
     """The options that select a benchmark's cases, shared by ``extract`` and ``verify``."""
     options = [
         click.argument("benchmark", type=click.Choice(BENCHMARKS)),
@@ -46,7 +52,8 @@ def case_options(func):
     return func
 
 
-def cases_for(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ...], subsets: str | None) -> list:
+def cases_for(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ...],
+              subsets: str | None) -> list[Case]:
     """The cases the :func:`case_options` select, saying on stderr what was loaded, dropped and kept."""
     from ..eval.data.benchmarks import selected_cases
     from ..eval.data.cases import cases_summary
@@ -57,7 +64,7 @@ def cases_for(benchmark: str, data: Path | None, sample: str, splits: tuple[str,
     return cases
 
 
-def partial_option(func):
+def partial_option(func: CommandFunction) -> CommandFunction:
     """``--partial``: also read feature sets whose extraction has not finished."""
     return click.option("--partial", is_flag=True,
                         help="Also read feature sets whose extraction has not finished (left out by default, with a "
@@ -65,7 +72,7 @@ def partial_option(func):
                              "figures are not the complete set's).")(func)
 
 
-def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> list:
+def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> list[FeatureSet]:
     """The feature sets cached under ``cache`` (:func:`groundsense.eval.caches.extract.load_cache`).
     One whose extraction has not finished (a run still going, or stopped) is left out unless
     ``partial``; either way stderr says so."""
@@ -75,6 +82,7 @@ def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> 
     for s in load_cache(cache, scorer):
         missing = s.missing
         if missing:
+            assert s.planned is not None, "missing answers are counted against the recorded plan"
             fate = "read anyway (--partial)" if partial else "left out (pass --partial to read it)"
             click.echo(f"warning: {cache}/{s.benchmark}/{s.key} lacks {missing} of the {len(s.planned)} answers "
                        f"its extractions were asked for: {fate}. Its partitions are drawn over the answers present, so "
@@ -85,7 +93,7 @@ def load_sets(cache: Path, scorer: str | None = None, partial: bool = False) -> 
     return kept
 
 
-def cached_cases(features, data: Path | None) -> list:
+def cached_cases(features: FeatureSet, data: Path | None) -> list[Case]:
     """The benchmark cases a feature set holds, loaded again from the data (the cache keeps
     sentences, not the evidence)."""
     from ..eval.data.benchmarks import DEFAULT_SPLITS, load_benchmark
@@ -95,7 +103,7 @@ def cached_cases(features, data: Path | None) -> list:
     return [c for c in load_benchmark(features.benchmark, splits, data=data)[0] if c.id in wanted]
 
 
-def report_command(*args) -> str:
+def report_command(*args: object) -> str:
     """The shell command that renders a report, shown in its header (the published-report
     check reruns it). Default resamples and seed only: those are what is published."""
     return shlex.join(["groundsense", "eval", *map(str, args)])
@@ -108,7 +116,7 @@ def emit_report(text: str, output: Path | None) -> None:
     click.echo(text if not output else f"wrote {output}")
 
 
-def markdown_report_options(func):
+def markdown_report_options(func: CommandFunction) -> CommandFunction:
     """``-o`` (a Markdown file, else standard output), ``--resamples`` and ``--seed``: the options
     of the reports that carry their command on line 3 (`selection`, `answers`, `operating`)."""
     options = [

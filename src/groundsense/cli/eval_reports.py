@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..eval.caches.layout import cache_folder
 from ..eval.data.benchmarks import BENCHMARKS
-from .common import CONTEXT_SETTINGS, Failure
+from .common import CONTEXT_SETTINGS, Failure, shipped_calibration
 from .eval_options import (
     DEFAULT_CACHE,
     emit_report,
@@ -19,6 +20,10 @@ from .eval_options import (
     partial_option,
     report_command,
 )
+
+if TYPE_CHECKING:
+    from ..eval.caches.extract import FeatureSet
+    from ..judging.calibration import Calibration
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -33,7 +38,8 @@ from .eval_options import (
 @click.option("--attribution", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Attribution pairs and ratings [default: attribution/ beside the feature cache].")
 @partial_option
-def report(cache, scorer, output, resamples, seed, verifiers, attribution, partial):
+def report(cache: Path, scorer: str | None, output: Path, resamples: int, seed: int, verifiers: Path | None,
+           attribution: Path | None, partial: bool) -> None:
     """Tables, JSON and figures from the feature cache (no scorer needed), with the verifier
     comparisons and attribution ratings where those caches exist."""
     from ..eval.reports.report import write_report
@@ -60,7 +66,8 @@ def report(cache, scorer, output, resamples, seed, verifiers, attribution, parti
 @click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
 @markdown_report_options
 @partial_option
-def selection(cache, split_cache, candidate, scorer, output, resamples, seed, partial):
+def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str, output: Path | None, resamples: int,
+              seed: int, partial: bool) -> None:
     """The detector-selection protocol (docs/detector-selection.md): leave-one-benchmark-out
     transfer of a trained detector against the sentence gap, and the adoption rule's verdict."""
     from ..eval.reports.selection import selection_report
@@ -96,16 +103,16 @@ def selection(cache, split_cache, candidate, scorer, output, resamples, seed, pa
               help="With --judges: write the adopted candidate J's fusion file (references and thresholds fitted on "
                    "the judged dev partitions, pooled) instead of the report.")
 @markdown_report_options
-def fusion(cache, split_cache, scorer, judges, dev_only, fit_fusion, output, resamples, seed):
+def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev_only: bool, fit_fusion: Path | None,
+           output: Path | None, resamples: int, seed: int) -> None:
     """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
     signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
     dev partitions, against today's score and word overlap on the test partitions, and the
     adoption rule's verdict. Needs `groundsense eval lexical` first."""
     from ..eval.reports.fusion import fusion_report
     from ..eval.reports.fusion_judge import judge_fusion_report
-    from ..judging.calibration import shipped_calibration
 
-    found = {}
+    found: dict[str, FeatureSet] = {}
     for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
         sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
         if len(sets) != 1:
@@ -132,7 +139,8 @@ def fusion(cache, split_cache, scorer, judges, dev_only, fit_fusion, output, res
     emit_report(text, output)
 
 
-def _write_fusion(found, calibration, judges: Path, seed: int, output: Path, command: str) -> None:
+def _write_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int, output: Path,
+                  command: str) -> None:
     """Fit candidate J's fusion on the judged dev partitions and write it to ``output``."""
     from ..eval.judge_fusion import fit_judge_fusion
     from ..eval.reports.fusion_judge import judge_domains
@@ -156,7 +164,8 @@ def _write_fusion(found, calibration, judges: Path, seed: int, output: Path, com
               help="Folder of the published reference features (../shared/reference/gasp-v1) to compare with.")
 @markdown_report_options
 @partial_option
-def answers(caches, reference, output, resamples, seed, partial):
+def answers(caches: tuple[Path, ...], reference: Path | None, output: Path | None, resamples: int, seed: int,
+            partial: bool) -> None:
     """Answer-level AUC of training-free aggregations of sentence scores, by benchmark and
     partition, and the conditions that move it (scorer, task, answer cap, reference features).
     Caches kept with token rows (`eval extract --token-rows`) add token-level aggregations."""
@@ -165,7 +174,8 @@ def answers(caches, reference, output, resamples, seed, partial):
 
     if reference:
         reference_dir(reference)  # a clear error for a folder that is not there
-    sets, served = {}, set()
+    sets: dict[str, FeatureSet] = {}
+    served: set[tuple] = set()
     for cache in caches:
         for s in load_sets(cache, partial=partial):
             held = _answers_held(s)
@@ -181,7 +191,7 @@ def answers(caches, reference, output, resamples, seed, partial):
     emit_report(text, output)
 
 
-def _answers_held(features) -> tuple:
+def _answers_held(features: FeatureSet) -> tuple:
     """What makes two cached sets the same for `eval answers`: benchmark, configuration (token
     rows aside; old caches' unrecorded leave-one-out is exact, their precision fp32) and answers."""
     config = {**{k: v for k, v in features.config.items() if k != "token_rows"},
@@ -199,7 +209,8 @@ def _answers_held(features) -> tuple:
               help="benchmarks/scorer_cost.py's JSON: each scorer and mode timed on the same answers in one run.")
 @markdown_report_options
 @partial_option
-def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
+def scorer_cost(caches: tuple[Path, ...], benchmark: str, timings: Path | None, output: Path | None, resamples: int,
+                seed: int, partial: bool) -> None:
     """Which scorer, at what cost: span and answer-level AUC and the recorded seconds per
     answer of every scorer and mode cached for one benchmark's answers."""
     from ..eval.reports.scorer_cost import scorer_report
@@ -228,7 +239,8 @@ def scorer_cost(caches, benchmark, timings, output, resamples, seed, partial):
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @partial_option
-def compare(key_a, key_b, cache, benchmark, output, resamples, seed, partial):
+def compare(key_a: str, key_b: str, cache: Path, benchmark: str | None, output: Path | None, resamples: int, seed: int,
+            partial: bool) -> None:
     """Compare two cached configurations of one benchmark (the same scorer or two) over the same answers.
 
     KEY_A and KEY_B are cache folder names (as `eval report` lists them), e.g. exact and
@@ -254,7 +266,7 @@ def compare(key_a, key_b, cache, benchmark, output, resamples, seed, partial):
             raise click.BadParameter(f"{key} {problem} (cached: {known})", param_hint=hint)
         chosen.append(matches[0])
     try:
-        comparison = run_compare(*chosen, seed=seed, n_resamples=resamples)
+        comparison = run_compare(chosen[0], chosen[1], seed=seed, n_resamples=resamples)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(comparison.report())

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..config import DetectorConfig
 from ..eval.data.benchmarks import BENCHMARKS
 from . import common
-from .common import CONTEXT_SETTINGS, FLAGGING, detector_options
+from .common import CONTEXT_SETTINGS, FLAGGING, detector_options, plain_detector
 from .eval_options import (
     DEFAULT_CACHE,
     DEFAULT_VERIFIER_CACHE,
@@ -31,22 +32,23 @@ from .interrupts import resumable
 @click.option("--token-rows", is_flag=True,
               help="Also keep each sentence's per-token scores (cached under its own key), to re-aggregate offline.")
 @click.option("--no-progress", is_flag=True)
-def extract(benchmark, data, sample, splits, subsets, limit, cache, token_rows, no_progress, **detector_options):
+def extract(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ...], subsets: str | None,
+            limit: int | None, cache: Path, token_rows: bool, no_progress: bool, **detector_options: Any) -> None:
     """Score a benchmark's cases into the feature cache, under a key of the detector settings
     that change features (all but --device); rerun to resume."""
     from ..eval.caches.extract import extract as run_extract
 
     config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, data, sample, splits, subsets)
-    detector = common.make_detection(config)
+    detector = plain_detector(common.make_detection(config))  # FLAGGING, the verifier among them, is omitted
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "
                f"{summary.errors} errors", err=True)
 
 
-def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
-    pairs = {}
+def _option_pairs(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
     for value in values:
         name, sep, setting = value.partition("=")
         if not sep or not name:
@@ -66,7 +68,9 @@ def _option_pairs(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_VERIFIER_CACHE,
               show_default=True)
 @click.option("--no-progress", is_flag=True)
-def verify(benchmark, data, sample, splits, subsets, limit, spec, options, device, cache, no_progress):
+def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ...], subsets: str | None,
+           limit: int | None, spec: str, options: dict[str, str], device: str | None, cache: Path,
+           no_progress: bool) -> None:
     """Score the same cases as `eval extract` with a verifier into the verifier cache; rerun to resume.
 
     \b
@@ -94,7 +98,7 @@ def verify(benchmark, data, sample, splits, subsets, limit, spec, options, devic
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--scorer", "-m", default=None, metavar="NAME", help="Only the feature sets of this scorer.")
 @click.option("--force", is_flag=True, help="Compute them again where they are stored already.")
-def lexical(benchmark, data, cache, scorer, force):
+def lexical(benchmark: str, data: Path | None, cache: Path, scorer: str | None, force: bool) -> None:
     """Store the lexical signals (docs/output.md) of every full-mode feature set of a benchmark
     under --cache, beside its parts (lexical.parquet). No model pass: the scorer's tokenizer
     cuts and chunks the evidence as the detector did."""
@@ -122,7 +126,7 @@ def lexical(benchmark, data, cache, scorer, force):
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("case_id")
 @data_option
-def case(case_id, data):
+def case(case_id: str, data: Path | None) -> None:
     """Print one case as a JSON row for `groundsense detect` or `batch`.
 
     \b

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
 
 from ..errors import InputError
 from .calibrate import fused_verifier_option, score_rows, scoring_options
-from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options
+from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options, plain_detector
 
 if TYPE_CHECKING:
     from ..eval.reports.few_labels import Comparison
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 @click.option("--fusion", "base", default=None, metavar="BASE.json",
               help="With --fuse: the fusion to start from (its judge and sensitivity statistics; the references, "
                    "weights and thresholds are fitted anew) [default: the shipped one].")
-def fit(source, features, no_progress, output, target_recall, target_precision, force, fuse, verifier, base,
-        **detector_options):
+def fit(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
+        target_precision: float | None, force: bool, fuse: bool, verifier: str | None, base: str | None,
+        **detector_options: Any) -> None:
     """Fit a detector on labelled answers: a logistic regression over each sentence's features,
     with thresholds, as a calibration file that `--calibration` takes everywhere.
 
@@ -77,15 +78,17 @@ def fit(source, features, no_progress, output, target_recall, target_precision, 
 
 
 def _fit_detector(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
-                  target_precision: float | None, force: bool, detector_options: dict) -> None:
+                  target_precision: float | None, force: bool, detector_options: dict[str, Any]) -> None:
     """The detector's logistic fit, checked against the shipped calibration's score."""
     from ..eval.reports.few_labels import compare, cross_validate, logistic_sides
     from ..judging.calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
     from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
     from .calibration_data import read_scored
 
-    detector, features = score_rows(source, features, no_progress, detector_options)
-    scored = read_scored(source, features, detector.adjudicator.leave_one_out)
+    detection, features = score_rows(source, features, no_progress, detector_options)
+    detector = plain_detector(detection)  # the options name no verifier
+    scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
+    assert scored.labels is not None, "fit refuses rows without labels before scoring them"
     base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
     rows = fitted_rows(scored.features)
     values = {name: v[rows] for name, v in scored.features.items()}
@@ -111,7 +114,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
 
 def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
                 target_precision: float | None, force: bool, verifier: str | None, base_name: str,
-                detector_options: dict) -> None:
+                detector_options: dict[str, Any]) -> None:
     """A fused cascade's weighted fusion (:meth:`~groundsense.verification.fusion.RankFusion.weighted`),
     checked against the ranks' average with references from the same training folds."""
     from ..eval.reports.few_labels import compare, cross_validate, fusion_sides
@@ -123,6 +126,7 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
     detector, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
                                     {**detector_options, **fused_options(base)})
     scored = read_scored(source, features, detector.config.leave_one_out)
+    assert scored.labels is not None, "fit refuses rows without labels before scoring them"
     signals = base.signals(scored.features, scored.verifier_scores)
     rows = np.all([np.isfinite(v) for v in signals.values()], axis=0)
     values = {name: v[rows] for name, v in signals.items()}
@@ -167,7 +171,7 @@ def _checked(comparison: Comparison, scored: ScoredRows, output: Path, force: bo
     click.echo(markdown_table(comparison.table()))
     if not comparison.better:
         message = (f"the fit does not rank significantly better than the default (AUC difference "
-                   f"{comparison.table().loc['fitted − default', 'span AUC']}: its interval is not above 0)")
+                   f"{str(comparison.table().loc['fitted − default', 'span AUC'])}: its interval is not above 0)")
         if not force:
             raise click.ClickException(f"{message}; {output} not written. Label more answers, or pass --force to "
                                        "write it anyway")

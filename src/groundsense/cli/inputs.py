@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from ..errors import InputError
+from .common import CommandFunction
 
 
-def evidence_options(func):
+def evidence_options(func: CommandFunction) -> CommandFunction:
     """The options that give the question and the evidence."""
     for option in reversed([
         click.option("--question", "-q", default=None, help="The question or instruction."),
@@ -23,14 +25,16 @@ def evidence_options(func):
     return func
 
 
-def gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file) -> dict:
+def gather_input(example: str | None, question: str | None, question_file: str | None, context: str | None,
+                 context_file: str | None, passage_files: tuple[str, ...], answer: str | None,
+                 answer_file: str | None) -> dict[str, Any]:
     """The request row: the options and files over a shipped example, or over a JSON object on
     standard input (read when no answer is given). Evidence given as options replaces the
     row's evidence whole (its context or passages), so the two never mix."""
     from ..inputs.files import load_example, read_json_stream, read_text
     from ..inputs.validate import check_object
 
-    row: dict = {}
+    row: dict[str, Any] = {}
     if example:
         row = load_example(example)
     elif answer is None and answer_file is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import click
 
 from ..errors import InputError
@@ -17,7 +19,8 @@ TRANSPORTS = ("stdio", "streamable-http")
                    "http://HOST:PORT/mcp to clients that connect.")
 @click.option("--host", default=None, help="With streamable-http [default: 127.0.0.1].")
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="With streamable-http [default: 8000].")
-def mcp(transport, host, port, **detector_options):
+def mcp(transport: Literal["stdio", "streamable-http"], host: str | None, port: int | None,
+        **detector_options: Any) -> None:
     """Run an MCP server whose tool, check_grounding, checks an answer against its evidence.
 
     An agent calls it after drafting an answer from retrieved passages, before showing it

@@ -58,8 +58,9 @@ def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -
     line.append("score " + ("   n/a " if s.score is None else f"{s.score:+7.3f}") + "  ", style="dim")
     line.append(printable(s.text), style=_style(s))
     console.print(line)
-    if s.verifier_score is not None:
-        console.print(Text(f"      verifier {cascade['verifier']}: "
+    if s.verifier_score is not None:  # a cascade's: its record (or description) names the verifier
+        verifier = f" {cascade['verifier']}" if cascade else ""
+        console.print(Text(f"      verifier{verifier}: "
                            f"P(unsupported) {s.verifier_score:.3f} decides the flag",
                            style="blue"))
     if s.explanation:

@@ -60,7 +60,7 @@ def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> N
 @click.option("--hash-key", is_flag=True, expose_value=False, is_eager=True, callback=print_key_hash,
               help="Read an API key on stdin, print the line to put in --api-key-file (or GROUNDSENSE_API_KEYS), "
                    "and exit.")
-def serve(**options):
+def serve(**options: object) -> None:
     """Run the HTTP API and the review page (open http://HOST:PORT/).
 
     Flags override GROUNDSENSE_* environment variables, which override the defaults. The

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -14,6 +15,9 @@ from ..errors import InputError
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
 from .inputs import evidence_options, gather_input
+
+if TYPE_CHECKING:
+    from ..result import SentenceResult
 
 
 def _stdin_text() -> Iterator[str]:
@@ -53,8 +57,9 @@ def _replayed(answer: str, delay: float) -> Iterator[str]:
               help="Print NDJSON events, as POST /v1/detect/stream does: one per sentence, then the result.")
 @click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
 @detector_options()
-def stream(question, question_file, context, context_file, passage_files, example, delay, as_json, fail_on_flag,
-           **detector_options):
+def stream(question: str | None, question_file: str | None, context: str | None, context_file: str | None,
+           passage_files: tuple[str, ...], example: str | None, delay: float, as_json: bool, fail_on_flag: bool,
+           **detector_options: Any) -> None:
     """Check an answer while it is generated: read it from standard input as it arrives and
     print each sentence's verdict as soon as the sentence ends.
 
@@ -78,6 +83,7 @@ def stream(question, question_file, context, context_file, passage_files, exampl
     head = check_stream_head(row)
     detection = common.make_detection(DetectorConfig(**{**detector_options, **head.options}))
     checking = detection.stream(**head.arguments)
+    about: dict | None = None
     if not as_json:
         about = detection.describe(checking.chunks)
         render_header(about["scorer"], about["mode"], about["leave_one_out"], about["score_rule"], about["threshold"],
@@ -85,7 +91,8 @@ def stream(question, question_file, context, context_file, passage_files, exampl
     printed = 0
     for piece in pieces:
         for sentence in checking.feed(piece):
-            _print_sentence(sentence, None, as_json, console)
+            # A cascade's stream verifies a flagged sentence as it ends: its description names the verifier.
+            _print_sentence(sentence, about, as_json, console)
             printed += 1
     result = checking.close()
     # The rest; in the terminal also the printed sentences a cascade's close escalated (their verdict changed).
@@ -100,7 +107,7 @@ def stream(question, question_file, context, context_file, passage_files, exampl
         sys.exit(1)
 
 
-def _print_sentence(sentence, cascade: dict | None, as_json: bool, console: Console) -> None:
+def _print_sentence(sentence: SentenceResult, cascade: dict | None, as_json: bool, console: Console) -> None:
     if as_json:
         click.echo(json.dumps({"event": "sentence", "sentence": sentence.to_dict()}, ensure_ascii=False))
     else:
