@@ -3,8 +3,9 @@
 # sample of scripts/default_calibration.sh), into the committed, resumable cache
 # results/calibration-verifiers: what fitting the fused cascade's fusion on the training
 # answers needs (issue #39; today's shipped fusion is fitted on the benchmarks' judged dev
-# partitions, docs/verifiers.md). About 1.4 s a sentence at 2 threads on a CPU, 11,364
-# sentences: hours, so rerun to resume and commit the parts as they grow.
+# partitions, docs/verifiers.md). 11,364 sentences at about 2.5 s each at 2 threads on an idle
+# 2-core CPU (these answers' evidence is longer than TofuEval's): about 8 hours, so rerun to
+# resume and commit the parts as they grow (`--device cuda` on a GPU takes minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
