@@ -76,7 +76,7 @@ def sentence_features(logp: np.ndarray, jsd: np.ndarray, owner: np.ndarray, n_se
     return SentenceFeatures(values, drops, jsds)
 
 
-def signed_features(gap: np.ndarray, drops: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+def signed_features(gap: np.ndarray, drops: Sequence[np.ndarray | Sequence[float]]) -> dict[str, np.ndarray]:
     """The :data:`SIGNED` features from each sentence's gap and per-chunk drops.
 
     ``drops`` holds one 1-D array per sentence (rows of a [S, K] array, or lists of

@@ -64,8 +64,10 @@ def attribution_pairs(table: pd.DataFrame, chunks: Mapping[str, list[str]], seed
         detector = support_chunk(np.asarray(row.drops, dtype=float))
         if detector is None:
             continue
-        picks = {"detector": detector, "random": int(rng.integers(len(texts))),
-                 "lexical": lexical_chunk(row.sentence, texts)}
+        random = int(rng.integers(len(texts)))
+        lexical = lexical_chunk(row.sentence, texts)
+        assert lexical is not None, "a chunk supports the sentence, so there are chunks"
+        picks = {"detector": detector, "random": random, "lexical": lexical}
         rows += [{"case_id": row.case_id, "sentence_index": int(row.sentence_index), "which": which, "chunk": chunk,
                   "sentence": row.sentence, "chunk_text": texts[chunk]} for which, chunk in picks.items()]
     return pd.DataFrame(rows, columns=["case_id", "sentence_index", "which", "chunk", "sentence", "chunk_text"])

@@ -8,6 +8,7 @@ detector-selection protocol (:mod:`..reports.selection`); the shipped detector u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -103,7 +104,9 @@ def token_threshold_sweep(devs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 def tuned_thresholds(sweep: pd.DataFrame) -> tuple[float, float]:
     """The pair with the best mean over the sweep's columns (every benchmark counts the same;
     ties go to the first pair in grid order)."""
-    return tuple(sweep.mean(axis=1).idxmax())
+    # a label of the (dependent, unresolved) index: a pair of thresholds
+    dependent, unresolved = cast("tuple[float, float]", sweep.mean(axis=1).idxmax())
+    return dependent, unresolved
 
 
 def suspicion(table: pd.DataFrame, feature: str) -> np.ndarray:

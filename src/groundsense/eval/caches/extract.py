@@ -117,6 +117,8 @@ def token_columns(tokens: TokenRows, sentence: int) -> dict:
 def sentence_rows(case: Case, result: DetectionResult, seconds: float, token_rows: bool = False) -> list[dict]:
     """One row per labelled sentence: labels, the eight features, per-chunk lists, cost,
     and with ``token_rows`` the sentence's :data:`TOKEN_COLUMNS`."""
+    tokens = result.tokens if token_rows else None
+    assert tokens is not None or not token_rows, "a detector's result keeps its passes' token rows"
     cost = {
         "seconds": seconds,
         "tokens_processed": result.tokens_processed,
@@ -138,7 +140,7 @@ def sentence_rows(case: Case, result: DetectionResult, seconds: float, token_row
             "status": s.status,
             "error": None,
             **cost,
-            **(token_columns(result.tokens, i) if token_rows else {}),
+            **(token_columns(tokens, i) if tokens is not None else {}),
         }
         for i, (s, labelled) in enumerate(zip(result.sentences, case.sentences))
     ]
@@ -168,11 +170,8 @@ def extract(
     asked = ordered(cases)[:limit]
     record_plan(folder, (c.id for c in asked))
     pending, skipped = pending_cases(asked, folder, None)
-    case_rows = (
-        [error_row(case, outcome.error)] if outcome.error is not None
-        else sentence_rows(case, outcome.result, seconds, token_rows)
-        for case, outcome, seconds in _timed(detector, pending, progress)
-    )
+    case_rows = (_case_rows(case, outcome, seconds, token_rows)
+                 for case, outcome, seconds in _timed(detector, pending, progress))
     written, errors = write_cases(folder, case_rows, batch_size)
     return RunSummary(folder, written=written, skipped=skipped, errors=errors)
 
@@ -243,6 +242,14 @@ def load_cache(cache: str | Path, scorer: str | None = None) -> list[FeatureSet]
             sets.append(FeatureSet(folder.parent.name, config, folder.name, read_parts(folder),
                                    planned_case_ids(folder), folder))
     return [s for s in sets if len(s.rows)]
+
+
+def _case_rows(case: Case, outcome: Outcome, seconds: float, token_rows: bool) -> list[dict]:
+    """The cache rows of one case: its error's, or one per labelled sentence."""
+    if outcome.error is not None:
+        return [error_row(case, outcome.error)]
+    assert outcome.result is not None, "an outcome without an error has its result"
+    return sentence_rows(case, outcome.result, seconds, token_rows)
 
 
 def _timed(detector: Detector, cases: list[Case], progress: bool) -> Iterator[tuple[Case, Outcome, float]]:

@@ -30,10 +30,10 @@ def lexical_rows(sentences: pd.DataFrame, chunks: Mapping[str, list[str]]) -> pd
     for case_id, group in sentences.groupby("case_id", sort=True):
         if case_id not in chunks:
             continue
-        evidence = EvidenceWords.of(chunks[case_id])
-        for row in group.itertuples(index=False):
-            text = row.sentence or ""
-            rows.append({"case_id": case_id, "sentence_index": int(row.sentence_index),
+        evidence = EvidenceWords.of(chunks[str(case_id)])  # case ids are strings
+        for index, sentence in zip(group["sentence_index"].tolist(), group["sentence"].tolist()):
+            text = sentence or ""
+            rows.append({"case_id": case_id, "sentence_index": int(index),
                          **lexical_signals(text, evidence), "absent": "|".join(absent_terms(text, evidence))})
     return pd.DataFrame(rows, columns=[*KEY, *LEXICAL, "absent"])
 

@@ -7,6 +7,7 @@ else the folder an environment variable names, else its place beside a source ch
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ...errors import InputError
@@ -53,7 +54,7 @@ def _folder(given: str | Path | None, variable: str, option: str, shared: str, w
     return root / shared
 
 
-def _get_data(benchmarks) -> str:
+def _get_data(benchmarks: Iterable[str]) -> str:
     return "download " + "; ".join(BENCHMARK_SOURCES[b] for b in benchmarks) + f" ({DATA_DOC})"
 
 

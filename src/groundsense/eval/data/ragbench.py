@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -71,7 +72,8 @@ def _key(key: object) -> str:
     return str(key).strip().rstrip(".")
 
 
-def _to_case(subset: str, row: tuple, source_id: str, dropped: DropLog) -> Case | None:
+def _to_case(subset: str, row: Any, source_id: str, dropped: DropLog) -> Case | None:
+    # ``row``: an ``itertuples`` row, a namedtuple whose fields are the parquet file's columns (typed only at run time)
     case_id = f"ragbench:{subset}:{row.file_split}:{row.id}:{row.generation_model_name}"
     answer = row.response
     if not answer.strip():

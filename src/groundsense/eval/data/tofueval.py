@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -34,7 +35,8 @@ def load_tofueval(
         transcripts = dict(zip(docs["meeting_id"], docs["source"]))
         allowed = set(official[split]["meetingbank"])
         for key, group in rows.groupby(_SUMMARY_KEY, sort=True):
-            case = _to_case(split, key, group, transcripts, allowed, dropped)
+            # grouped by the three string columns of _SUMMARY_KEY: the key is their three values
+            case = _to_case(split, cast("tuple[str, str, str]", key), group, transcripts, allowed, dropped)
             if case is not None:
                 cases.append(case)
     return cases, dropped
@@ -84,6 +86,8 @@ def _to_case(
     for span, (_, row) in zip(locate_sentences(answer, texts), group.iterrows()):
         unsupported = row["sent_label"] == "no"
         kind = sentence_type(str(row["type"])) if unsupported and pd.notna(row["type"]) else None
+        # every text is a stripped piece of ``answer``, joined in order: each is found
+        assert span is not None, f"{case_id}: sentence not found in the joined summary"
         sentences.append(LabelledSentence(span[0], span[1], unsupported, kind))
     return Case(
         id=case_id,

@@ -7,6 +7,7 @@ dev partition (`groundsense eval adaptation`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,16 @@ def adapted_section(sets: Mapping[str, pd.DataFrame], base: Calibration, n_resam
     return "\n".join(lines)
 
 
+class _Goal(TypedDict):
+    """One benchmark's line under "The issue's goals"."""
+
+    f1: float
+    difference: tuple[float, float, float]
+    block: float
+    recall: float
+    floor: float
+
+
 def point_f1(calibration: Calibration, sentences: pd.DataFrame) -> float:
     y, flagged, _ = outcomes(calibration, sentences)["sentence"]
     y, flagged = y.astype(bool), flagged.astype(bool)
@@ -118,7 +129,8 @@ def few_answer_f1(base: Calibration, dev: pd.DataFrame, test: pd.DataFrame, meth
     for _ in range(FEW_DRAWS):
         drawn = dev[dev["case_id"].isin(rng.choice(cases, FEW_ANSWERS, replace=False))]
         scores.append(point_f1(adapt(base, domain(drawn), method), test))
-    return float(np.mean(scores)), *map(float, np.percentile(scores, [2.5, 97.5]))
+    lo, hi = np.percentile(scores, [2.5, 97.5])
+    return float(np.mean(scores)), float(lo), float(hi)
 
 
 def adaptation_report(sets: Mapping[str, pd.DataFrame], base: Calibration, command: str,
@@ -143,7 +155,8 @@ def adaptation_report(sets: Mapping[str, pd.DataFrame], base: Calibration, comma
         markdown_table(dev_f1.assign(mean=dev_f1.mean(axis=1)).rename(index=lambda m: f"{LETTERS[m]}: {m}")), "",
         f"Chosen: **{chosen_row}**.", "",
     ]
-    verdicts, goals = {}, {}
+    verdicts: dict[str, tuple[float, float, float]] = {}
+    goals: dict[str, _Goal] = {}
     for name, p in parts.items():
         test = p[TEST]
         lines += [f"## {name}: test partition, {test['case_id'].nunique()} answers, "

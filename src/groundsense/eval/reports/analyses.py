@@ -35,10 +35,11 @@ class Section:
 
 def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Section:
     section = Section(["### Signed sensitivity: conflict vs baseless (test)", ""])
-    if "drops" not in result.test.columns:
+    dev, test = result.partitions()
+    if "drops" not in test.columns:
         section.lines += ["Not computed: the feature set has no per-chunk drops.", ""]
         return section
-    separation = kind_separation(result.dev, result.test, seed, n_resamples)
+    separation = kind_separation(dev, test, seed, n_resamples)
     if separation is None:
         section.lines += ["Not computed: the development or test partition lacks conflicting or baseless "
                           "unsupported sentences (the benchmark has no types, or too few).", ""]
@@ -62,7 +63,8 @@ def signed_section(result: BenchmarkResult, seed: int, n_resamples: int) -> Sect
 
 def verifier_comparisons(result: BenchmarkResult, root: Path, seed: int, n_resamples: int) -> list[VerifierComparison]:
     caches = load_verifier_cache(root, result.features.benchmark)
-    comparisons = [compare_verifier(result.dev, result.test, rows, key, seed, n_resamples)
+    dev, test = result.partitions()
+    comparisons = [compare_verifier(dev, test, rows, key, seed, n_resamples)
                    for key, rows in caches.items()]
     return [c for c in comparisons if c is not None]
 

@@ -116,7 +116,8 @@ def partition_answers(features: FeatureSet, seed: int = 0,
     if thresholds is not None and has_token_rows(dev):
         dev, test = with_token_features(dev, thresholds), with_token_features(test, thresholds)
     scorer, k = features.config["scorer"], features.config["k"]
-    return tuple(answer_table(p, sensitivity_score(p, scorer, k)) for p in (dev, test))
+    return (answer_table(dev, sensitivity_score(dev, scorer, k)),
+            answer_table(test, sensitivity_score(test, scorer, k)))
 
 
 def answer_thresholds(sets: Mapping[str, FeatureSet],
@@ -209,6 +210,7 @@ def answer_report(sets: Mapping[str, FeatureSet], reference: Path | None, comman
              "## Conditions (both partitions)", "", markdown_table(by_aggregation(conditions)), ""]
     ref = reference_answers(reference) if reference else None
     if ref is not None:
+        assert reference is not None, "ref is read from reference"
         lines += ["## The published reference features (Qwen2.5-1.5B-Instruct, K=5, RAGTruth train, Summary and "
                   f"Data2txt, {len(ref)} answers)", "",
                   "The same aggregations on the features published with the original code "

@@ -60,10 +60,12 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """JSON-safe numbers (NaN becomes null)."""
-        return json_safe({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
+        safe = json_safe({"a": self.a, "b": self.b, "sentences": self.sentences, "answers": self.answers,
                           "left_out": self.left_out, "span": frame_numbers(self.span),
                           "answer": frame_numbers(self.answer),
                           "agreement": frame_numbers(self.agreement)})
+        assert isinstance(safe, dict), "json_safe keeps a dict a dict"
+        return safe
 
 
 def aligned(a: FeatureSet, b: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:

@@ -137,7 +137,7 @@ class Comparison:
         return self.auc["fitted − default"][1] > 0
 
     def table(self) -> pd.DataFrame:
-        def cells(metric: dict) -> dict[str, str]:
+        def cells(metric: dict[str, tuple[float, float, float]]) -> dict[str, str]:
             return {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in metric.items()}
 
         return pd.DataFrame({"span AUC": cells(self.auc), "F1": cells(self.f1)})
@@ -159,7 +159,7 @@ def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison
                                                held.groups, n_resamples, seed)
     f1s = {"fitted": fitted, "default": default, "fitted − default": f1_difference}
     y = held.labels.astype(bool)
-    return Comparison({k: tuple(map(float, v)) for k, v in auc.items()}, f1s, len(y), int(y.sum()),
+    return Comparison({k: (float(a), float(b), float(c)) for k, (a, b, c) in auc.items()}, f1s, len(y), int(y.sum()),
                       len(set(held.groups)))
 
 
@@ -175,7 +175,8 @@ def draw_answers(by_source: Mapping[str, list], n: int, rng: np.random.Generator
     """``n`` answers drawn source by source (``by_source``: each source's answers) in a seeded
     order, the last source cut to make ``n``: (answers drawn, sources touched)."""
     sources = list(by_source)
-    drawn, touched = [], set()
+    drawn: list[str] = []  # answer ids
+    touched = set()
     for i in rng.permutation(len(sources)):
         touched.add(sources[i])
         drawn += by_source[sources[i]][: n - len(drawn)]
@@ -226,8 +227,8 @@ def curve_table(draws: pd.DataFrame) -> pd.DataFrame:
             difference = group[f"fitted {metric}"] - group[f"default {metric}"]
             row[f"default {metric}"] = group[f"default {metric}"].mean()
             row[f"fitted {metric}"] = group[f"fitted {metric}"].mean()
-            row[f"{metric} difference [2.5%, 97.5%]"] = interval_text(
-                difference.mean(), *np.percentile(difference, [2.5, 97.5]), sign="+")
+            lo, hi = np.percentile(difference, [2.5, 97.5])
+            row[f"{metric} difference [2.5%, 97.5%]"] = interval_text(difference.mean(), lo, hi, sign="+")
         rows[f"{n} answers"] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -23,10 +23,10 @@ from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..caches.lexical import lexical_path, with_lexical
 from ..statistics.benchmark_result import partitioned
-from ..statistics.bootstrap import source_bootstrap
+from ..statistics.bootstrap import BootstrapResult, source_bootstrap
 from .operating import OperatingPoint, judged
 from .selection import fit_logistic
-from .tables import interval_text, markdown_table
+from .tables import interval_at, markdown_table
 
 # The lexical sets a rule may fuse with ``sensitivity``, in order (ties go to the first).
 # ``number_flag`` is 1 for a sentence stating a number the evidence does not (novel_numbers > 0).
@@ -151,7 +151,7 @@ def dev_sweep(domains: Sequence[Domain], sets: Mapping[str, Sequence[str]] = LEX
         aucs = {d.name: roc_auc_score(d.dev["label"], baseline_scores(d.dev).get(method, d.dev.get(method)))
                 for d in domains}
         sentences.loc[f"({method} alone)"] = {**aucs, "mean": float(np.mean(list(aucs.values())))}
-    answers = {}
+    answers: dict[str, dict[str, float]] = {}
     for d in domains:
         score, probability = score_on(rule, ["sensitivity", *sets[chosen]], d, domains, d.dev)
         labels = answer_labels(d.dev)["label"].to_numpy()
@@ -204,13 +204,13 @@ def score_test(rows: pd.DataFrame, candidate: np.ndarray, probability: np.ndarra
     return Scored(name, len(rows), int(y.sum()), _with_differences(sentence), _with_differences(answer), against)
 
 
-def _with_differences(boot) -> pd.DataFrame:
+def _with_differences(boot: BootstrapResult) -> pd.DataFrame:
     table = boot.intervals()
-    cells = pd.DataFrame({"AUC": [interval_text(*table.loc[m, ["auc", "lo", "hi"]]) for m in table.index]},
+    cells = pd.DataFrame({"AUC": [interval_at(table, m, ["auc", "lo", "hi"]) for m in table.index]},
                          index=table.index)
     for baseline, column in (("sensitivity", "− sensitivity"), ("word overlap (chunk)", "− word overlap")):
         diffs = boot.differences(baseline)
-        cells[column] = [interval_text(*diffs.loc[m, ["diff", "lo", "hi"]], sign="+") if m in diffs.index else "—"
+        cells[column] = [interval_at(diffs, m, sign="+") if m in diffs.index else "—"
                          for m in table.index]
     return cells
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,9 +24,11 @@ from ..statistics.bootstrap import group_draws
 from .tables import interval_text, markdown_table
 
 METRICS = ("precision", "recall", "f1", "flag rate")
+# What flag_metrics counts with: arrays of (weighted) counts, or single counts.
+Counts = TypeVar("Counts", np.ndarray, float)
 
 
-def flag_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+def flag_metrics(tp: Counts, fp: Counts, fn: Counts, n: Counts) -> dict[str, Counts]:
     """Precision, recall, F1 and the share flagged from (weighted) counts; NaN where undefined."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn),
@@ -42,7 +45,8 @@ def group_counts(y: np.ndarray, flagged: np.ndarray, group_index: np.ndarray, n_
 
 def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
     tail = 100 * (1 - level) / 2
-    return tuple(map(float, np.nanpercentile(values, [tail, 100 - tail])))
+    lo, hi = np.nanpercentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)
 
 
 def flag_intervals(y: np.ndarray, flagged: np.ndarray, groups: np.ndarray, n_resamples: int = 2000,
@@ -104,7 +108,9 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     columns = {"score": np.where(served, calibration.score("sensitivity", features),
                                  calibration.score("gap", features))}
     for level, column in (("sentence", "threshold"), ("answer", "answer_threshold")):
-        by_rule = {rule: calibration.threshold(rule, level, *targets) for rule in ("sensitivity", "gap")}
+        # a rule without a threshold gives NaN (what ``astype(float)`` made of its None)
+        by_rule = {rule: np.nan if (t := calibration.threshold(rule, level, *targets)) is None else t
+                   for rule in ("sensitivity", "gap")}
         columns[column] = np.where(served, by_rule["sensitivity"], by_rule["gap"]).astype(float)
     columns["score"] = np.where(sentences["status"].to_numpy() == "scored", columns["score"], np.nan)
     return sentences.assign(**columns)
@@ -254,7 +260,7 @@ def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibra
         "## Thresholds", "", markdown_table(thresholds_table(calibration, POINTS)), "",
     ]
     for name, rows in table.groupby("benchmark", sort=False):
-        sentences = test_sets[name]
+        sentences = test_sets[str(name)]  # the benchmark names, strings
         lines += [f"## {name}: {sentences['case_id'].nunique()} answers, {len(sentences)} sentences", "",
                   markdown_table(rows.drop(columns="benchmark").set_index("operating point")), ""]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -64,7 +65,8 @@ def write_report(
     verifiers = Path(verifiers or cache_folder("verifiers"))
     attribution = Path(attribution or cache_folder("attribution"))
     results = [evaluate_set(s, seed, n_resamples) for s in sets]
-    sections, numbers = ["# groundsense evaluation", ""], {"seed": seed, "n_resamples": n_resamples, "sets": {}}
+    sections = ["# groundsense evaluation", ""]
+    numbers: dict[str, Any] = {"seed": seed, "n_resamples": n_resamples, "sets": {}}  # report.json, any JSON
     comparisons: dict[str, list] = {}
     for result in results:
         name = f"{result.features.benchmark}-{result.features.key}"
@@ -107,10 +109,12 @@ def _transfer_groups(sets: list[FeatureSet]) -> dict[str, list[FeatureSet]]:
 
 
 def _set_figures(result: BenchmarkResult, folder: Path, name: str, seed: int) -> list[Path]:
-    scores = method_scores(result.dev, result.test, seed)  # evaluate() keeps only the AUCs
+    dev, test = result.partitions()
+    assert result.evaluation is not None, "figures are drawn for evaluated sets only"
+    scores = method_scores(dev, test, seed)  # evaluate() keeps only the AUCs
     ablation = result.evaluation.ablation.intervals().loc[list(GROUNDING)]
     return [
-        figures.roc_curves(result.test["label"].to_numpy(), scores, folder / f"{name}-roc.png"),
+        figures.roc_curves(test["label"].to_numpy(), scores, folder / f"{name}-roc.png"),
         figures.feature_bars(ablation, folder / f"{name}-features.png"),
         figures.drop_distribution(result.features.table, folder / f"{name}-drop-max.png"),
     ]
@@ -146,7 +150,7 @@ def _set_markdown(result: BenchmarkResult) -> list[str]:
             f"Gap threshold chosen on dev (max F1): t = {t['threshold']:.3f}; on test precision "
             f"{t['precision']:.3f}, recall {t['recall']:.3f}, F1 {t['f1']:.3f}.", "",
             "### Table 4: sentence level against answer level (test)", "",
-            *_levels_note(result.test), "", markdown_table(bracketed(e.levels())), "",
+            *_levels_note(result.partitions()[1]), "", markdown_table(bracketed(e.levels())), "",
             "### Table 5: by hallucination type and by task (span AUC, test)", "",
             markdown_table(e.by_type), "", markdown_table(e.by_task), "",
             "### Table 6: feature ablation (LightGBM fit on dev, span AUC on test)", "",

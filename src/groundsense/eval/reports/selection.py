@@ -37,7 +37,7 @@ from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from ..statistics.methods import lightgbm_scores
 from .answers import answer_table
-from .tables import interval_text, markdown_table
+from .tables import cell, interval_at, markdown_table
 
 CANDIDATES = {"A": SENTENCE_INPUTS, "B": [*SENTENCE_INPUTS, *TOKEN_FEATURES]}
 
@@ -104,8 +104,8 @@ def leave_one_benchmark_out(
     transfers = []
     for held_out, (_, held_out_test) in parts.items():
         devs = {name: dev for name, (dev, _) in parts.items() if name != held_out}
-        devs, test, thresholds = fit_inputs(devs, held_out_test, features, sweep)
-        scores = candidate_scores(devs, test, features, seed)
+        fit_devs, test, thresholds = fit_inputs(devs, held_out_test, features, sweep)
+        scores = candidate_scores(fit_devs, test, features, seed)
         y = test["label"].to_numpy()
         boot = source_bootstrap(y, scores, test["source_id"].to_numpy(), n_resamples, seed)
         transfers.append(Transfer(held_out, len(test), int(y.sum()), boot.intervals(), boot.differences("sentence gap"),
@@ -118,7 +118,7 @@ def transfer_table(transfers: Sequence[Transfer]) -> pd.DataFrame:
     return pd.DataFrame({
         t.benchmark: {"candidate": t.intervals.loc["candidate", "auc"],
                       "sentence gap": t.intervals.loc["sentence gap", "auc"],
-                      "candidate − gap": interval_text(*t.against_gap.loc["candidate", ["diff", "lo", "hi"]], sign="+")}
+                      "candidate − gap": interval_at(t.against_gap, "candidate", sign="+")}
         for t in transfers}).T
 
 
@@ -142,15 +142,15 @@ def answer_level(test: pd.DataFrame, probability: np.ndarray, n_resamples: int =
 def single_features_on_dev(devs: Mapping[str, pd.DataFrame], features: Sequence[str],
                            n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Each feature's AUC (oriented as :func:`suspicion`) minus the gap's on each dev partition."""
-    rows = {}
+    rows: dict[str, dict[str, str]] = {}
     for name, dev in devs.items():
         scores = {f: suspicion(dev, f) for f in features}
         boot = source_bootstrap(dev["label"].to_numpy(), scores, dev["source_id"].to_numpy(), n_resamples, seed)
         point, diff = boot.intervals(), boot.differences("gap")
         for f in features:
-            cell = f"{point.loc[f, 'auc']:.3f}" if f == "gap" else (
-                f"{point.loc[f, 'auc']:.3f} ({interval_text(*diff.loc[f, ['diff', 'lo', 'hi']], sign='+')})")
-            rows.setdefault(f, {})[name] = cell
+            text = f"{cell(point, f, 'auc'):.3f}" if f == "gap" else (
+                f"{cell(point, f, 'auc'):.3f} ({interval_at(diff, f, sign='+')})")
+            rows.setdefault(f, {})[name] = text
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -171,8 +171,8 @@ class Verdict:
 
 def apply_rule(transfers: Sequence[Transfer], split_difference: float | None) -> Verdict:
     """The adoption rule of docs/detector-selection.md."""
-    better = [t.benchmark for t in transfers if t.against_gap.loc["candidate", "lo"] > 0]
-    worse = [t.benchmark for t in transfers if t.against_gap.loc["candidate", "hi"] < 0]
+    better = [t.benchmark for t in transfers if cell(t.against_gap, "candidate", "lo") > 0]
+    worse = [t.benchmark for t in transfers if cell(t.against_gap, "candidate", "hi") < 0]
     adopted = len(better) >= 2 and not worse and split_difference is not None and split_difference >= 0
     return Verdict(better, worse, split_difference, adopted)
 

@@ -4,6 +4,7 @@ interval cells, and JSON-ready numbers."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,18 @@ def interval_text(value: float, lo: float, hi: float, sign: str = "") -> str:
     if pd.isna(value):
         return "—"
     return f"{value:{sign}.3f} [{lo:{sign}.3f}, {hi:{sign}.3f}]"
+
+
+def interval_at(frame: pd.DataFrame, row: str, columns: Sequence[str] = ("diff", "lo", "hi"),
+                sign: str = "") -> str:
+    """:func:`interval_text` of ``row``'s value, lo and hi (``columns``, in that order) in ``frame``."""
+    value, lo, hi = frame.loc[row, list(columns)].to_numpy(dtype=float)
+    return interval_text(value, lo, hi, sign)
+
+
+def cell(frame: pd.DataFrame, row: str, column: str) -> float:
+    """``frame.loc[row, column]``, a number (pandas types a cell as any scalar)."""
+    return float(frame.loc[row, [column]].to_numpy(dtype=float)[0])
 
 
 def interval_cells(frame: pd.DataFrame, value: str = "auc") -> pd.Series:

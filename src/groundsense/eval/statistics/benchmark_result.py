@@ -38,6 +38,11 @@ class BenchmarkResult:
     evaluation: Evaluation | None = None
     skipped: str | None = None  # why there is no evaluation
 
+    def partitions(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The dev and test partitions, which :func:`evaluate_set` always sets."""
+        assert self.dev is not None and self.test is not None, "evaluate_set sets both partitions"
+        return self.dev, self.test
+
     @property
     def title(self) -> str:
         c = self.features.config

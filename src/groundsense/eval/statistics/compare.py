@@ -15,6 +15,7 @@ grounding signal rather than generic fluency and length cues).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,7 +145,7 @@ def table8(comparisons: list[VerifierComparison]) -> pd.DataFrame:
     return _by_verifier({c.name: c.table8_row() for c in comparisons})
 
 
-def _by_verifier(rows: dict[str, dict[str, object]]) -> pd.DataFrame:
+def _by_verifier(rows: Mapping[str, Mapping[str, object]]) -> pd.DataFrame:
     """One row per verifier; the sentence count stays an integer (a table of numbers only
     would otherwise come out of the transpose as floats)."""
     frame = pd.DataFrame(rows).T

@@ -45,7 +45,7 @@ def cascade_table(
     suspicion = comparison.detector_scores[detector]
     verifier = test["verifier"].to_numpy(dtype=float)
     v_gflops, v_seconds = (test[c].to_numpy(dtype=float) for c in ("verifier_gflops", "verifier_seconds"))
-    d_gflops, d_seconds = (float(cost.loc[detector, c]) for c in ("gflops", "seconds"))
+    d_gflops, d_seconds = map(float, cost.loc[detector, ["gflops", "seconds"]].to_numpy(dtype=float))
     scores, rows = {}, {}
     for rate in (0.0, *rates):
         mask = escalation_mask(suspicion, rate)

@@ -37,7 +37,8 @@ def detector_aucs(result: BenchmarkResult) -> dict[str, float]:
 def frontier_table(results: list[BenchmarkResult], comparisons: dict[str, list[VerifierComparison]]) -> pd.DataFrame:
     """One row per (benchmark, detector configuration and method) and per (benchmark,
     verifier). ``comparisons`` maps a set's name (``benchmark-key``) to its verifier comparisons."""
-    rows, widest = [], {}
+    rows = []
+    widest: dict[tuple[str, str], tuple[int, VerifierComparison, str]] = {}
     for result in results:
         f = result.features
         n = len(result.test) if result.test is not None else 0

@@ -86,7 +86,7 @@ def out_of_fold_scores(
             n_estimators=300, learning_rate=0.05, num_leaves=31, random_state=42, n_jobs=1, verbose=-1
         )
         model.fit(x[train], y[train])
-        scores[held_out] = model.predict_proba(x[held_out])[:, 1]
+        scores[held_out] = np.asarray(model.predict_proba(x[held_out]))[:, 1]
     return scores
 
 

@@ -67,7 +67,7 @@ def lightgbm_scores(dev: pd.DataFrame, test: pd.DataFrame, features: Sequence[st
     )
     columns = list(features)
     model.fit(dev[columns].to_numpy(), dev["label"].to_numpy())
-    return model.predict_proba(test[columns].to_numpy())[:, 1]
+    return np.asarray(model.predict_proba(test[columns].to_numpy()))[:, 1]
 
 
 def logistic_scores(
