@@ -131,11 +131,24 @@ def judge_fusion_report(sets: Mapping[str, FeatureSet], calibration: Calibration
     return "\n".join(lines)
 
 
+def shipped_judge_fusion() -> RankFusion:
+    """The fusion the package ships for the frozen candidate's judge."""
+    fusion = shipped_fusion(judge_spec())
+    if fusion is None:
+        raise FileNotFoundError(f"the package ships no fusion for {judge_spec()}")
+    return fusion
+
+
+def fused_signals(fusion: RankFusion, rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``rows``' five fused signals (:meth:`RankFusion.signals`), the judge's score from its column."""
+    features = {name: rows[name].to_numpy(float) for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
+    return fusion.signals(features, rows[JUDGE].to_numpy(float))
+
+
 def pooled_scores(fusion: RankFusion, rows: pd.DataFrame) -> np.ndarray:
     """``rows``' fused score as the cascade computes it: their signals ranked against the
     fusion's own references (for the shipped fusion, the pooled dev sentences)."""
-    features = {name: rows[name].to_numpy(float) for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
-    fused = fusion.score(fusion.signals(features, rows[JUDGE].to_numpy(float)))
+    fused = fusion.score(fused_signals(fusion, rows))
     if np.isnan(fused).any():
         raise ValueError("a judged sentence has no fused score: the cascade would leave it undecided")
     return fused
@@ -199,9 +212,7 @@ def shipped_fusion_section(domains: list[Domain], calibration: Calibration, n_re
                            ) -> list[str]:
     """The report's last section: the shipped fusion's flags and AUCs on every judged test set
     (RAGTruth's tasks apart), beside the shipped detector's flags."""
-    fusion = shipped_fusion(judge_spec())
-    if fusion is None:
-        raise FileNotFoundError(f"the package ships no fusion for {judge_spec()}")
+    fusion = shipped_judge_fusion()
     lines = ["## The shipped fused cascade on the judged test partitions", "",
              _section_intro(fusion, calibration, n_resamples), ""]
     for domain, rows, label in test_sets(domains):
@@ -218,14 +229,10 @@ def fitted_fusion_section(domains: list[Domain], n_resamples: int, seed: int) ->
     labelled answers would see it, and whether it would write the file."""
     from .few_labels import compare, cross_validate, fusion_sides
 
-    fusion = shipped_fusion(judge_spec())
-    if fusion is None:
-        raise FileNotFoundError(f"the package ships no fusion for {judge_spec()}")
+    fusion = shipped_judge_fusion()
     rows = {}
     for domain in domains:
-        values = fusion.signals({name: domain.dev[name].to_numpy(float)
-                                 for name in (*fusion.sensitivity_stats, *SIGNALS[2:])},
-                                domain.dev[JUDGE].to_numpy(float))
+        values = fused_signals(fusion, domain.dev)
         finite = np.all([np.isfinite(v) for v in values.values()], axis=0)
         values = {name: v[finite] for name, v in values.items()}
         labels = domain.dev["label"].to_numpy()[finite]
