@@ -1,5 +1,5 @@
-"""`groundsense eval report`, `selection`, `answers`, `scorer-cost` and `compare`: analyses of the caches
-(no scorer needed)."""
+"""`groundsense eval report`, `selection`, `fusion`, `ceiling`, `answers`, `scorer-cost` and `compare`:
+analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
 
@@ -112,13 +112,7 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
     from ..eval.reports.fusion import fusion_report
     from ..eval.reports.fusion_judge import judge_fusion_report
 
-    found: dict[str, FeatureSet] = {}
-    for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
-        sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
-        if len(sets) != 1:
-            raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
-                          f"(found {len(sets)})")
-        found[name] = sets[0]
+    found = _benchmark_sets(cache, split_cache, scorer)
     calibration = shipped_calibration(scorer, 5)
     if fit_fusion:
         if not judges:
@@ -134,6 +128,47 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
             text = judge_fusion_report(found, calibration, judges, command, resamples, seed, dev_only)
         else:
             text = fusion_report(found, calibration, command, resamples, seed, dev_only)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
+
+
+def _benchmark_sets(cache: Path, split_cache: Path, scorer: str) -> dict[str, FeatureSet]:
+    """The feature set of each benchmark the fusion protocols read: the whole RAGTruth test split
+    (``split_cache``), TofuEval and RAGBench (``cache``), one full-mode set each."""
+    found: dict[str, FeatureSet] = {}
+    for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
+        sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
+        if len(sets) != 1:
+            raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
+                          f"(found {len(sets)})")
+        found[name] = sets[0]
+    return found
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals.")
+@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Feature cache of the whole RAGTruth test split, with its lexical signals.")
+@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
+@click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Verifier cache with the judges' scores (results/verifiers): also fit with the judge's score, on "
+                   "the dev sentences the judges scored.")
+@markdown_report_options
+def ceiling(cache: Path, split_cache: Path, scorer: str, judges: Path | None, output: Path | None, resamples: int,
+            seed: int) -> None:
+    """How far the signals go: on each benchmark's dev partition, a logistic regression trained on
+    that benchmark's own labels over the scorer's features, the lexical signals or both (and the
+    judge's score, `--judges`), judged out of fold against word overlap. What no label-free
+    fusion of those signals can be expected to beat. Reads no test partition."""
+    from ..eval.reports.ceiling import ceiling_report
+
+    found = _benchmark_sets(cache, split_cache, scorer)
+    command = report_command("ceiling", "--cache", cache, "--split-cache", split_cache,
+                             *(["--judges", judges] if judges else []), *(["-o", output] if output else []))
+    try:
+        text = ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed)
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)

@@ -1,0 +1,112 @@
+"""How far the product's signals can go in a domain at best: on each benchmark's dev partition, a
+logistic regression trained on that benchmark's own labels over a set of signals, judged out of
+fold (five source-grouped folds, as `groundsense fit` judges a team's fit), against word overlap.
+
+A label-free rule weighs the same signals without seeing the domain's labels, so a fit that
+learns the domain's own weights is the most it can be expected to reach: where even that fit
+does not rank sentences at least :data:`GOAL` better than word overlap (issue #39's goal), no
+label-free fusion of those signals will, and the gap must come from a signal they lack. Dev
+partitions only: no test sentence is read, so the report needs no protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...judging.calibration import LOGISTIC_FEATURES, Calibration, logistic_input, logistic_score
+from ...judging.fitting import fit_logistic
+from ...lexical import LEXICAL
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from .few_labels import Comparison, compare, cross_validate
+from .fusion import fusion_table
+from .fusion_judge import JUDGE, judge_spec, with_judges
+from .tables import interval_text, markdown_table
+
+GOAL = 0.02  # the issue's goal: at least word overlap's sentence AUC + 0.02
+OVERLAP = "overlap_chunk"
+# The signal sets, fitted on every dev sentence; the judged sets on the sentences the judges scored.
+SETS: dict[str, tuple[str, ...]] = {
+    "the scorer's features": LOGISTIC_FEATURES,
+    "the lexical signals": LEXICAL,
+    "the scorer's features and the lexical signals": (*LOGISTIC_FEATURES, *LEXICAL),
+}
+JUDGED_SETS: dict[str, tuple[str, ...]] = {
+    "the scorer's features and the lexical signals": SETS["the scorer's features and the lexical signals"],
+    f"the same and the judge's score ({JUDGE})": (*SETS["the scorer's features and the lexical signals"], JUDGE),
+}
+
+
+def in_domain_fit(rows: pd.DataFrame, names: Sequence[str], n_resamples: int, seed: int) -> Comparison:
+    """The logistic fit over ``names`` on ``rows``' own labels (*fitted*, out of fold) against
+    word overlap (*default*), with paired source-level intervals."""
+    labels = rows["label"].to_numpy(int)
+    # as the detector hands features to a score: n_tokens, of which log_n_tokens is the log
+    columns = {name: rows[name].to_numpy(float) for name in {*names, "gap", "n_tokens"} - {"log_n_tokens"}}
+    matrix = np.column_stack([logistic_input(columns, name) for name in names])
+    overlap = rows[OVERLAP].to_numpy(float)
+
+    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
+        weights = fit_logistic(matrix[train], labels[train], names)
+        return {"fitted": logistic_score(weights, columns), "default": overlap}
+
+    return compare(cross_validate(labels, rows["source_id"].to_numpy(), sides), n_resamples, seed)
+
+
+def ceiling_rows(devs: Mapping[str, pd.DataFrame], sets: Mapping[str, Sequence[str]], n_resamples: int, seed: int
+                 ) -> pd.DataFrame:
+    """A row per (benchmark, signal set): the fit's and word overlap's sentence AUC, their
+    difference, and whether it reaches the goal."""
+    rows = {}
+    for benchmark, dev in devs.items():
+        for label, names in sets.items():
+            found = in_domain_fit(dev, names, n_resamples, seed)
+            difference = found.auc["fitted − default"]
+            rows[f"{benchmark} · {label}"] = {
+                "sentences": f"{found.sentences} ({found.unsupported})", "sources": found.groups,
+                "in-domain fit": interval_text(*found.auc["fitted"]),
+                "word overlap": interval_text(*found.auc["default"]),
+                "fit − word overlap": interval_text(*difference, sign="+"),
+                f"≥ +{GOAL}": "yes" if difference[0] >= GOAL else "no",
+            }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def reached(table: pd.DataFrame, devs: Mapping[str, pd.DataFrame]) -> str:
+    """A line on which benchmarks some signal set's fit brings to the goal, and which none does."""
+    met = {b: [row.split(" · ", 1)[1] for row in table.index if row.startswith(f"{b} · ") and
+               table.loc[row, f"≥ +{GOAL}"] == "yes"] for b in devs}
+    return (f"Reaching word overlap + {GOAL} with the domain's own labels: "
+            + "; ".join(f"{b}: {', '.join(sets) if sets else 'no set'}" for b, sets in met.items()) + ".")
+
+
+def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, verifiers: Path | None, command: str,
+                   n_resamples: int = 2000, seed: int = 0) -> str:
+    """The Markdown report: every benchmark's dev partition with :data:`SETS`, then (with
+    ``verifiers``, the judges' cache) its judged dev sentences with :data:`JUDGED_SETS`."""
+    devs = {name: partitioned(fusion_table(features, calibration), seed)[0] for name, features in sets.items()}
+    every = ceiling_rows(devs, SETS, n_resamples, seed)
+    lines = ["# How far the signals go: a fit on each domain's own labels", "", f"`{command}`", "",
+             "Sentence AUC on each benchmark's dev partition (the seeded source-level 60%; no test sentence is "
+             "read) of a logistic regression (C = 0.1, standardised, as `groundsense fit`) trained on that "
+             "benchmark's own labels over a set of signals, each sentence scored by a fit that never saw its "
+             "source (five source-grouped folds), against word overlap (`overlap_chunk`) on the same sentences; "
+             f"95% intervals over sources ({n_resamples:,} paired resamples). *sentences* counts them (the unsupported "
+             "in parentheses). A label-free rule (candidates F and J, docs/detector-selection.md) weighs the same "
+             "signals without the domain's labels: where this fit does not reach word overlap "
+             f"+ {GOAL}, neither will such a rule, and the gap needs a signal these lack.", "",
+             "The scorer's features: " + ", ".join(f"`{n}`" for n in LOGISTIC_FEATURES) + ". The lexical signals: "
+             + ", ".join(f"`{n}`" for n in LEXICAL) + " (`groundsense.lexical`).", "",
+             "## Every dev sentence", "", markdown_table(every), "", reached(every, devs), ""]
+    if verifiers is not None:
+        judged = {name: with_judges(dev, verifiers, name) for name, dev in devs.items()}
+        lines += ["## The judged dev sentences", "",
+                  "The dev sentences the cached judges scored (`groundsense eval verify`), with the score "
+                  f"(P(unsupported)) of the judge candidate J fuses ({JUDGE}: {judge_spec()}) as one more signal.", "",
+                  markdown_table(table := ceiling_rows(judged, JUDGED_SETS, n_resamples, seed)), "",
+                  reached(table, judged), ""]
+    return "\n".join(lines)
