@@ -11,6 +11,7 @@ from helpers.cli import run
 
 from groundsense.eval.data.ragtruth import load_ragtruth
 from groundsense.eval.data.rows import case_row
+from groundsense.judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 
@@ -48,7 +49,8 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
     assert cv["groups"] == 5 and cv["grouped_by"] == "source" and cv["better"] is False and cv["folds"] == 5
     assert set(cv["auc"]) == {"fitted", "default", "fitted − default"}
     weights = detector["weights"]
-    assert len(weights["coefficients"]) == 10 and set(weights["stats"]) == set(weights["coefficients"])
+    assert set(weights["coefficients"]) == set(LOGISTIC_SIGNALS) == set(weights["stats"])  # lexical signals too
+    assert made["fit"]["features"] == list(LOGISTIC_SIGNALS)
 
     shipped = json.loads(run("detect", "--example", "passages-qa", "--json").stdout)
     fitted = json.loads(run("detect", "--example", "passages-qa", "--json", "--calibration", str(output)).stdout)
@@ -62,6 +64,27 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
         assert after["score"] == pytest.approx(log_odds, abs=1e-6)  # the weights' combination of its features
         assert after["score"] != pytest.approx(before["score"], abs=1e-3)  # not the shipped four-feature sum
         assert after["flagged"] is (after["score"] >= fitted["threshold"])
+
+
+def test_fit_without_lexical_signals_and_on_features_an_older_version_wrote(labelled):
+    """`--no-lexical` fits the scorer's features only; a features file without the lexical
+    signals (written before they existed) is refused with what to do, unless `--no-lexical`."""
+    output = labelled.with_name("scorer-only.json")
+    scorer_only = run("fit", str(labelled), "-o", str(output), "--no-progress", "--force", "--no-lexical")
+    assert scorer_only.exit_code == 0, scorer_only.output
+    assert set(json.loads(output.read_text())["weights"]["coefficients"]) == set(LOGISTIC_FEATURES)
+
+    records = [json.loads(line) for line in labelled.with_suffix(".features.jsonl").read_text().splitlines()]
+    for record in records:
+        for sentence in record["sentences"]:
+            sentence["features"] = {k: v for k, v in sentence["features"].items() if k in LOGISTIC_FEATURES
+                                    or k in ("n_tokens", "gap_rest", "gap_rel", "surprisal_rel")}
+    old = labelled.with_name("old.features.jsonl")
+    old.write_text("".join(json.dumps(r) + "\n" for r in records))
+    refused = run("fit", str(labelled), "--features", str(old), "-o", str(output), "--no-progress", "--force")
+    assert refused.exit_code == 2 and "holds no lexical signals" in refused.output and "--no-lexical" in refused.output
+    assert run("fit", str(labelled), "--features", str(old), "-o", str(output), "--no-progress", "--force",
+               "--no-lexical").exit_code == 0
 
 
 def test_fit_needs_labels_and_says_so_before_scoring(labelled):

@@ -18,6 +18,7 @@ from groundsense.eval.reports.few_labels import (
     logistic_sides,
 )
 from groundsense.judging.calibration import Calibration
+from groundsense.lexical import LEXICAL
 
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")
 
@@ -30,6 +31,7 @@ def _sentences(n_sources=40, per_source=3, sentences=4, signal=2.0, seed=0):
     labels = (rng.random(n) < 0.25).astype(int)
     features = {name: rng.normal(size=n) - 0.3 * labels for name in FEATURES}
     features.update(surprisal=signal * labels + rng.normal(size=n), n_tokens=rng.integers(3, 30, size=n).astype(float))
+    features.update({name: rng.random(n) + 0.1 * labels for name in LEXICAL})  # word overlap among them, faint
     answers = np.arange(n) // sentences
     return features, labels, answers, answers // per_source
 
@@ -52,7 +54,7 @@ def test_cross_validation_finds_the_gain_the_default_cannot_reach():
 def test_without_a_signal_beyond_the_default_the_fit_is_not_better():
     features, labels, _, sources = _sentences(signal=0.0, seed=1)
     rng = np.random.default_rng(1)  # the default's four features carry all the signal, equally: it is optimal
-    features = {**features, **{f: rng.normal(size=len(labels)) for f in FEATURES},
+    features = {**features, **{f: rng.normal(size=len(labels)) for f in (*FEATURES, *LEXICAL)},
                 **{f: rng.normal(size=len(labels)) - 0.8 * labels for f in DEFAULT.stats}}
     sides = logistic_sides(features, labels, DEFAULT.score("sensitivity", features))
     comparison = compare(cross_validate(labels, sources, sides), 500)
@@ -79,8 +81,10 @@ def test_the_learning_curve_judges_on_sources_not_drawn():
     assert list(draws["n"].unique()) == [n for n in SIZES if n < 400] and (draws.groupby("n").size() == DRAWS).all()
     assert (draws["answers evaluated"] == 400 - draws["n"] - draws["n"] % 2).all()  # sources, not answers, held out
     assert (draws["fitted AUC"] > draws["default AUC"]).mean() > 0.9
+    assert (draws["fitted AUC"] > draws["word overlap AUC"]).all() and (draws["word overlap AUC"] > 0.5).mean() > 0.9
     table = curve_table(draws)
     assert list(table.index) == ["50 answers", "100 answers", "200 answers"]
+    assert "word overlap AUC" in table.columns
     assert "The goal holds" in goal_text({"a": draws, "b": draws}) and "is missed" in goal_text({"a": draws})
 
 

@@ -11,6 +11,7 @@ from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.judging.adaptation import METHODS, DomainSentences, adapt, flagged_share, stability, unsupported_share
 from groundsense.judging.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
+from groundsense.lexical import LEXICAL
 
 
 def sentences(n_answers=300, shift=0.0, seed=0, unsupported=0.15):
@@ -170,7 +171,8 @@ def test_a_fitted_file_adapts_with_its_weights():
     features, labels, answers = sentences()
     features = {**features, "jsd_loo_mean": features["jsd_loo_max"] / 2, "drop_mean": features["drop_max"] / 2,
                 "surprisal": features["gap"] + 3, "n_tokens": np.full(len(answers), 12.0),
-                "drop_min": features["drop_max"] - 1, "neg_drop_mass": np.abs(features["drop_max"])}
+                "drop_min": features["drop_max"] - 1, "neg_drop_mass": np.abs(features["drop_max"]),
+                **{name: np.abs(features["gap"]) / (i + 1) for i, name in enumerate(LEXICAL)}}
     fitted = fit_detector(features, labels, answers, "scorer", 5, made_with={"chunk_counts": [5]})
     shifted = DomainSentences({f: v - 1.5 if f != "n_tokens" else v for f, v in features.items()}, answers,
                               np.full(len(answers), 5))

@@ -91,9 +91,12 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, output: Path |
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
     command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
     sets = held_out_sets(caches, fitted.scorer, partial)
-    text = operating_report(held_out_sets(caches, fitted.scorer, partial, lexical=True), fitted, command, resamples,
-                            seed)
-    emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
+    try:
+        text = operating_report(sets, fitted, command, resamples, seed)
+        text = f"{text}\n{adapted_section(sets, fitted, resamples, seed)}"
+    except ValueError as exc:  # a fitted calibration reading lexical signals a cache lacks
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -114,13 +117,13 @@ def adaptation(caches: tuple[Path, ...], calibration: Path | None, output: Path 
                 output)
 
 
-def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool,
-                  lexical: bool = False) -> dict[str, pd.DataFrame]:
-    """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it;
-    with ``lexical``, their lexical signals joined on where `groundsense eval lexical` stored them."""
+def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[str, pd.DataFrame]:
+    """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it,
+    their lexical signals joined on where `groundsense eval lexical` stored them (the word-overlap
+    baseline, and what a fitted calibration's score may read)."""
     from ..eval.caches.lexical import lexical_columns
 
-    return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences) if lexical else s.sentences
+    return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences)
             for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
 
 

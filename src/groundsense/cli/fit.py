@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 @scoring_options
 @fit_target_options()
 @click.option("--force", is_flag=True, help="Write the fit even when cross-validation does not find it better.")
+@click.option("--no-lexical", is_flag=True,
+              help="Fit over the scorer's features only, without the lexical signals (for answers in another "
+                   "language than their evidence, where shared words mean nothing).")
 @click.option("--fuse", is_flag=True,
               help="Fit a fused cascade's fusion instead: its judge scores every sentence, and the fused score "
                    "becomes a logistic regression over the five signals' ranks (docs/verifiers.md).")
@@ -31,10 +34,10 @@ if TYPE_CHECKING:
               help="With --fuse: the fusion to start from (its judge and sensitivity statistics; the references, "
                    "weights and thresholds are fitted anew) [default: the shipped one].")
 def fit(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
-        target_precision: float | None, force: bool, fuse: bool, verifier: str | None, base: str | None,
-        **detector_options: Any) -> None:
-    """Fit a detector on labelled answers: a logistic regression over each sentence's features,
-    with thresholds, as a calibration file that `--calibration` takes everywhere.
+        target_precision: float | None, force: bool, no_lexical: bool, fuse: bool, verifier: str | None,
+        base: str | None, **detector_options: Any) -> None:
+    """Fit a detector on labelled answers: a logistic regression over each sentence's features
+    and lexical signals, with thresholds, as a calibration file that `--calibration` takes everywhere.
 
     SOURCE is `calibrate`'s labelled input (JSONL, "labels" on every row), scored the same way.
     A row may carry "source" (the document or question it answers): rows sharing one stay in
@@ -65,6 +68,9 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
 
     if (verifier or base) and not fuse:
         raise InputError("--verifier and --fusion name the judge and the base fusion of a fused cascade: add --fuse")
+    if no_lexical and fuse:
+        raise InputError("--no-lexical chooses the detector fit's signals; a fused cascade's are its five ranks: "
+                         "drop one of --no-lexical and --fuse")
     if not labelled_rows(source)[1]:  # before any scoring
         raise Failure(f"{source} has no 'labels': `groundsense fit` learns from labelled rows (to fit thresholds "
                       "without labels, use `groundsense calibrate`" + (
@@ -74,37 +80,51 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
         _fit_fusion(source, features, no_progress, output, target_recall, target_precision, force, verifier,
                     base or "shipped", detector_options)
         return
-    _fit_detector(source, features, no_progress, output, target_recall, target_precision, force, detector_options)
+    _fit_detector(source, features, no_progress, output, target_recall, target_precision, force, no_lexical,
+                  detector_options)
 
 
 def _fit_detector(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
-                  target_precision: float | None, force: bool, detector_options: dict[str, Any]) -> None:
+                  target_precision: float | None, force: bool, no_lexical: bool,
+                  detector_options: dict[str, Any]) -> None:
     """The detector's logistic fit, checked against the shipped calibration's score."""
     from ..eval.reports.few_labels import compare, cross_validate, logistic_sides
-    from ..judging.calibration import LOGISTIC_FEATURES, sensitivity_score, shipped_calibration, standardisation
+    from ..judging.calibration import (
+        LOGISTIC_FEATURES,
+        LOGISTIC_SIGNALS,
+        sensitivity_score,
+        shipped_calibration,
+        standardisation,
+    )
     from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
+    from ..lexical import LEXICAL
     from .calibration_data import read_scored
 
     detection, features = score_rows(source, features, no_progress, detector_options)
     detector = plain_detector(detection)  # the options name no verifier
     scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
     assert scored.labels is not None, "fit refuses rows without labels before scoring them"
+    names = LOGISTIC_FEATURES if no_lexical else LOGISTIC_SIGNALS
+    if not no_lexical and len(scored.labels) and np.isnan(scored.features[LEXICAL[0]]).all():
+        raise InputError(f"{features} holds no lexical signals (an older groundsense wrote it): delete it to score "
+                         f"{source} again, or pass --no-lexical to fit over the scorer's features only")
     base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
-    rows = fitted_rows(scored.features)
+    rows = fitted_rows(scored.features, names)
     values = {name: v[rows] for name, v in scored.features.items()}
     labels = scored.labels[rows]
     default = (base.score("sensitivity", values) if base else sensitivity_score(standardisation(values), values))
-    comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default)))
+    comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default, names)))
     grouped = _checked(comparison, scored, output, force, "the shipped calibration" if base else
                        "the four-feature sum standardised on these rows")
     fitted = fit_detector(
         scored.features, scored.labels, scored.answers, detector.scorer.name, detector.config.k, target_recall,
         target_precision, made_with={
             **scored.made_with, "fit": {"model": f"logistic regression, C={REGULARISATION}, standardised features",
-                                        "features": list(LOGISTIC_FEATURES)},
+                                        "features": list(names)},
             "cross_validation": {**comparison.record(), "grouped_by": grouped, "better": comparison.better,
                                  "default": base.made_with.get("source", "shipped") if base else "standardised sum"},
         },
+        names=names,
     )
     fitted.save(output)
     click.echo(calibration_written(output, fitted), err=True)

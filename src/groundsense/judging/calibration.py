@@ -6,8 +6,8 @@ Two score rules, both "higher = more suspicious":
 - ``sensitivity``: ``-(z(gap) + z(jsd_noctx) + z(drop_max) + z(jsd_loo_max))`` with the
   means and standard deviations of a calibration set, never of the answer being scored; or,
   in a file that ``groundsense fit`` wrote (it has ``weights``), the log-odds of "unsupported"
-  of a logistic regression over the :data:`LOGISTIC_FEATURES`, fitted on a team's labels
-  (:mod:`groundsense.judging.fitting`).
+  of a logistic regression over the :data:`LOGISTIC_SIGNALS` (or the scorer's
+  :data:`LOGISTIC_FEATURES` alone), fitted on a team's labels (:mod:`groundsense.judging.fitting`).
 
 A calibration file holds those statistics and, per score rule, two flag thresholds: one for
 sentences and one for whole answers (on the answer's most suspicious sentence: the
@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..features import GROUNDING
+from ..lexical import LEXICAL
 from .thresholds import compact_curve, labelled_threshold, target_threshold
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ STANDARDISED = ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")
 # computes, n_tokens on a log scale, and of the signed features the two that are not a
 # linear combination of the others (``gap_rest`` is ``gap - drop_max``).
 LOGISTIC_FEATURES = (*GROUNDING, "surprisal", "log_n_tokens", "drop_min", "neg_drop_mass")
+# What a fitted score may read, and `groundsense fit` reads by default: those and the lexical signals.
+LOGISTIC_SIGNALS = (*LOGISTIC_FEATURES, *LEXICAL)
 # The two score rules a calibration fits. Results name the one that judged as ``"score_rule"``,
 # and again as ``"detector"``, its name before, so that readers of stored results still work
 # (docs/output.md).
@@ -62,7 +65,7 @@ def sensitivity_score(stats: dict[str, tuple[float, float]], features: dict[str,
 
 
 def logistic_input(features: dict[str, np.ndarray], name: str) -> np.ndarray:
-    """One of the :data:`LOGISTIC_FEATURES` from a sentence feature dict (``log_n_tokens``
+    """One of the :data:`LOGISTIC_SIGNALS` from a sentence feature dict (``log_n_tokens``
     from ``n_tokens``)."""
     if name == "log_n_tokens":
         with np.errstate(divide="ignore"):
@@ -81,7 +84,7 @@ def logistic_score(weights: dict, features: dict[str, np.ndarray]) -> np.ndarray
 
 
 def complete_rows(features: dict[str, np.ndarray], names: tuple[str, ...] = STANDARDISED) -> np.ndarray:
-    """Which sentences have all the ``names`` features finite (:data:`LOGISTIC_FEATURES` may be named)."""
+    """Which sentences have all the ``names`` features finite (:data:`LOGISTIC_SIGNALS` may be named)."""
     return np.all([np.isfinite(logistic_input(features, f)) for f in names], axis=0)
 
 
@@ -183,10 +186,10 @@ class Calibration:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
         weights = calibration.weights
         if weights and not (isinstance(weights.get("intercept"), (int, float)) and weights.get("coefficients")
-                            and set(weights["coefficients"]) <= set(LOGISTIC_FEATURES)
+                            and set(weights["coefficients"]) <= set(LOGISTIC_SIGNALS)
                             and set(weights["coefficients"]) <= set(weights.get("stats", {}))):
             raise InputError(f"cannot read calibration file {path}: its 'weights' need an 'intercept', and "
-                             f"'coefficients' and 'stats' of features among {', '.join(LOGISTIC_FEATURES)}")
+                             f"'coefficients' and 'stats' of features among {', '.join(LOGISTIC_SIGNALS)}")
         return calibration
 
 

@@ -1,9 +1,10 @@
 """A detector fitted on a team's own labels (`groundsense fit`): the L2-regularised logistic
 regression of the detector-selection protocol's candidate A (C = 0.1, standardised features)
-over the per-sentence features the detector computes at detect time
-(:data:`groundsense.judging.calibration.LOGISTIC_FEATURES`), kept in a calibration file as a dozen
-weights a reader can inspect (``Calibration.weights``); :func:`fit_logistic`, the regression
-itself, also weighs a fused cascade's ranked signals
+over the per-sentence values the detector computes at detect time: the scorer's features and
+the lexical signals (:data:`groundsense.judging.calibration.LOGISTIC_SIGNALS`; the scorer's
+:data:`~groundsense.judging.calibration.LOGISTIC_FEATURES` alone where word matching means
+nothing), kept in a calibration file as a few weights a reader can inspect
+(``Calibration.weights``); :func:`fit_logistic`, the regression itself, also weighs a fused cascade's ranked signals
 (:meth:`groundsense.verification.fusion.RankFusion.weighted`). How well it does against the
 training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
 """
@@ -15,17 +16,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .calibration import LOGISTIC_FEATURES, Calibration, complete_rows, fit_calibration, logistic_input
+from .calibration import LOGISTIC_SIGNALS, Calibration, complete_rows, fit_calibration, logistic_input
 
 REGULARISATION = 0.1  # C of the logistic regression, as in the detector-selection protocol
 
 
-def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray) -> dict:
+def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray, names: Sequence[str] = LOGISTIC_SIGNALS
+                ) -> dict:
     """The logistic weights (:func:`groundsense.judging.calibration.logistic_score`) fitted on
-    sentences (arrays over sentences, every one with all :data:`LOGISTIC_FEATURES` finite):
-    :func:`fit_logistic` over their :func:`~groundsense.judging.calibration.logistic_input`."""
-    columns = np.column_stack([logistic_input(features, name) for name in LOGISTIC_FEATURES])
-    return fit_logistic(columns, labels, LOGISTIC_FEATURES)
+    sentences (arrays over sentences, every one with all ``names`` finite): :func:`fit_logistic`
+    over their :func:`~groundsense.judging.calibration.logistic_input`."""
+    columns = np.column_stack([logistic_input(features, name) for name in names])
+    return fit_logistic(columns, labels, names)
 
 
 def fit_logistic(columns: np.ndarray, labels: np.ndarray, names: Sequence[str]) -> dict:
@@ -52,18 +54,20 @@ def fit_logistic(columns: np.ndarray, labels: np.ndarray, names: Sequence[str]) 
     }
 
 
-def fitted_rows(features: dict[str, np.ndarray]) -> np.ndarray:
-    """Which sentences a fit can use: those with every :data:`LOGISTIC_FEATURES` finite."""
-    return complete_rows(features, LOGISTIC_FEATURES)
+def fitted_rows(features: dict[str, np.ndarray], names: Sequence[str] = LOGISTIC_SIGNALS) -> np.ndarray:
+    """Which sentences a fit over ``names`` can use: those with every one finite."""
+    return complete_rows(features, tuple(names))
 
 
 def fit_detector(
     features: dict[str, np.ndarray], labels: np.ndarray, answers: np.ndarray, scorer: str, k: int,
     target_recall: float | None = None, target_precision: float | None = None, made_with: dict | None = None,
+    names: Sequence[str] = LOGISTIC_SIGNALS,
 ) -> Calibration:
-    """A calibration whose ``sensitivity`` score is the logistic fit on every labelled
-    sentence, with thresholds by :func:`groundsense.judging.calibration.fit_calibration`'s rules."""
-    rows = fitted_rows(features)
-    weights = fit_weights({f: np.asarray(v, float)[rows] for f, v in features.items()}, np.asarray(labels)[rows])
+    """A calibration whose ``sensitivity`` score is the logistic fit over ``names`` on every
+    labelled sentence, with thresholds by :func:`groundsense.judging.calibration.fit_calibration`'s rules."""
+    rows = fitted_rows(features, names)
+    weights = fit_weights({f: np.asarray(v, float)[rows] for f, v in features.items()}, np.asarray(labels)[rows],
+                          names)
     return fit_calibration(features, scorer, k, labels=labels, target_recall=target_recall,
                            target_precision=target_precision, made_with=made_with, answers=answers, weights=weights)

@@ -14,25 +14,27 @@ training-free side (the ranks' average) takes its references from the training r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...judging.calibration import LOGISTIC_FEATURES, Calibration, logistic_score
+from ...judging.calibration import LOGISTIC_SIGNALS, Calibration, logistic_score
 from ...judging.fitting import fit_weights, fitted_rows
 from ...judging.thresholds import best_f1_threshold
 from ...verification.fusion import RankFusion
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
+from ..caches.lexical import lexical_path, with_lexical
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from .operating import flag_metrics, paired_f1
 from .tables import interval_text, markdown_table
 
 FOLDS = 5
+OVERLAP = "overlap_chunk"  # word overlap, the baseline every table that ranks detectors shows
 SIDES = ("fitted", "default")
 SIZES = (50, 100, 200, 500)  # labelled answers drawn per fit in the learning curve
 DRAWS = 20
@@ -58,11 +60,12 @@ def _take(features: Mapping[str, np.ndarray], rows: np.ndarray) -> dict[str, np.
     return {name: np.asarray(values)[rows] for name, values in features.items()}
 
 
-def logistic_sides(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray) -> Sides:
-    """The detector's sides: the logistic fit on the training rows' ``features``, against the
-    fixed ``default`` score."""
+def logistic_sides(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
+                   names: Sequence[str] = LOGISTIC_SIGNALS) -> Sides:
+    """The detector's sides: the logistic fit over ``names`` on the training rows' ``features``,
+    against the fixed ``default`` score."""
     def sides(train: np.ndarray) -> dict[str, np.ndarray]:
-        weights = fit_weights(_take(features, train), labels[train])
+        weights = fit_weights(_take(features, train), labels[train], names)
         return {"fitted": logistic_score(weights, dict(features)), "default": np.asarray(default, float)}
 
     return sides
@@ -167,7 +170,7 @@ def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison
 
 def cached_features(table: pd.DataFrame) -> dict[str, np.ndarray]:
     """A :func:`detector_table`'s sentence features as the detector hands them to a score."""
-    names = {"n_tokens" if n == "log_n_tokens" else n for n in LOGISTIC_FEATURES} | {"gap"}
+    names = {"n_tokens" if n == "log_n_tokens" else n for n in LOGISTIC_SIGNALS} | {"gap"}
     return {name: table[name].to_numpy(dtype=float) for name in sorted(names)}
 
 
@@ -207,7 +210,8 @@ def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0) -> pd.DataFram
             if len(set(labels[train])) < 2 or len(set(labels[test])) < 2:
                 continue
             scores, flags = fit_and_judge(features, labels, default_score, np.flatnonzero(train), np.flatnonzero(test))
-            row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique()}
+            row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique(),
+                   "word overlap AUC": roc_auc_score(labels[test], features[OVERLAP][test])}
             y = labels[test] == 1
             for side in SIDES:
                 tp, fp, fn = ((y & flags[side]).sum(), (~y & flags[side]).sum(), (y & ~flags[side]).sum())
@@ -229,6 +233,8 @@ def curve_table(draws: pd.DataFrame) -> pd.DataFrame:
             row[f"fitted {metric}"] = group[f"fitted {metric}"].mean()
             lo, hi = np.percentile(difference, [2.5, 97.5])
             row[f"{metric} difference [2.5%, 97.5%]"] = interval_text(difference.mean(), lo, hi, sign="+")
+            if metric == "AUC":
+                row["word overlap AUC"] = group["word overlap AUC"].mean()
         rows[f"{n} answers"] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -255,16 +261,18 @@ def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, 
         "On each benchmark's dev partition only (the seeded source-level 60/40 split; no test partition is "
         f"read): for each size, {DRAWS} seeded draws of that many answers, taken source by source (the last "
         "source cut to make the size). The logistic fit (`groundsense.judging.fitting`: C = 0.1 over the standardised "
-        "per-sentence features) is fitted on the drawn answers and judged on the dev answers of every source "
-        "not drawn, against the training-free default on the same sentences: the shipped calibration's "
+        "per-sentence features and lexical signals, as `groundsense fit` by default) is fitted on the drawn answers "
+        "and judged on the dev answers of every source not drawn, against the training-free default on the same "
+        "sentences: the shipped calibration's "
         f"`sensitivity` score (the standardised four-feature sum of {default.scorer}, fitted on RAGTruth "
-        "train). F1 is at each side's best-F1 threshold on the drawn answers. The difference is fitted − "
+        "train); and word overlap (`overlap_chunk`, no fit) on the same sentences, the baseline. F1 is at each "
+        "side's best-F1 threshold on the drawn answers. The difference is fitted − "
         "default, as its mean over the draws and the 2.5 and 97.5 percentiles across them (the spread a team "
         "drawing that many answers meets; not a confidence interval of the mean).", "",
     ]
     draws = {}
     for name, features in sets.items():
-        dev, _ = partitioned(detector_table(features))
+        dev, _ = partitioned(with_lexical(detector_table(features), lexical_path(features)))
         draws[name] = curve(dev, default, seed)
         lines += [f"## {name}: dev partition of {dev['case_id'].nunique()} answers, {dev['source_id'].nunique()} "
                   f"sources, {len(dev)} sentences ({dev['label'].mean():.1%} unsupported)", "",

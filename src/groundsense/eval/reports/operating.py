@@ -102,6 +102,10 @@ def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPo
     if set(SIGNED) & set(calibration.inputs):  # a fitted file's score reads signed features, kept as drops
         drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
         table = sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
+    missing = [f for f in ("gap", *calibration.inputs) if f not in table]
+    if missing:
+        raise ValueError(f"the calibration's score reads {', '.join(missing)}, which these cached sentences lack: "
+                         "compute the lexical signals with `groundsense eval lexical`")
     features = {f: table[f].to_numpy(dtype=float) for f in ("gap", *calibration.inputs)}
     served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
     targets = (point.target_recall, point.target_precision)
