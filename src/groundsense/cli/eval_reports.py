@@ -4,6 +4,7 @@ analyses of the caches (no scorer needed)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,15 +90,31 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
     emit_report(text, output)
 
 
+def benchmark_sets_options(judges: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The feature caches the fusion protocols read (:func:`_benchmark_sets`), the scorer, and the
+    judges' cache (``judges``: what the command does with it)."""
+    options = (
+        click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE,
+                     show_default=True,
+                     help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals."),
+        click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
+                     help="Feature cache of the whole RAGTruth test split, with its lexical signals."),
+        click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME"),
+        click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help=f"Verifier cache with the judges' scores (results/verifiers): {judges}"),
+    )
+
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
-              help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals.")
-@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Feature cache of the whole RAGTruth test split, with its lexical signals.")
-@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
-@click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Verifier cache with the judges' scores (results/verifiers): report candidate J, the judge's "
-                   "score as one more signal, on the sentences they scored, instead of candidate F.")
+@benchmark_sets_options("report candidate J, the judge's score as one more signal, on the sentences they scored, "
+                        "instead of candidate F.")
 @click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
 @click.option("--fit-fusion", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="With --judges: write the adopted candidate J's fusion file (references and thresholds fitted on "
@@ -147,14 +164,7 @@ def _benchmark_sets(cache: Path, split_cache: Path, scorer: str) -> dict[str, Fe
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals.")
-@click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Feature cache of the whole RAGTruth test split, with its lexical signals.")
-@click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME")
-@click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Verifier cache with the judges' scores (results/verifiers): also fit with the judge's score, on "
-                   "the dev sentences the judges scored.")
+@benchmark_sets_options("also fit with the judge's score, on the dev sentences the judges scored.")
 @markdown_report_options
 def ceiling(cache: Path, split_cache: Path, scorer: str, judges: Path | None, output: Path | None, resamples: int,
             seed: int) -> None:
