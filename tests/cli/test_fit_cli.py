@@ -85,7 +85,7 @@ def test_fit_without_lexical_signals_and_on_features_an_older_version_wrote(labe
     old.write_text("".join(json.dumps(r) + "\n" for r in records))
     output.unlink()
     refused = run("fit", str(labelled), "--features", str(old), "-o", str(output), "--no-progress", "--force")
-    assert refused.exit_code == 2 and "holds no lexical signals" in refused.output and "--no-lexical" in refused.output
+    assert refused.exit_code == 2 and "lack the lexical signals" in refused.output and "--no-lexical" in refused.output
     assert not output.exists()
 
 

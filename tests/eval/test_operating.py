@@ -121,3 +121,37 @@ def test_the_commands_fit_a_calibration_from_a_cache_and_report_its_flags(tmp_pa
     wrong = runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "test"), "--scorer", "tiny",
                                 "-o", str(tmp_path / "d.json")])
     assert wrong.exit_code == 2 and "0 full-mode, exact tiny feature sets of ragtruth" in wrong.output
+
+
+def test_a_fitted_file_reading_lexical_signals_is_judged_where_they_are_stored_and_refused_where_not(tmp_path):
+    """`eval operating` and `eval adaptation` with a `groundsense fit` file that weighs lexical signals."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+    from groundsense.eval.caches.lexical import LEXICAL_FILE, write_lexical
+    from groundsense.features import GROUNDING
+    from groundsense.judging.fitting import fit_detector
+    from groundsense.lexical import LEXICAL
+
+    _write_cache(tmp_path / "test", "tofueval", 1)
+    rows = feature_set("tofueval", 1).rows
+    rng = np.random.default_rng(0)
+    lexical = rows[["case_id", "sentence_index"]].assign(
+        **{name: rng.random(len(rows)) + 0.5 * rows["label"] for name in LEXICAL}, absent="")
+    values = {name: rows[name].to_numpy(float) for name in (*GROUNDING, "surprisal", "n_tokens")}
+    values |= {name: lexical[name].to_numpy(float) for name in LEXICAL}
+    fit_detector(values, rows["label"].to_numpy(), rows["case_id"].to_numpy(), "tiny", 5,
+                 made_with={"chunk_counts": [3]}, names=(*GROUNDING, "surprisal", *LEXICAL)).save(tmp_path / "f.json")
+    runner = CliRunner()
+    commands = [[command, "--cache", str(tmp_path / "test"), "--calibration", str(tmp_path / "f.json"), "--resamples",
+                 "100"] for command in ("operating", "adaptation")]
+
+    refused = runner.invoke(cli, ["eval", *commands[0]])
+    assert refused.exit_code == 2, refused.output
+    assert "reads overlap_chunk" in refused.output and "groundsense eval lexical" in refused.output
+    (folder,) = (tmp_path / "test" / "tofueval").iterdir()
+    write_lexical(folder / LEXICAL_FILE, lexical)
+    for command in commands:
+        report = runner.invoke(cli, ["eval", *command])
+        assert report.exit_code == 0, report.output
+        assert "## tofueval (test/" in report.output

@@ -181,3 +181,7 @@ def test_a_fitted_file_adapts_with_its_weights():
     assert adapted.weights["stats"]["gap"][0] == pytest.approx(fitted.weights["stats"]["gap"][0] - 1.5)
     same = DomainSentences(features, answers, np.full(len(answers), 5))
     assert flagged_share(adapted, shifted) == pytest.approx(flagged_share(fitted, same), abs=1e-9)
+    older = DomainSentences({**features, **dict.fromkeys(LEXICAL, np.full(len(answers), np.nan))}, answers,
+                            np.full(len(answers), 5))  # rows scored before the lexical signals existed
+    with pytest.raises(InputError, match="reads overlap_chunk, .* which no sentence of mine.jsonl has"):
+        adapt(fitted, older, "restandardise", source="mine.jsonl")

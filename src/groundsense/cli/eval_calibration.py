@@ -91,12 +91,8 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, output: Path |
     fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
     command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
     sets = held_out_sets(caches, fitted.scorer, partial)
-    try:
-        text = operating_report(sets, fitted, command, resamples, seed)
-        text = f"{text}\n{adapted_section(sets, fitted, resamples, seed)}"
-    except ValueError as exc:  # a fitted calibration reading lexical signals a cache lacks
-        raise Failure(str(exc)) from exc
-    emit_report(text, output)
+    text = operating_report(sets, fitted, command, resamples, seed)
+    emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -123,8 +119,11 @@ def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[
     baseline, and what a fitted calibration's score may read)."""
     from ..eval.caches.lexical import lexical_columns
 
-    return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences)
-            for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
+    try:
+        return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences)
+                for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
+    except ValueError as exc:  # stored lexical signals that miss some of the set's sentences
+        raise Failure(str(exc)) from exc
 
 
 def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[str, tuple[Path, FeatureSet]]:
@@ -149,7 +148,8 @@ def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[st
 def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, partial: bool) -> None:
     """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
     benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
-    times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1)."""
+    times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1).
+    The fit reads the lexical signals: run `groundsense eval lexical` on each cache first."""
     from ..eval.reports.few_labels import learning_curve_report
     from ..weights import DEFAULT_SCORER
 
@@ -158,7 +158,11 @@ def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, par
     command = report_command("learning-curve", *(a for c in caches for a in ("--cache", c)),
                              *(["--seed", seed] if seed else []), *(["--partial"] if partial else []),
                              *(["-o", output] if output else []))
-    emit_report(learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed), output)
+    try:
+        text = learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed)
+    except (ValueError, FileNotFoundError) as exc:  # lexical signals not stored, or stale
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
 
 
 def _report_arguments(caches: tuple[Path, ...], calibration: Path | None, partial: bool,

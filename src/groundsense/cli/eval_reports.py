@@ -12,7 +12,7 @@ import click
 
 from ..eval.caches.layout import cache_folder
 from ..eval.data.benchmarks import BENCHMARKS
-from .common import CONTEXT_SETTINGS, Failure, shipped_calibration
+from .common import CONTEXT_SETTINGS, CommandFunction, Failure, shipped_calibration
 from .eval_options import (
     DEFAULT_CACHE,
     emit_report,
@@ -90,7 +90,7 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
     emit_report(text, output)
 
 
-def benchmark_sets_options(judges: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def benchmark_sets_options(judges: str) -> Callable[[CommandFunction], CommandFunction]:
     """The feature caches the fusion protocols read (:func:`_benchmark_sets`), the scorer, and the
     judges' cache (``judges``: what the command does with it)."""
     options = (
@@ -104,7 +104,7 @@ def benchmark_sets_options(judges: str) -> Callable[[Callable[..., None]], Calla
                      help=f"Verifier cache with the judges' scores (results/verifiers): {judges}"),
     )
 
-    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+    def decorate(func: CommandFunction) -> CommandFunction:
         for option in reversed(options):
             func = option(func)
         return func

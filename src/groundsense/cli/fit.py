@@ -92,6 +92,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     from ..judging.calibration import (
         LOGISTIC_FEATURES,
         LOGISTIC_SIGNALS,
+        complete_rows,
         sensitivity_score,
         shipped_calibration,
         standardisation,
@@ -105,9 +106,11 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
     assert scored.labels is not None, "fit refuses rows without labels before scoring them"
     names = LOGISTIC_FEATURES if no_lexical else LOGISTIC_SIGNALS
-    if not no_lexical and len(scored.labels) and np.isnan(scored.features[LEXICAL[0]]).all():
-        raise InputError(f"{features} holds no lexical signals (an older groundsense wrote it): delete it to score "
-                         f"{source} again, or pass --no-lexical to fit over the scorer's features only")
+    lacking = int((~complete_rows(scored.features, LEXICAL)).sum())
+    if not no_lexical and lacking:
+        raise InputError(f"{lacking} of the {len(scored.labels)} scored sentences in {features} lack the lexical "
+                         f"signals (an older groundsense scored them): delete it to score {source} again, or pass "
+                         "--no-lexical to fit over the scorer's features only")
     base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
     rows = fitted_rows(scored.features, names)
     values = {name: v[rows] for name, v in scored.features.items()}

@@ -112,6 +112,10 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
     """``base`` adapted to ``domain`` (read from ``source``) by ``method`` (one of :data:`METHODS`)."""
     if method not in METHODS:
         raise InputError(f"adaptation method must be one of {', '.join(METHODS)}, not {method!r}")
+    lacking = [name for name in base.inputs if not np.isfinite(np.asarray(domain.features.get(name, []), float)).any()]
+    if lacking:
+        raise InputError(f"the calibration's score reads {', '.join(lacking)}, which no sentence of {source} has "
+                         "(features an older groundsense scored lack the lexical signals): score them again")
     stats, weights, thresholds, answer_thresholds, estimates = dict(base.stats), dict(base.weights), {}, {}, {}
     if method == "restandardise":
         rows = _served(base, domain, "sensitivity")

@@ -185,11 +185,17 @@ class Calibration:
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
         weights = calibration.weights
-        if weights and not (isinstance(weights.get("intercept"), (int, float)) and weights.get("coefficients")
-                            and set(weights["coefficients"]) <= set(LOGISTIC_SIGNALS)
-                            and set(weights["coefficients"]) <= set(weights.get("stats", {}))):
-            raise InputError(f"cannot read calibration file {path}: its 'weights' need an 'intercept', and "
-                             f"'coefficients' and 'stats' of features among {', '.join(LOGISTIC_SIGNALS)}")
+        if weights:
+            coefficients = weights.get("coefficients")
+            if not (isinstance(weights.get("intercept"), (int, float)) and isinstance(coefficients, dict)
+                    and coefficients and set(coefficients) <= set(weights.get("stats") or {})):
+                raise InputError(f"cannot read calibration file {path}: its 'weights' need an 'intercept', and "
+                                 "'coefficients' and 'stats' of the same names")
+            unknown = sorted(set(coefficients) - set(LOGISTIC_SIGNALS))
+            if unknown:
+                raise InputError(f"cannot read calibration file {path}: its weights name {', '.join(unknown)}, "
+                                 "which this groundsense does not compute (a newer one may have written it); it "
+                                 f"knows {', '.join(LOGISTIC_SIGNALS)}")
         return calibration
 
 

@@ -12,11 +12,11 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from ...features import FEATURES, SIGNED
+from ...features import FEATURES, SENTENCE_VALUES
 from ...judging.adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
 from ...judging.calibration import Calibration, fit_calibration
 from ..data.split import DEV, TEST, assign_partition
-from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1
+from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1, with_signed
 from .tables import interval_text, markdown_table
 
 LETTERS = {"restandardise": "R", "quantile": "Q", "mixture": "M"}
@@ -32,9 +32,10 @@ def partitioned(sentences: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def domain(sentences: pd.DataFrame) -> DomainSentences:
-    """What an adaptation reads: the scored sentences' features, answers and chunk counts (no labels)."""
-    scored = sentences[sentences["status"] == "scored"]
-    return DomainSentences({f: scored[f].to_numpy(dtype=float) for f in FEATURES + SIGNED if f in scored},
+    """What an adaptation reads: the scored sentences' features (the signed ones computed from
+    their drops; the lexical signals where they were joined on), answers and chunk counts (no labels)."""
+    scored = with_signed(sentences[sentences["status"] == "scored"])
+    return DomainSentences({f: scored[f].to_numpy(dtype=float) for f in SENTENCE_VALUES if f in scored},
                            scored["case_id"].to_numpy(),
                            scored["n_chunks"].to_numpy())
 

@@ -93,19 +93,34 @@ class OperatingPoint:
         return "fitted (default)"
 
 
+def with_signed(sentences: pd.DataFrame) -> pd.DataFrame:
+    """Cached ``sentences`` with the signed features (:data:`~groundsense.features.SIGNED`), which
+    the cache keeps as each sentence's drops, computed as the detector does (as they are where
+    they hold no drops)."""
+    if "drops" not in sentences:
+        return sentences
+    drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
+    return sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
+
+
+def require_inputs(calibration: Calibration, sentences: pd.DataFrame) -> None:
+    """Refuse cached ``sentences`` without a value the calibration's score reads (the lexical
+    signals of a `groundsense fit` file, where `groundsense eval lexical` has not stored them)."""
+    missing = [f for f in ("gap", *calibration.inputs)
+               if f not in sentences and not (f in SIGNED and "drops" in sentences)]  # (signed: from the drops)
+    if missing:
+        held = ", ".join(map(str, sentences["benchmark"].unique())) if "benchmark" in sentences else "these answers"
+        raise InputError(f"the calibration's score reads {', '.join(missing)}, which the cached sentences of {held} "
+                         "lack: compute the lexical signals with `groundsense eval lexical BENCHMARK --cache CACHE`")
+
+
 def judged(calibration: Calibration, sentences: pd.DataFrame, point: OperatingPoint) -> pd.DataFrame:
     """``sentences`` (every sentence that ran) with the product's judgement at ``point``:
     ``score`` (NaN where unscored) and the sentence and answer ``threshold``s. As the detector
     does with a shipped calibration, answers scored in a chunk count the calibration was fitted
     on get the ``sensitivity`` score rule, the others the ``gap`` score rule and its thresholds."""
-    table = sentences
-    if set(SIGNED) & set(calibration.inputs):  # a fitted file's score reads signed features, kept as drops
-        drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
-        table = sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
-    missing = [f for f in ("gap", *calibration.inputs) if f not in table]
-    if missing:
-        raise ValueError(f"the calibration's score reads {', '.join(missing)}, which these cached sentences lack: "
-                         "compute the lexical signals with `groundsense eval lexical`")
+    table = with_signed(sentences) if set(SIGNED) & set(calibration.inputs) else sentences
+    require_inputs(calibration, table)
     features = {f: table[f].to_numpy(dtype=float) for f in ("gap", *calibration.inputs)}
     served = np.array([calibration.serves(int(n)) for n in sentences["n_chunks"]], dtype=bool)
     targets = (point.target_recall, point.target_precision)
@@ -187,10 +202,11 @@ def flag_table(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, 
     baseline follows the fitted point (:func:`overlap_levels`)."""
     rows = []
     for name, sentences in test_sets.items():
+        require_inputs(calibration, sentences)
         for point in points:
             try:
                 frame = judged(calibration, sentences, point)
-            except InputError:
+            except InputError:  # a target the calibration set never reached
                 continue
             fitted = point == OperatingPoint()  # under a target, the answer verdict is already "any sentence"
             named = [(point.name, judged_levels(frame, fitted))]
