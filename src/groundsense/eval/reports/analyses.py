@@ -80,8 +80,9 @@ def verifier_section(
     t7, t8, flags = table7(comparisons), table8(comparisons), flagging_table(comparisons)
     section = Section(
         ["### Table 7: verifiers against the detector (span AUC, test)", "",
-         "On the test sentences each verifier scored; `beats`: a detector the verifier beats with a "
-         "source-level paired interval excluding zero.", "", markdown_table(bracketed(t7)), "",
+         "On the test sentences each verifier scored, against the detector and word overlap (the baseline, where "
+         "the sentences carry their lexical signals) on the same sentences; `beats`: a method the verifier beats "
+         "with a source-level paired interval excluding zero.", "", markdown_table(bracketed(t7)), "",
          "### Table 8: complementarity (logistic regressions fit on dev, span AUC on test)", "",
          "Δ1 = verifier + grounding − verifier alone; Δ2 = verifier + grounding − verifier + perplexity, length; "
          "ρ: Spearman correlation of the verifier's score with each detector's.", "",
