@@ -33,6 +33,7 @@ from ..caches.detector_inputs import (
     with_token_features,
 )
 from ..caches.extract import FeatureSet
+from ..caches.lexical import lexical_columns
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from ..statistics.methods import lightgbm_scores
@@ -55,13 +56,15 @@ def fit_logistic(devs: Sequence[pd.DataFrame], features: Sequence[str]) -> Pipel
 
 def candidate_scores(devs: Sequence[pd.DataFrame], test: pd.DataFrame, features: Sequence[str], seed: int = 0
                      ) -> dict[str, np.ndarray]:
-    """The candidate's, the LightGBM reference's and the sentence gap's scores on ``test``."""
+    """The candidate's, the LightGBM reference's and the sentence gap's scores on ``test``, and
+    word overlap's (the baseline) where ``test`` carries the lexical signals."""
     model = fit_logistic(devs, features)
     pooled = pd.concat(devs, ignore_index=True)
     return {
         "candidate": model.predict_proba(test[list(features)].to_numpy(dtype=float))[:, 1],
         "LightGBM (reference)": lightgbm_scores(pooled, test, features, seed),
         "sentence gap": -test["gap"].to_numpy(),
+        **({"word overlap": test["overlap_chunk"].to_numpy(dtype=float)} if "overlap_chunk" in test else {}),
     }
 
 
@@ -199,7 +202,7 @@ def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, c
     """The Markdown report: token thresholds and single features on dev, leave-one-benchmark-out,
     the rule's verdict."""
     features = CANDIDATES[candidate]
-    parts = {name: partitioned(detector_table(fs), seed) for name, fs in sets.items()}
+    parts = {name: partitioned(lexical_columns(fs, detector_table(fs)), seed) for name, fs in sets.items()}
     if uses_token_features(features):
         lacking = [name for name, (dev, _) in parts.items() if not has_token_rows(dev)]
         if split is not None and not has_token_rows(split.table):
