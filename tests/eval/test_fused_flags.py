@@ -87,3 +87,33 @@ def test_the_fused_score_by_pooled_and_by_own_references():
     assert value(table.loc[REFERENCES[1], "sentence AUC"]) == pytest.approx(own, abs=5e-4)
     assert value(table.loc["pooled − own", "sentence AUC"]) == pytest.approx(pooled - own, abs=1e-3)
     assert list(table.columns) == ["sentence AUC", "answer AUC"]
+
+
+def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_their_best_f1():
+    """`eval fusion --fit-fusion --train-cache … --train-judges …`: what ships once the judge has
+    scored the shipped calibration's training answers."""
+    from groundsense.eval.judge_fusion import fit_training_fusion
+    from groundsense.judging.thresholds import best_f1_threshold
+    from groundsense.verification.fusion import SIGNALS, reference_sample
+
+    rows = judged_rows(seed=3, n_answers=60)
+    fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
+    for name in SIGNALS:  # every reference is the training sentences' own values
+        assert fitted.references[name] == reference_sample(rows[JUDGE if name == "judge" else name].to_numpy(float))
+    fused = pooled_scores(fitted, rows)
+    assert fitted.threshold == best_f1_threshold(fused, rows["label"].to_numpy())
+    made = fitted.made_with
+    assert made["fitted_on"] == "the shipped calibration's RAGTruth training answers"
+    assert made["n_answers"] == 60 and made["n_sentences"] == len(rows) == made["data"]["ragtruth train"]["sentences"]
+    assert made["on_calibration_set"]["sentence"]["auc"] == pytest.approx(roc_auc_score(rows["label"], fused), abs=1e-4)
+
+
+@pytest.mark.parametrize("args", [["--train-cache", "results/calibration-tokens"],
+                                  ["--train-judges", "results/calibration-verifiers"],
+                                  ["--train-cache", "results/calibration-tokens", "--train-judges", "results/x"]])
+def test_the_training_fit_needs_both_caches_and_fit_fusion(args):
+    from helpers.cli import run
+
+    refused = run("eval", "fusion", "--split-cache", "results/split-features", *args)
+    assert refused.exit_code == 2
+    assert "--train-cache and --train-judges go together, with --fit-fusion" in refused.output

@@ -25,6 +25,7 @@ from .eval_options import (
 if TYPE_CHECKING:
     from ..eval.caches.extract import FeatureSet
     from ..judging.calibration import Calibration
+    from ..verification.fusion import RankFusion
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -119,9 +120,16 @@ def benchmark_sets_options(judges: str) -> Callable[[CommandFunction], CommandFu
 @click.option("--fit-fusion", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="With --judges: write the adopted candidate J's fusion file (references and thresholds fitted on "
                    "the judged dev partitions, pooled) instead of the report.")
+@click.option("--train-cache", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="With --fit-fusion: fit it on the RAGTruth training answers of this feature cache instead "
+                   "(results/calibration-tokens, the shipped calibration's), every one judged in --train-judges.")
+@click.option("--train-judges", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="With --train-cache: the judge's scores of those answers (results/calibration-verifiers, "
+                   "scripts/calibration_judge.sh).")
 @markdown_report_options
 def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev_only: bool, fit_fusion: Path | None,
-           output: Path | None, resamples: int, seed: int) -> None:
+           train_cache: Path | None, train_judges: Path | None, output: Path | None, resamples: int,
+           seed: int) -> None:
     """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
     signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
     dev partitions, against today's score and word overlap on the test partitions, and the
@@ -129,13 +137,28 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
     from ..eval.reports.fusion import fusion_report
     from ..eval.reports.fusion_judge import judge_fusion_report
 
+    if (train_cache is None) != (train_judges is None) or (train_cache and not fit_fusion):
+        raise Failure("--train-cache and --train-judges go together, with --fit-fusion")
     found = _benchmark_sets(cache, split_cache, scorer)
     calibration = shipped_calibration(scorer, 5)
     if fit_fusion:
         if not judges:
             raise Failure("--fit-fusion fits candidate J, the judge's score fused: give --judges too")
-        _write_fusion(found, calibration, judges, seed, fit_fusion, report_command(
-            "fusion", "--cache", cache, "--split-cache", split_cache, "--judges", judges, "--fit-fusion", fit_fusion))
+        training = ["--train-cache", train_cache, "--train-judges", train_judges] if train_cache else []
+        command = report_command("fusion", "--cache", cache, "--split-cache", split_cache, "--judges", judges,
+                                 "--fit-fusion", fit_fusion, *training)
+        try:
+            if train_cache and train_judges:
+                fused = _training_fusion(train_cache, train_judges, scorer, calibration, command)
+            else:
+                fused = _dev_fusion(found, calibration, judges, seed, command)
+        except (ValueError, FileNotFoundError) as exc:
+            raise Failure(str(exc)) from exc
+        fused.save(fit_fusion)
+        click.echo(f"wrote {fit_fusion}: {fused.verifier}, fitted on {fused.made_with['fitted_on']} "
+                   f"({fused.made_with['n_answers']} answers, {fused.made_with['n_sentences']} sentences); sentences "
+                   f"flagged at fused >= {fused.threshold:.4f}, answers at a top-two mean >= "
+                   f"{fused.answer_threshold:.4f}", err=True)
         return
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
@@ -184,20 +207,34 @@ def ceiling(cache: Path, split_cache: Path, scorer: str, judges: Path | None, ou
     emit_report(text, output)
 
 
-def _write_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int, output: Path,
-                  command: str) -> None:
-    """Fit candidate J's fusion on the judged dev partitions and write it to ``output``."""
+def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int,
+                command: str) -> RankFusion:
+    """Candidate J's fusion fitted on the judged dev partitions, pooled."""
     from ..eval.judge_fusion import fit_judge_fusion
     from ..eval.reports.fusion_judge import judge_domains
 
-    try:
-        fused = fit_judge_fusion(judge_domains(found, calibration, judges, seed), calibration, command)
-    except (ValueError, FileNotFoundError) as exc:
-        raise Failure(str(exc)) from exc
-    fused.save(output)
-    click.echo(f"wrote {output}: {fused.verifier}, {fused.made_with['dev_answers']} dev answers "
-               f"({fused.made_with['dev_sentences']} sentences); sentences flagged at fused >= {fused.threshold:.4f}, "
-               f"answers at a top-two mean >= {fused.answer_threshold:.4f}", err=True)
+    return fit_judge_fusion(judge_domains(found, calibration, judges, seed), calibration, command)
+
+
+def _training_fusion(train_cache: Path, train_judges: Path, scorer: str, calibration: Calibration,
+                     command: str) -> RankFusion:
+    """Candidate J's fusion fitted on the RAGTruth training answers of ``train_cache``, refused
+    until the judge has scored every one of them."""
+    from ..eval.judge_fusion import fit_training_fusion
+    from ..eval.reports.fusion import fusion_table
+    from ..eval.reports.fusion_judge import JUDGE, JUDGES, with_judges
+
+    sets = [s for s in load_sets(train_cache, scorer) if s.benchmark == "ragtruth" and s.full_exact]
+    if len(sets) != 1:
+        raise Failure(f"need exactly one full-mode {scorer} ragtruth feature set under {train_cache} "
+                      f"(found {len(sets)})")
+    table = fusion_table(sets[0], calibration)
+    judged = with_judges(table, train_judges, "ragtruth", {JUDGE: JUDGES[JUDGE]})
+    missing = table["case_id"].nunique() - judged["case_id"].nunique()
+    if missing:
+        raise Failure(f"the judge has scored {judged['case_id'].nunique()} of the {table['case_id'].nunique()} "
+                      f"training answers under {train_judges}: finish the run (scripts/calibration_judge.sh) first")
+    return fit_training_fusion(judged, calibration, command)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

@@ -65,11 +65,12 @@ def judge_spec(column: str = JUDGE) -> str:
     return f"{kind}:{model}"
 
 
-def with_judges(table: pd.DataFrame, verifiers: Path, benchmark: str) -> pd.DataFrame:
-    """``table``'s sentences that every judge of :data:`JUDGES` scored, a column of each judge's
-    score (P(unsupported))."""
+def with_judges(table: pd.DataFrame, verifiers: Path, benchmark: str, judges: Mapping[str, str] = JUDGES
+                ) -> pd.DataFrame:
+    """``table``'s sentences that every judge of ``judges`` (column -> verifier key prefix) scored,
+    a column of each judge's score (P(unsupported))."""
     caches = load_verifier_cache(verifiers, benchmark)
-    for name, prefix in JUDGES.items():
+    for name, prefix in judges.items():
         found = [rows for key, rows in caches.items() if key.split("__")[0] == prefix]
         if len(found) != 1:
             raise FileNotFoundError(f"need exactly one {prefix} cache under {Path(verifiers) / benchmark} "
