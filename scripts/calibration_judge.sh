@@ -5,9 +5,11 @@
 # answers needs (issue #39; today's shipped fusion is fitted on the benchmarks' judged dev
 # partitions, docs/verifiers.md). 11,364 sentences at about 2.5 s each at 2 threads on an idle
 # 2-core CPU (these answers' evidence is longer than TofuEval's): about 8 hours, so rerun to
-# resume and commit the parts as they grow (`--device cuda` on a GPU takes minutes).
+# resume and commit the parts as they grow; extra arguments go to `eval verify` (`--device cuda` on a
+# GPU takes minutes). Then `groundsense eval fusion --fit-fusion FILE --train-cache
+# results/calibration-tokens --train-judges results/calibration-verifiers` fits the fusion on them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GS="${GS:-.venv/bin/groundsense} --threads ${THREADS:-2}"
 $GS eval verify ragtruth --split train --sample 1500 --verifier judge:qwen2.5-coder-1.5b-instruct \
-  --cache results/calibration-verifiers
+  --cache results/calibration-verifiers "$@"

@@ -77,6 +77,20 @@ def test_a_strong_verifier_beats_the_detector_and_complements_it():
     assert flags.loc["strong", "sentence gap f1"] == flags.loc["weak", "sentence gap f1"]  # same sentences
 
 
+def test_table_7_holds_the_verifier_against_word_overlap_where_the_sentences_carry_it():
+    fs = feature_set("a", 0)
+    rng = np.random.default_rng(1)
+    table = fs.table.assign(overlap_chunk=fs.table["label"] * 0.5 + rng.uniform(size=len(fs.table)))
+    dev, test = partitioned(table)
+    strong = compare_verifier(dev, test, verifier_rows(fs.rows, 0.3), "strong", n_resamples=200)
+    weak = compare_verifier(dev, test, verifier_rows(fs.rows, 50.0), "weak", n_resamples=200)
+    t7 = table7([strong, weak])
+    assert t7.loc["strong", "word overlap"] == t7.loc["weak", "word overlap"] > 0.6  # the same sentences
+    assert "word overlap" in t7.loc["strong", "beats"] and t7.loc["weak", "Δ vs word overlap hi"] < 0
+    plain = partitioned(fs.table)
+    assert "word overlap" not in table7([compare_verifier(*plain, verifier_rows(fs.rows, 0.3), "v", n_resamples=200)])
+
+
 def test_the_verifier_is_joined_on_its_scored_sentences_only():
     table = pd.DataFrame({"case_id": ["a", "a", "b"], "sentence_index": [0, 1, 0], "label": [0, 1, 0]})
     rows = verifier_rows(table, 0.0).assign(status=["scored", "error", "scored"], score=[0.1, np.nan, 0.2])

@@ -104,8 +104,8 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     assert fitted.threshold == best_f1_threshold(fused, rows["label"].to_numpy())
     made = fitted.made_with
     assert made["fitted_on"] == "the shipped calibration's RAGTruth training answers"
-    assert made["n_answers"] == 60 and made["n_sentences"] == len(rows) == made["data"]["ragtruth train"]["sentences"]
-    assert made["on_calibration_set"]["sentence"]["auc"] == pytest.approx(roc_auc_score(rows["label"], fused), abs=1e-4)
+    assert made["n_answers"] == 60 and made["n_sentences"] == len(rows) == made["data"]["ragtruth"]["sentences"]
+    assert made["on_labelled_set"]["sentence"]["auc"] == pytest.approx(roc_auc_score(rows["label"], fused), abs=1e-4)
 
 
 @pytest.mark.parametrize("args", [["--train-cache", "results/calibration-tokens"],
@@ -117,3 +117,24 @@ def test_the_training_fit_needs_both_caches_and_fit_fusion(args):
     refused = run("eval", "fusion", "--split-cache", "results/split-features", *args)
     assert refused.exit_code == 2
     assert "--train-cache and --train-judges go together, with --fit-fusion" in refused.output
+
+
+def test_the_training_fit_is_refused_until_every_training_sentence_is_judged(tmp_path, monkeypatch):
+    """On the committed training features, with one part of the judge's scores: the count, and what to run."""
+    import shutil
+    from pathlib import Path
+
+    from helpers.cli import run
+
+    root = Path(__file__).parents[2]
+    (judged,) = (root / "results" / "calibration-verifiers" / "ragtruth").iterdir()
+    part = tmp_path / "ragtruth" / judged.name
+    part.mkdir(parents=True)
+    shutil.copy(judged / "config.json", part)
+    shutil.copy(sorted(judged.glob("part-*.parquet"))[0], part)
+    monkeypatch.chdir(root)
+    refused = run("eval", "fusion", "--fit-fusion", str(tmp_path / "f.json"), "--train-cache",
+                  "results/calibration-tokens", "--train-judges", str(tmp_path))
+    assert refused.exit_code == 2, refused.output
+    assert "of the 10,702 sentences of the 1,500 training answers" in refused.output
+    assert "scripts/calibration_judge.sh" in refused.output and not (tmp_path / "f.json").exists()

@@ -16,6 +16,7 @@ from groundsense.eval.reports.selection import (
     leave_one_benchmark_out,
     selection_report,
     transfer_table,
+    with_overlap,
 )
 from groundsense.eval.statistics.benchmark_result import partitioned
 
@@ -52,6 +53,25 @@ def test_leave_one_benchmark_out_scores_each_held_out_test_partition(parts):
     assert list(table.index) == list(parts)
     for t in transfers:
         assert table.loc[t.benchmark, "candidate"] == t.intervals.loc["candidate", "auc"]
+
+
+def test_word_overlap_sits_beside_the_candidate_where_the_lexical_signals_are_stored(tmp_path):
+    import shutil
+
+    sets = {s.benchmark: s for s in load_cache(CACHE, "smollm2-135m-instruct") if s.full_exact}
+    with_lexical = {name: partitioned(with_overlap(fs)) for name, fs in sets.items()}
+    transfers = leave_one_benchmark_out(with_lexical, CANDIDATES["A"], n_resamples=100)
+    for t in transfers:
+        test = with_lexical[t.benchmark][1]
+        assert t.intervals.loc["word overlap", "auc"] == pytest.approx(roc_auc_score(test["label"],
+                                                                                     test["overlap_chunk"]))
+    # stored signals that miss sentences leave the row out instead of failing the report
+    folder = tmp_path / "tofueval" / sets["tofueval"].key
+    shutil.copytree(sets["tofueval"].folder, folder)
+    stale = pd.read_parquet(folder / "lexical.parquet")
+    stale.iloc[: len(stale) // 2].to_parquet(folder / "lexical.parquet")
+    (copied,) = [s for s in load_cache(tmp_path, "smollm2-135m-instruct") if s.full_exact]
+    assert "overlap_chunk" not in with_overlap(copied)
 
 
 @pytest.fixture(scope="module")

@@ -98,8 +98,9 @@ def benchmark_sets_options(judges: str) -> Callable[[CommandFunction], CommandFu
         click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE,
                      show_default=True,
                      help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals."),
-        click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), required=True,
-                     help="Feature cache of the whole RAGTruth test split, with its lexical signals."),
+        click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Feature cache of the whole RAGTruth test split, with its lexical signals (required but "
+                          "for a fit on the training answers)."),
         click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME"),
         click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help=f"Verifier cache with the judges' scores (results/verifiers): {judges}"),
@@ -127,9 +128,9 @@ def benchmark_sets_options(judges: str) -> Callable[[CommandFunction], CommandFu
               help="With --train-cache: the judge's scores of those answers (results/calibration-verifiers, "
                    "scripts/calibration_judge.sh).")
 @markdown_report_options
-def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev_only: bool, fit_fusion: Path | None,
-           train_cache: Path | None, train_judges: Path | None, output: Path | None, resamples: int,
-           seed: int) -> None:
+def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | None, dev_only: bool,
+           fit_fusion: Path | None, train_cache: Path | None, train_judges: Path | None, output: Path | None,
+           resamples: int, seed: int) -> None:
     """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
     signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
     dev partitions, against today's score and word overlap on the test partitions, and the
@@ -139,19 +140,20 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
 
     if (train_cache is None) != (train_judges is None) or (train_cache and not fit_fusion):
         raise Failure("--train-cache and --train-judges go together, with --fit-fusion")
-    found = _benchmark_sets(cache, split_cache, scorer)
     calibration = shipped_calibration(scorer, 5)
     if fit_fusion:
-        if not judges:
-            raise Failure("--fit-fusion fits candidate J, the judge's score fused: give --judges too")
-        training = ["--train-cache", train_cache, "--train-judges", train_judges] if train_cache else []
-        command = report_command("fusion", "--cache", cache, "--split-cache", split_cache, "--judges", judges,
-                                 "--fit-fusion", fit_fusion, *training)
         try:
-            if train_cache and train_judges:
+            if train_cache and train_judges:  # the benchmarks' caches are not read
+                command = report_command("fusion", "--fit-fusion", fit_fusion, "--train-cache", train_cache,
+                                         "--train-judges", train_judges)
                 fused = _training_fusion(train_cache, train_judges, scorer, calibration, command)
+            elif judges:
+                command = report_command("fusion", "--cache", cache, "--split-cache", split_cache, "--judges",
+                                         judges, "--fit-fusion", fit_fusion)
+                fused = _dev_fusion(_benchmark_sets(cache, split_cache, scorer), calibration, judges, seed, command)
             else:
-                fused = _dev_fusion(found, calibration, judges, seed, command)
+                raise Failure("--fit-fusion fits candidate J, the judge's score fused: give --judges (its dev "
+                              "partitions) or --train-cache and --train-judges (the training answers)")
         except (ValueError, FileNotFoundError) as exc:
             raise Failure(str(exc)) from exc
         fused.save(fit_fusion)
@@ -160,6 +162,7 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
                    f"flagged at fused >= {fused.threshold:.4f}, answers at a top-two mean >= "
                    f"{fused.answer_threshold:.4f}", err=True)
         return
+    found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
                              *(["-o", output] if output else []))
@@ -173,9 +176,11 @@ def fusion(cache: Path, split_cache: Path, scorer: str, judges: Path | None, dev
     emit_report(text, output)
 
 
-def _benchmark_sets(cache: Path, split_cache: Path, scorer: str) -> dict[str, FeatureSet]:
+def _benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[str, FeatureSet]:
     """The feature set of each benchmark the fusion protocols read: the whole RAGTruth test split
     (``split_cache``), TofuEval and RAGBench (``cache``), one full-mode set each."""
+    if split_cache is None:
+        raise Failure("give --split-cache: the feature cache of the whole RAGTruth test split")
     found: dict[str, FeatureSet] = {}
     for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
         sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
@@ -189,8 +194,8 @@ def _benchmark_sets(cache: Path, split_cache: Path, scorer: str) -> dict[str, Fe
 @click.command(context_settings=CONTEXT_SETTINGS)
 @benchmark_sets_options("also fit with the judge's score, on the dev sentences the judges scored.")
 @markdown_report_options
-def ceiling(cache: Path, split_cache: Path, scorer: str, judges: Path | None, output: Path | None, resamples: int,
-            seed: int) -> None:
+def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | None, output: Path | None,
+            resamples: int, seed: int) -> None:
     """How far the signals go: on each benchmark's dev partition, a logistic regression trained on
     that benchmark's own labels over the scorer's features, the lexical signals or both (and the
     judge's score, `--judges`), judged out of fold against word overlap. What no label-free
@@ -230,10 +235,10 @@ def _training_fusion(train_cache: Path, train_judges: Path, scorer: str, calibra
                       f"(found {len(sets)})")
     table = fusion_table(sets[0], calibration)
     judged = with_judges(table, train_judges, "ragtruth", {JUDGE: JUDGES[JUDGE]})
-    missing = table["case_id"].nunique() - judged["case_id"].nunique()
-    if missing:
-        raise Failure(f"the judge has scored {judged['case_id'].nunique()} of the {table['case_id'].nunique()} "
-                      f"training answers under {train_judges}: finish the run (scripts/calibration_judge.sh) first")
+    if len(judged) < len(table):
+        raise Failure(f"the judge has scored {len(judged):,} of the {len(table):,} sentences of the "
+                      f"{table['case_id'].nunique():,} training answers under {train_judges} (in "
+                      f"{judged['case_id'].nunique():,} answers): finish the run (scripts/calibration_judge.sh) first")
     return fit_training_fusion(judged, calibration, command)
 
 

@@ -34,7 +34,7 @@ def fit_training_fusion(training: pd.DataFrame, calibration: Calibration, comman
     rows with the judge's column), as the detector's calibration is."""
     return fit_fusion_on(training.assign(answer=training["case_id"].astype(str)), calibration, command,
                          "the shipped calibration's RAGTruth training answers",
-                         {"ragtruth train": {"answers": int(training["case_id"].nunique()),
+                         {"ragtruth": {"answers": int(training["case_id"].nunique()),
                                              "sentences": len(training)}})
 
 
@@ -62,12 +62,12 @@ def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fi
         "rule": f"{FROZEN_J['rule']} of {', '.join(SIGNALS)} (docs/detector-selection.md, candidate J); answer: "
                 f"{FROZEN_J['aggregation']} sentences",
         "fitted_on": fitted_on, "data": data, "n_answers": int(answers.ngroups), "n_sentences": len(rows),
-        "references": f"their sentences' values, at most {len(references['sensitivity'])} evenly spaced order "
-                      "statistics each",
+        "references": f"the values of {fitted_on}' sentences, at most {len(references['sensitivity'])} evenly "
+                      "spaced order statistics each",
         "sensitivity": f"the z-sum of calibration {calibration.scorer} k{calibration.k}'s statistics",
-        "threshold_rule": {"sentence": "best F1 on their sentences",
-                           "answer": "best F1 of their answers' mean of the top two sentences"},
-        "on_calibration_set": {"sentence": threshold_quality(fused, labels, threshold),
+        "threshold_rule": {"sentence": f"best F1 on {fitted_on}' sentences",
+                           "answer": f"best F1 of {fitted_on}' answers' mean of their top two sentences"},
+        "on_labelled_set": {"sentence": threshold_quality(fused, labels, threshold),
                                "answer": threshold_quality(answer_scores, answer_labels, answer_threshold)},
     }
     return RankFusion(unfitted.verifier, unfitted.scorer, unfitted.sensitivity_stats, references, threshold,

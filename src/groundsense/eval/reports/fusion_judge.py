@@ -148,7 +148,7 @@ def fused_signals(fusion: RankFusion, rows: pd.DataFrame) -> dict[str, np.ndarra
 
 def pooled_scores(fusion: RankFusion, rows: pd.DataFrame) -> np.ndarray:
     """``rows``' fused score as the cascade computes it: their signals ranked against the
-    fusion's own references (for the shipped fusion, the pooled dev sentences)."""
+    fusion's own references (those of the rows it was fitted on: ``made_with['fitted_on']``)."""
     fused = fusion.score(fused_signals(fusion, rows))
     if np.isnan(fused).any():
         raise ValueError("a judged sentence has no fused score: the cascade would leave it undecided")

@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ...features import SIGNED, signed_features
+from ...features import SIGNED
 from ...judging.calibration import Calibration
 from ..statistics.bootstrap import group_draws
+from ..statistics.signed import with_signed
 from .tables import interval_text, markdown_table
 
 METRICS = ("precision", "recall", "f1", "flag rate")
@@ -91,16 +92,6 @@ class OperatingPoint:
         if self.target_precision is not None:
             return f"--target-precision {self.target_precision}"
         return "fitted (default)"
-
-
-def with_signed(sentences: pd.DataFrame) -> pd.DataFrame:
-    """Cached ``sentences`` with the signed features (:data:`~groundsense.features.SIGNED`), which
-    the cache keeps as each sentence's drops, computed as the detector does (as they are where
-    they hold no drops)."""
-    if "drops" not in sentences:
-        return sentences
-    drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in sentences["drops"]]
-    return sentences.assign(**signed_features(sentences["gap"].to_numpy(), drops))
 
 
 def require_inputs(calibration: Calibration, sentences: pd.DataFrame) -> None:

@@ -197,12 +197,22 @@ def split_difference(parts: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], spl
     return float(a), float(g), float(a - g)
 
 
+def with_overlap(features: FeatureSet) -> pd.DataFrame:
+    """A feature set's detector table with its lexical signals where they are stored, for the
+    word-overlap row; as it is where they are not, or are stale (the row is then left out)."""
+    table = detector_table(features)
+    try:
+        return lexical_columns(features, table)
+    except ValueError:
+        return table
+
+
 def selection_report(sets: Mapping[str, FeatureSet], split: FeatureSet | None, candidate: str, command: str,
                      n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report: token thresholds and single features on dev, leave-one-benchmark-out,
     the rule's verdict."""
     features = CANDIDATES[candidate]
-    parts = {name: partitioned(lexical_columns(fs, detector_table(fs)), seed) for name, fs in sets.items()}
+    parts = {name: partitioned(with_overlap(fs), seed) for name, fs in sets.items()}
     if uses_token_features(features):
         lacking = [name for name, (dev, _) in parts.items() if not has_token_rows(dev)]
         if split is not None and not has_token_rows(split.table):

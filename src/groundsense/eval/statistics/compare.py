@@ -1,5 +1,6 @@
 """Verifiers against the detector on identical sentences: the analogues of the paper's
-Table 7 (span AUC next to Gap and LightGBM + baselines) and Table 8 (complementarity).
+Table 7 (span AUC next to Gap and LightGBM + baselines, and the word-overlap baseline where the
+sentences carry their lexical signals) and Table 8 (complementarity).
 
 Inputs are one feature set's development and test partitions (:func:`.benchmark_result.partitioned`)
 and one verifier's cached rows (:mod:`verifier_scores`). Only sentences the verifier scored
@@ -132,8 +133,9 @@ def flagging_cells(vdev: pd.DataFrame, vtest: pd.DataFrame, is_probability: bool
 
 
 def table7(comparisons: list[VerifierComparison]) -> pd.DataFrame:
-    """One row per verifier: its span AUC, the detectors' on the same sentences, the paired
-    differences, and ``beats``: the detectors it beats with an interval excluding zero."""
+    """One row per verifier: its span AUC, the detectors' and word overlap's (where the sentences
+    carry it) on the same sentences, the paired differences, and ``beats``: the methods it beats
+    with an interval excluding zero."""
     return _by_verifier({c.name: c.table7_row() for c in comparisons})
 
 

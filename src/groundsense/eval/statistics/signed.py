@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ...features import GROUNDING, SIGNED, signed_features
@@ -34,9 +35,12 @@ REFERENCE = "grounding (logistic)"
 
 def with_signed(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the signed features computed from its ``gap`` and ``drops`` columns
-    (the same function the detector uses, so cached features need no re-scoring)."""
-    values = signed_features(table["gap"].to_numpy(dtype=float), list(table["drops"]))
-    return table.assign(**values)
+    (the same function the detector uses, so cached features need no re-scoring; a sentence
+    without drops gets none), or as it is where it holds no drops."""
+    if "drops" not in table:
+        return table
+    drops = [d if isinstance(d, (list, np.ndarray)) else [] for d in table["drops"]]
+    return table.assign(**signed_features(table["gap"].to_numpy(dtype=float), drops))
 
 
 @dataclass
