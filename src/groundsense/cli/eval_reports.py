@@ -181,14 +181,17 @@ def _benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[
     (``split_cache``), TofuEval and RAGBench (``cache``), one full-mode set each."""
     if split_cache is None:
         raise Failure("give --split-cache: the feature cache of the whole RAGTruth test split")
-    found: dict[str, FeatureSet] = {}
-    for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache)):
-        sets = [s for s in load_sets(folder, scorer) if s.benchmark == name and s.full_exact]
-        if len(sets) != 1:
-            raise Failure(f"need exactly one full-mode {scorer} {name} feature set under {folder} "
-                          f"(found {len(sets)})")
-        found[name] = sets[0]
-    return found
+    return {name: _one_set(folder, name, scorer)
+            for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache))}
+
+
+def _one_set(folder: Path, benchmark: str, scorer: str) -> FeatureSet:
+    """The one full-mode, exact ``scorer`` feature set of ``benchmark`` under ``folder``."""
+    sets = [s for s in load_sets(folder, scorer) if s.benchmark == benchmark and s.full_exact]
+    if len(sets) != 1:
+        raise Failure(f"need exactly one full-mode {scorer} {benchmark} feature set under {folder} "
+                      f"(found {len(sets)})")
+    return sets[0]
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -198,8 +201,8 @@ def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | N
             resamples: int, seed: int) -> None:
     """How far the signals go: on each benchmark's dev partition, a logistic regression trained on
     that benchmark's own labels over the scorer's features, the lexical signals or both (and the
-    judge's score, `--judges`), judged out of fold against word overlap. What no label-free
-    fusion of those signals can be expected to beat. Reads no test partition."""
+    judge's score, `--judges`), judged out of fold against word overlap: an indication of how far
+    a label-free fusion of those signals can go. Reads no test partition."""
     from ..eval.reports.ceiling import ceiling_report
 
     found = _benchmark_sets(cache, split_cache, scorer)
@@ -229,11 +232,7 @@ def _training_fusion(train_cache: Path, train_judges: Path, scorer: str, calibra
     from ..eval.reports.fusion import fusion_table
     from ..eval.reports.fusion_judge import JUDGE, JUDGES, with_judges
 
-    sets = [s for s in load_sets(train_cache, scorer) if s.benchmark == "ragtruth" and s.full_exact]
-    if len(sets) != 1:
-        raise Failure(f"need exactly one full-mode {scorer} ragtruth feature set under {train_cache} "
-                      f"(found {len(sets)})")
-    table = fusion_table(sets[0], calibration)
+    table = fusion_table(_one_set(train_cache, "ragtruth", scorer), calibration)
     judged = with_judges(table, train_judges, "ragtruth", {JUDGE: JUDGES[JUDGE]})
     if len(judged) < len(table):
         raise Failure(f"the judge has scored {len(judged):,} of the {len(table):,} sentences of the "

@@ -106,8 +106,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
     assert scored.labels is not None, "fit refuses rows without labels before scoring them"
     names = LOGISTIC_FEATURES if no_lexical else LOGISTIC_SIGNALS
-    lacking = int((~complete_rows(scored.features, LEXICAL)).sum())
-    if not no_lexical and lacking:
+    if not no_lexical and (lacking := int((~complete_rows(scored.features, LEXICAL)).sum())):
         raise InputError(f"{lacking} of the {len(scored.labels)} scored sentences in {features} lack the lexical "
                          f"signals (an older groundsense scored them): delete it to score {source} again, or pass "
                          "--no-lexical to fit over the scorer's features only")

@@ -34,8 +34,7 @@ def fit_training_fusion(training: pd.DataFrame, calibration: Calibration, comman
     rows with the judge's column), as the detector's calibration is."""
     return fit_fusion_on(training.assign(answer=training["case_id"].astype(str)), calibration, command,
                          "the shipped calibration's RAGTruth training answers",
-                         {"ragtruth": {"answers": int(training["case_id"].nunique()),
-                                             "sentences": len(training)}})
+                         {"ragtruth": {"answers": int(training["case_id"].nunique()), "sentences": len(training)}})
 
 
 def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fitted_on: str, data: dict
@@ -68,7 +67,7 @@ def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fi
         "threshold_rule": {"sentence": f"best F1 on {fitted_on}' sentences",
                            "answer": f"best F1 of {fitted_on}' answers' mean of their top two sentences"},
         "on_labelled_set": {"sentence": threshold_quality(fused, labels, threshold),
-                               "answer": threshold_quality(answer_scores, answer_labels, answer_threshold)},
+                            "answer": threshold_quality(answer_scores, answer_labels, answer_threshold)},
     }
     return RankFusion(unfitted.verifier, unfitted.scorer, unfitted.sensitivity_stats, references, threshold,
                       answer_threshold, made_with)

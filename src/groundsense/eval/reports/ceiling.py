@@ -16,15 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ...judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration, logistic_input, logistic_score
-from ...judging.fitting import fit_logistic, fitted_rows
+from ...judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration
+from ...judging.fitting import fitted_rows
 from ...lexical import LEXICAL
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
-from .few_labels import OVERLAP, Comparison, compare, cross_validate
+from .few_labels import OVERLAP, Comparison, compare, cross_validate, logistic_sides
 from .fusion import fusion_table
 from .fusion_judge import JUDGE, judge_spec, with_judges
 from .tables import interval_text, markdown_table
@@ -50,13 +49,7 @@ def in_domain_fit(rows: pd.DataFrame, names: Sequence[str], n_resamples: int, se
     complete = fitted_rows(columns, names)  # a fit needs every value; overlap is judged on the same sentences
     rows, columns = rows[complete], {name: values[complete] for name, values in columns.items()}
     labels = rows["label"].to_numpy(int)
-    matrix = np.column_stack([logistic_input(columns, name) for name in names])
-    overlap = rows[OVERLAP].to_numpy(float)
-
-    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
-        weights = fit_logistic(matrix[train], labels[train], names)
-        return {"fitted": logistic_score(weights, columns), "default": overlap}
-
+    sides = logistic_sides(columns, labels, rows[OVERLAP].to_numpy(float), names)  # as `fit` checks a fit
     return compare(cross_validate(labels, rows["source_id"].to_numpy(), sides), n_resamples, seed)
 
 
