@@ -1,5 +1,5 @@
-"""`groundsense eval report`, `selection`, `fusion`, `ceiling`, `answers`, `scorer-cost` and `compare`:
-analyses of the caches (no scorer needed)."""
+"""`groundsense eval report`, `selection`, `fusion`, `ceiling`, `text-classifier`, `answers`, `scorer-cost`
+and `compare`: analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
 
@@ -91,20 +91,21 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
     emit_report(text, output)
 
 
-def benchmark_sets_options(judges: str) -> Callable[[CommandFunction], CommandFunction]:
+def benchmark_sets_options(judges: str | None) -> Callable[[CommandFunction], CommandFunction]:
     """The feature caches the fusion protocols read (:func:`_benchmark_sets`), the scorer, and the
-    judges' cache (``judges``: what the command does with it)."""
-    options = (
+    judges' cache (``judges``: what the command does with it; None: no such option)."""
+    options = [
         click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE,
                      show_default=True,
                      help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals."),
         click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Feature cache of the whole RAGTruth test split, with its lexical signals (required but "
-                          "for a fit on the training answers)."),
+                     help="Feature cache of the whole RAGTruth test split, with its lexical signals (required, but "
+                          "for `eval fusion`'s fit on the training answers)."),
         click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME"),
-        click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help=f"Verifier cache with the judges' scores (results/verifiers): {judges}"),
-    )
+    ]
+    if judges is not None:
+        options.append(click.option("--judges", type=click.Path(file_okay=False, path_type=Path), default=None,
+                                    help=f"Verifier cache with the judges' scores (results/verifiers): {judges}"))
 
     def decorate(func: CommandFunction) -> CommandFunction:
         for option in reversed(options):
@@ -210,6 +211,31 @@ def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | N
                              *(["--judges", judges] if judges else []), *(["-o", output] if output else []))
     try:
         text = ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
+
+
+@click.command("text-classifier", context_settings=CONTEXT_SETTINGS)
+@benchmark_sets_options(None)
+@click.option("--train-cache", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("results/calibration-tokens"), show_default=True, metavar="DIR",
+              help="Feature cache of the RAGTruth training answers to train on (the shipped calibration's).")
+@markdown_report_options
+def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_cache: Path, output: Path | None,
+                    resamples: int, seed: int) -> None:
+    """The baseline a trained detector sets: a TF-IDF and logistic regression classifier of the
+    sentence's words, trained on RAGTruth's training answers and measured on every benchmark's
+    test partition against the shipped score and word overlap, then trained on each benchmark's
+    own dev labels, out of fold (docs/detector-selection.md). Needs `groundsense eval lexical` first."""
+    from ..eval.reports.text_classifier import text_classifier_report
+
+    found = _benchmark_sets(cache, split_cache, scorer)
+    train = _one_set(train_cache, "ragtruth", scorer)
+    command = report_command("text-classifier", "--cache", cache, "--split-cache", split_cache, "--train-cache",
+                             train_cache, *(["-o", output] if output else []))
+    try:
+        text = text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed)
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)
