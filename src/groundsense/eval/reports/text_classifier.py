@@ -118,7 +118,7 @@ def text_classifier_report(train: FeatureSet, sets: Mapping[str, FeatureSet], ca
         f"scikit-learn's `TfidfVectorizer` ({settings}) over the sentence's text and a `LogisticRegression` "
         f"(C = {C}), fixed before any test partition was read and not tuned. It reads the sentence only, not the "
         "evidence. A sentence's score is its P(unsupported); an answer's, its most suspicious sentence's. "
-        "Intervals: 95%, over sources, paired (2,000 resamples unless the command says otherwise). "
+        f"Intervals: 95%, over sources, paired ({n_resamples:,} resamples). "
         "`sensitivity` is today's shipped score; word overlap is `1 −` the share of the sentence's words in "
         "its best-matching chunk (`groundsense.lexical`).", "",
         f"## Trained on RAGTruth's training answers ({training['case_id'].nunique():,} answers, "
