@@ -37,3 +37,26 @@ def test_the_table_reads_the_goal_from_the_difference_and_a_fit_skips_sentences_
     assert found.loc["constructed · overlap", f"≥ +{GOAL}"] == "no"  # a fit on overlap alone gains nothing
     assert reached(found, {"constructed": table}) == ("Reaching word overlap + 0.02 with the domain's own labels: "
                                                       "constructed: hidden.")
+
+
+def test_covered_sentences_are_counted_and_ranked_apart():
+    """Sentences with no novel stem: their share per label, and each score's AUC among them only."""
+    from groundsense.eval.reports.ceiling import covered_rows
+
+    table = rows().assign(stem_novel=lambda t: np.where(np.arange(len(t)) % 2 == 0, 0.0, 0.5),
+                          sensitivity=lambda t: t["hidden"])
+    found = covered_rows({"constructed": table}, {"sensitivity": "sensitivity"}, 200, 0).loc["constructed"]
+    covered = table[table["stem_novel"] == 0]
+    n_unsupported, n_covered = int(table["label"].sum()), int(covered["label"].sum())
+    assert found["unsupported, covered"].startswith(f"{n_covered} of {n_unsupported} (")
+    assert found["supported, covered"].startswith(f"{len(covered) - n_covered} of {len(table) - n_unsupported} (")
+    assert float(found["sensitivity"].split()[0]) > 0.85  # the hidden signal still ranks the covered ones
+
+
+def test_without_both_labels_among_the_covered_no_auc_is_given():
+    from groundsense.eval.reports.ceiling import covered_rows
+
+    table = rows().assign(stem_novel=lambda t: np.where(t["label"] == 1, 0.5, 0.0), sensitivity=0.0)
+    found = covered_rows({"constructed": table}, {"sensitivity": "sensitivity"}, 200, 0)
+    assert found.loc["constructed", "unsupported, covered"].startswith("0 of ")
+    assert "sensitivity" not in found.columns

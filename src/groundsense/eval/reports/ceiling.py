@@ -7,8 +7,10 @@ A label-free rule weighs the same signals without seeing the domain's labels, so
 learns the domain's own weights indicates how far such a rule can be expected to go: where even
 that fit does not rank sentences :data:`GOAL` better than word overlap (issue #39's goal), a
 label-free fusion of those signals is unlikely to, and the gap needs a signal they lack. Not a
-strict bound: another rule (ranks, a noisy-OR) is not a linear fit. Dev partitions only: no test
-sentence is read, so the report needs no protocol.
+strict bound: another rule (ranks, a noisy-OR) is not a linear fit. It also counts the
+unsupported sentences the evidence's words cover, which no lexical signal of a word's absence
+can see, and how well each signal ranks them. Dev partitions only: no test sentence is read, so
+the report needs no protocol.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration
@@ -23,10 +26,11 @@ from ...judging.fitting import fitted_rows
 from ...lexical import LEXICAL
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
+from ..statistics.bootstrap import source_bootstrap
 from .few_labels import OVERLAP, Comparison, compare, cross_validate, logistic_sides
 from .fusion import fusion_table
 from .fusion_judge import JUDGE, judge_spec, with_judges
-from .tables import interval_text, markdown_table
+from .tables import interval_cells, interval_text, markdown_table
 
 GOAL = 0.02  # the issue's goal: at least word overlap's sentence AUC + 0.02
 # The signal sets, fitted on every dev sentence; the judged sets on the sentences the judges scored.
@@ -35,6 +39,8 @@ SETS: dict[str, tuple[str, ...]] = {
     "the lexical signals": LEXICAL,
     "the scorer's features and the lexical signals": LOGISTIC_SIGNALS,  # what `groundsense fit` reads by default
 }
+# What ranks the sentences whose every stem is in the evidence (:func:`covered_rows`).
+COVERED_SCORES = {"sensitivity": "sensitivity", OVERLAP: "word overlap", "bigram_novel": "word pairs"}
 JUDGED_SETS: dict[str, tuple[str, ...]] = {
     "the scorer's features and the lexical signals": SETS["the scorer's features and the lexical signals"],
     f"the same and the judge's score ({JUDGE})": (*SETS["the scorer's features and the lexical signals"], JUDGE),
@@ -80,6 +86,40 @@ def reached(table: pd.DataFrame, devs: Mapping[str, pd.DataFrame]) -> str:
             + "; ".join(f"{b}: {', '.join(sets) if sets else 'no set'}" for b, sets in met.items()) + ".")
 
 
+def _share(part: np.ndarray, whole: np.ndarray) -> str:
+    return f"{part.sum():,} of {whole.sum():,} ({part.sum() / whole.sum():.0%})"
+
+
+def covered_rows(devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_resamples: int, seed: int
+                 ) -> pd.DataFrame:
+    """Per benchmark: how many of its unsupported (and supported) sentences state no stem the
+    evidence lacks (``stem_novel`` 0: *covered*), and how well each of ``scores`` (column ->
+    label) ranks the covered sentences."""
+    rows = {}
+    for name, dev in devs.items():
+        covered, unsupported = dev["stem_novel"].to_numpy(float) == 0, dev["label"].to_numpy(int) == 1
+        row = {"unsupported, covered": _share(covered & unsupported, unsupported),
+               "supported, covered": _share(covered & ~unsupported, ~unsupported)}
+        found = dev[covered]
+        if found["label"].nunique() == 2:
+            values = {label: found[column].to_numpy(float) for column, label in scores.items()}
+            boot = source_bootstrap(found["label"].to_numpy(int), values, found["source_id"].to_numpy(),
+                                    n_resamples, seed)
+            row |= {str(label): text for label, text in interval_cells(boot.intervals()).items()}
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def covered_section(devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_resamples: int, seed: int
+                    ) -> list[str]:
+    """A report's lines on the covered sentences (:func:`covered_rows`)."""
+    return ["### Sentences the evidence's words cover", "",
+            "Sentences every stem of which the evidence holds (*covered*: `stem_novel` 0). Content-word and stem "
+            "novelty score each of them 0, so among them only word overlap per chunk, word pairs (`bigram_novel`) "
+            "and the models' signals can set an unsupported one apart. AUC among the covered sentences (95% "
+            "intervals over sources):", "", markdown_table(covered_rows(devs, scores, n_resamples, seed)), ""]
+
+
 def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, verifiers: Path | None, command: str,
                    n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report: every benchmark's dev partition with :data:`SETS`, then (with
@@ -99,12 +139,14 @@ def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, ver
              "(its interval is beside it).", "",
              "The scorer's features: " + ", ".join(f"`{n}`" for n in LOGISTIC_FEATURES) + ". The lexical signals: "
              + ", ".join(f"`{n}`" for n in LEXICAL) + " (`groundsense.lexical`).", "",
-             "## Every dev sentence", "", markdown_table(every), "", reached(every, devs), ""]
+             "## Every dev sentence", "", markdown_table(every), "", reached(every, devs), "",
+             *covered_section(devs, COVERED_SCORES, n_resamples, seed)]
     if verifiers is not None:
         judged = {name: with_judges(dev, verifiers, name) for name, dev in devs.items()}
         lines += ["## The judged dev sentences", "",
                   "The dev sentences the cached judges scored (`groundsense eval verify`), with the score "
                   f"(P(unsupported)) of the judge candidate J fuses ({JUDGE}: {judge_spec()}) as one more signal.", "",
                   markdown_table(table := ceiling_rows(judged, JUDGED_SETS, n_resamples, seed)), "",
-                  reached(table, judged), ""]
+                  reached(table, judged), "",
+                  *covered_section(judged, {**COVERED_SCORES, JUDGE: JUDGE}, n_resamples, seed)]
     return "\n".join(lines)
