@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from groundsense.eval.reports.ceiling import GOAL, ceiling_rows, in_domain_fit, reached
 
@@ -39,24 +40,33 @@ def test_the_table_reads_the_goal_from_the_difference_and_a_fit_skips_sentences_
                                                       "constructed: hidden.")
 
 
-def test_covered_sentences_are_counted_and_ranked_apart():
-    """Sentences with no novel stem: their share per label, and each score's AUC among them only."""
+def test_covered_sentences_are_counted_and_ranked_among_themselves():
+    """Sentences with no novel stem and no novel number: their share per label, and each score's
+    AUC among them only (the score ranks them right and the others backwards)."""
+    from sklearn.metrics import roc_auc_score
+
     from groundsense.eval.reports.ceiling import covered_rows
 
-    table = rows().assign(stem_novel=lambda t: np.where(np.arange(len(t)) % 2 == 0, 0.0, 0.5),
-                          sensitivity=lambda t: t["hidden"])
+    table = rows()
+    stems = np.where(np.arange(len(table)) % 2 == 0, 0.0, 0.5)
+    numbers = np.where(np.arange(len(table)) % 4 == 2, 1.0, 0.0)  # half the stem-covered state a novel number
+    covered = (stems == 0) & (numbers == 0)
+    table = table.assign(stem_novel=stems, novel_numbers=numbers,
+                         sensitivity=np.where(covered, table["hidden"], -table["hidden"]))
     found = covered_rows({"constructed": table}, {"sensitivity": "sensitivity"}, 200, 0).loc["constructed"]
-    covered = table[table["stem_novel"] == 0]
-    n_unsupported, n_covered = int(table["label"].sum()), int(covered["label"].sum())
+    n_unsupported, n_covered = int(table["label"].sum()), int(table["label"][covered].sum())
     assert found["unsupported, covered"].startswith(f"{n_covered} of {n_unsupported} (")
-    assert found["supported, covered"].startswith(f"{len(covered) - n_covered} of {len(table) - n_unsupported} (")
-    assert float(found["sensitivity"].split()[0]) > 0.85  # the hidden signal still ranks the covered ones
+    assert found["supported, covered"].startswith(f"{covered.sum() - n_covered} of {len(table) - n_unsupported} (")
+    expected = roc_auc_score(table["label"][covered], table["sensitivity"][covered])
+    assert float(found["sensitivity"].split()[0]) == pytest.approx(expected, abs=5e-4) and expected > 0.85
+    assert roc_auc_score(table["label"], table["sensitivity"]) < 0.7  # over every sentence it would not be
 
 
 def test_without_both_labels_among_the_covered_no_auc_is_given():
     from groundsense.eval.reports.ceiling import covered_rows
 
-    table = rows().assign(stem_novel=lambda t: np.where(t["label"] == 1, 0.5, 0.0), sensitivity=0.0)
+    table = rows().assign(stem_novel=lambda t: np.where(t["label"] == 1, 0.5, 0.0), novel_numbers=0.0,
+                          sensitivity=0.0)
     found = covered_rows({"constructed": table}, {"sensitivity": "sensitivity"}, 200, 0)
     assert found.loc["constructed", "unsupported, covered"].startswith("0 of ")
     assert "sensitivity" not in found.columns

@@ -8,6 +8,7 @@ from groundsense.eval.reports.text_classifier import (
     CLASSIFIER,
     in_domain_rows,
     text_classifier,
+    top_terms,
     transfer_rows,
     unsupported_probability,
 )
@@ -36,14 +37,15 @@ def test_the_classifier_learns_the_words_of_the_unsupported_sentences():
     model = text_classifier(train["sentence"], train["label"].to_numpy())
     p = unsupported_probability(model, ["the city plan reportedly", "the city plan"])
     assert p[0] > 0.5 > p[1]
+    assert top_terms(model, 1) == ["reportedly"]
 
 
 def test_in_domain_it_beats_overlap_out_of_fold_where_the_words_tell():
     found = in_domain_rows({"constructed": sentences("reportedly")}, 200, 0)
     row = found.loc["constructed"]
-    assert row["n (unsupported)"].startswith("300 (") and row["sources"] == "30"
-    assert float(row[CLASSIFIER].split()[0]) > 0.95 > float(row["word overlap"].split()[0])
-    assert row["classifier − word overlap"].startswith("+")
+    assert row["sentences"].startswith("300 (") and row["sources"] == "30"
+    assert float(row["in-domain fit"].split()[0]) > 0.95 > float(row["word overlap"].split()[0])
+    assert row["fit − word overlap"].startswith("+")
 
 
 def test_trained_elsewhere_it_falls_to_chance_where_other_words_tell():

@@ -230,8 +230,8 @@ def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_ca
     own dev labels, out of fold (docs/detector-selection.md). Needs `groundsense eval lexical` first."""
     from ..eval.reports.text_classifier import text_classifier_report
 
-    found = _benchmark_sets(cache, split_cache, scorer)
     train = _one_set(train_cache, "ragtruth", scorer)
+    found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("text-classifier", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
     try:

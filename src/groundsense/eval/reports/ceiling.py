@@ -8,8 +8,8 @@ learns the domain's own weights indicates how far such a rule can be expected to
 that fit does not rank sentences :data:`GOAL` better than word overlap (issue #39's goal), a
 label-free fusion of those signals is unlikely to, and the gap needs a signal they lack. Not a
 strict bound: another rule (ranks, a noisy-OR) is not a linear fit. It also counts the
-unsupported sentences the evidence's words cover, which no lexical signal of a word's absence
-can see, and how well each signal ranks them. Dev partitions only: no test sentence is read, so
+*covered* sentences, which state no content-word stem and no number the evidence lacks, and how
+well each signal ranks them. Dev partitions only: no test sentence is read, so
 the report needs no protocol.
 """
 
@@ -39,7 +39,7 @@ SETS: dict[str, tuple[str, ...]] = {
     "the lexical signals": LEXICAL,
     "the scorer's features and the lexical signals": LOGISTIC_SIGNALS,  # what `groundsense fit` reads by default
 }
-# What ranks the sentences whose every stem is in the evidence (:func:`covered_rows`).
+# What ranks the sentences that state no content-word stem and no number the evidence lacks (:func:`covered_rows`).
 COVERED_SCORES = {"sensitivity": "sensitivity", OVERLAP: "word overlap", "bigram_novel": "word pairs"}
 JUDGED_SETS: dict[str, tuple[str, ...]] = {
     "the scorer's features and the lexical signals": SETS["the scorer's features and the lexical signals"],
@@ -67,15 +67,17 @@ def ceiling_rows(devs: Mapping[str, pd.DataFrame], sets: Mapping[str, Sequence[s
     for benchmark, dev in devs.items():
         for label, names in sets.items():
             found = in_domain_fit(dev, names, n_resamples, seed)
-            difference = found.auc["fitted − default"]
             rows[f"{benchmark} · {label}"] = {
-                "sentences": f"{found.sentences} ({found.unsupported})", "sources": found.groups,
-                "in-domain fit": interval_text(*found.auc["fitted"]),
-                "word overlap": interval_text(*found.auc["default"]),
-                "fit − word overlap": interval_text(*difference, sign="+"),
-                f"≥ +{GOAL}": "yes" if difference[0] >= GOAL else "no",
-            }
+                **comparison_row(found), f"≥ +{GOAL}": "yes" if found.auc["fitted − default"][0] >= GOAL else "no"}
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def comparison_row(found: Comparison) -> dict[str, str]:
+    """A table row of an in-domain fit against word overlap: the sentences (the unsupported in
+    parentheses), the sources, both AUCs and their difference, with intervals."""
+    return {"sentences": f"{found.sentences:,} ({found.unsupported:,})", "sources": f"{found.groups:,}",
+            "in-domain fit": interval_text(*found.auc["fitted"]), "word overlap": interval_text(*found.auc["default"]),
+            "fit − word overlap": interval_text(*found.auc["fitted − default"], sign="+")}
 
 
 def reached(table: pd.DataFrame, devs: Mapping[str, pd.DataFrame]) -> str:
@@ -87,17 +89,18 @@ def reached(table: pd.DataFrame, devs: Mapping[str, pd.DataFrame]) -> str:
 
 
 def _share(part: np.ndarray, whole: np.ndarray) -> str:
-    return f"{part.sum():,} of {whole.sum():,} ({part.sum() / whole.sum():.0%})"
+    return f"{part.sum():,} of {whole.sum():,}" + (f" ({part.sum() / whole.sum():.0%})" if whole.any() else "")
 
 
 def covered_rows(devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_resamples: int, seed: int
                  ) -> pd.DataFrame:
-    """Per benchmark: how many of its unsupported (and supported) sentences state no stem the
-    evidence lacks (``stem_novel`` 0: *covered*), and how well each of ``scores`` (column ->
-    label) ranks the covered sentences."""
+    """Per benchmark: how many of its unsupported (and supported) sentences are *covered*, stating
+    no content-word stem and no number the evidence lacks (``stem_novel`` and ``novel_numbers``
+    0), and how well each of ``scores`` (column -> label) ranks the covered sentences."""
     rows = {}
     for name, dev in devs.items():
-        covered, unsupported = dev["stem_novel"].to_numpy(float) == 0, dev["label"].to_numpy(int) == 1
+        covered = (dev["stem_novel"].to_numpy(float) == 0) & (dev["novel_numbers"].to_numpy(float) == 0)
+        unsupported = dev["label"].to_numpy(int) == 1
         row = {"unsupported, covered": _share(covered & unsupported, unsupported),
                "supported, covered": _share(covered & ~unsupported, ~unsupported)}
         found = dev[covered]
@@ -110,14 +113,16 @@ def covered_rows(devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def covered_section(devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_resamples: int, seed: int
-                    ) -> list[str]:
+def covered_section(heading: str, devs: Mapping[str, pd.DataFrame], scores: Mapping[str, str], n_resamples: int,
+                    seed: int) -> list[str]:
     """A report's lines on the covered sentences (:func:`covered_rows`)."""
-    return ["### Sentences the evidence's words cover", "",
-            "Sentences every stem of which the evidence holds (*covered*: `stem_novel` 0). Content-word and stem "
-            "novelty score each of them 0, so among them only word overlap per chunk, word pairs (`bigram_novel`) "
-            "and the models' signals can set an unsupported one apart. AUC among the covered sentences (95% "
-            "intervals over sources):", "", markdown_table(covered_rows(devs, scores, n_resamples, seed)), ""]
+    return [heading, "",
+            "Sentences that state no content-word stem and no number the evidence lacks (*covered*: `stem_novel` "
+            "and `novel_numbers` 0). Stop words are not content words, and among them are *not*, *no*, *never* "
+            "and *all*: a covered sentence may still add a negation or a quantifier. Stem novelty and novel numbers "
+            "score every covered sentence 0; the other lexical signals and the models' can still set an unsupported "
+            "one apart. AUC among the covered sentences (95% intervals over sources):", "",
+            markdown_table(covered_rows(devs, scores, n_resamples, seed)), ""]
 
 
 def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, verifiers: Path | None, command: str,
@@ -140,7 +145,7 @@ def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, ver
              "The scorer's features: " + ", ".join(f"`{n}`" for n in LOGISTIC_FEATURES) + ". The lexical signals: "
              + ", ".join(f"`{n}`" for n in LEXICAL) + " (`groundsense.lexical`).", "",
              "## Every dev sentence", "", markdown_table(every), "", reached(every, devs), "",
-             *covered_section(devs, COVERED_SCORES, n_resamples, seed)]
+             *covered_section("### Covered sentences", devs, COVERED_SCORES, n_resamples, seed)]
     if verifiers is not None:
         judged = {name: with_judges(dev, verifiers, name) for name, dev in devs.items()}
         lines += ["## The judged dev sentences", "",
@@ -148,5 +153,6 @@ def ceiling_report(sets: Mapping[str, FeatureSet], calibration: Calibration, ver
                   f"(P(unsupported)) of the judge candidate J fuses ({JUDGE}: {judge_spec()}) as one more signal.", "",
                   markdown_table(table := ceiling_rows(judged, JUDGED_SETS, n_resamples, seed)), "",
                   reached(table, judged), "",
-                  *covered_section(judged, {**COVERED_SCORES, JUDGE: JUDGE}, n_resamples, seed)]
+                  *covered_section("### Covered judged sentences", judged, {**COVERED_SCORES, JUDGE: JUDGE},
+                                   n_resamples, seed)]
     return "\n".join(lines)

@@ -16,12 +16,14 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
+from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import BootstrapResult, source_bootstrap
+from .ceiling import comparison_row
 from .few_labels import OVERLAP, Sides, compare, cross_validate
 from .fusion import Domain, answer_labels, answer_scores, fusion_table, test_sets
-from .tables import interval_at, interval_text, markdown_table
+from .tables import interval_cells, interval_text, markdown_table
 
 if TYPE_CHECKING:
     from sklearn.pipeline import Pipeline
@@ -30,6 +32,8 @@ CLASSIFIER = "text classifier"
 # Fixed in the protocol; not tuned.
 VECTORIZER = {"lowercase": True, "ngram_range": (1, 2), "min_df": 2, "sublinear_tf": True}
 C = 1.0
+MAX_ITER = 1000
+TOP_TERMS = 15  # the terms shown that weigh most toward "unsupported"
 COMPARED = ("sensitivity", "word overlap")
 
 
@@ -39,12 +43,19 @@ def text_classifier(texts: Iterable[str], labels: np.ndarray) -> Pipeline:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    model = make_pipeline(TfidfVectorizer(**VECTORIZER), LogisticRegression(C=C, max_iter=1000))
+    model = make_pipeline(TfidfVectorizer(**VECTORIZER), LogisticRegression(C=C, max_iter=MAX_ITER))
     return model.fit(list(texts), np.asarray(labels, dtype=int))
 
 
 def unsupported_probability(model: Pipeline, texts: Iterable[str]) -> np.ndarray:
     return model.predict_proba(list(texts))[:, 1]
+
+
+def top_terms(model: Pipeline, n: int = TOP_TERMS) -> list[str]:
+    """The ``n`` words and word pairs whose weights push a sentence most toward "unsupported"."""
+    vectorizer, logistic = model.steps[0][1], model.steps[-1][1]
+    terms = vectorizer.get_feature_names_out()
+    return [str(terms[i]) for i in np.argsort(logistic.coef_[0])[::-1][:n]]
 
 
 def text_sides(texts: np.ndarray, labels: np.ndarray, default: np.ndarray) -> Sides:
@@ -59,9 +70,8 @@ def text_sides(texts: np.ndarray, labels: np.ndarray, default: np.ndarray) -> Si
 
 def _level_row(boot: BootstrapResult, rows: pd.DataFrame, counts: str) -> dict[str, str]:
     """A table row: the counts, each method's AUC and the classifier's paired differences."""
-    intervals = boot.intervals()
     row = {"n (unsupported)": counts, "sources": f"{rows['source_id'].nunique():,}"}
-    row |= {method: interval_at(intervals, method, ["auc", "lo", "hi"]) for method in (CLASSIFIER, *COMPARED)}
+    row |= {str(method): text for method, text in interval_cells(boot.intervals()).items()}
     for method in COMPARED:
         found = boot.difference(CLASSIFIER, method)
         row[f"classifier − {method}"] = interval_text(found["diff"], found["lo"], found["hi"], sign="+")
@@ -89,16 +99,14 @@ def transfer_rows(model: Pipeline, domains: Sequence[Domain], n_resamples: int, 
 
 def in_domain_rows(devs: Mapping[str, pd.DataFrame], n_resamples: int, seed: int) -> pd.DataFrame:
     """Per benchmark: the classifier trained on its dev partition's own labels, out of fold
-    (five source-grouped folds), against word overlap on the same sentences."""
+    (five source-grouped folds), against word overlap on the same sentences (as
+    :func:`ceiling.ceiling_rows` fits the product's signals)."""
     table = {}
     for name, dev in devs.items():
         labels = dev["label"].to_numpy(int)
         sides = text_sides(dev["sentence"].to_numpy(object), labels, dev[OVERLAP].to_numpy(float))
-        found = compare(cross_validate(labels, dev["source_id"].to_numpy(), sides), n_resamples, seed)
-        table[name] = {"n (unsupported)": f"{found.sentences:,} ({found.unsupported:,})",
-                       "sources": f"{found.groups:,}", CLASSIFIER: interval_text(*found.auc["fitted"]),
-                       "word overlap": interval_text(*found.auc["default"]),
-                       "classifier − word overlap": interval_text(*found.auc["fitted − default"], sign="+")}
+        table[name] = comparison_row(compare(cross_validate(labels, dev["source_id"].to_numpy(), sides),
+                                             n_resamples, seed))
     return pd.DataFrame.from_dict(table, orient="index")
 
 
@@ -107,17 +115,18 @@ def text_classifier_report(train: FeatureSet, sets: Mapping[str, FeatureSet], ca
     """The Markdown report: the classifier trained on ``train``'s answers (RAGTruth's training
     answers) on every benchmark's test partition, then trained in each domain, out of fold on its
     dev partition."""
-    training = fusion_table(train, calibration)
+    training = detector_table(train)  # the sentences and labels are all it reads
     model = text_classifier(training["sentence"], training["label"].to_numpy(int))
     domains = [Domain(name, *partitioned(fusion_table(features, calibration), seed)) for name, features in sets.items()]
     sentence, answer = transfer_rows(model, domains, n_resamples, seed)
     settings = ", ".join(f"`{k}={v!r}`" for k, v in VECTORIZER.items())
     lines = [
-        "# A trained text classifier: the words of one benchmark's unsupported sentences", "", f"`{command}`", "",
+        "# A trained text classifier of the sentence's words", "", f"`{command}`", "",
         "The baseline a trained detector sets (docs/detector-selection.md, \"A trained text classifier\"): "
-        f"scikit-learn's `TfidfVectorizer` ({settings}) over the sentence's text and a `LogisticRegression` "
-        f"(C = {C}), fixed before any test partition was read and not tuned. It reads the sentence only, not the "
-        "evidence. A sentence's score is its P(unsupported); an answer's, its most suspicious sentence's. "
+        f"scikit-learn's `TfidfVectorizer` ({settings}; its default tokens: runs of two or more word characters) "
+        f"over the sentence's text and a `LogisticRegression` (C = {C}, `max_iter={MAX_ITER}`), fixed before any "
+        "test partition was read and not tuned. It reads the sentence only, not the evidence. A sentence's score "
+        "is its P(unsupported); an answer's, its most suspicious sentence's. "
         f"Intervals: 95%, over sources, paired ({n_resamples:,} resamples). "
         "`sensitivity` is today's shipped score; word overlap is `1 −` the share of the sentence's words in "
         "its best-matching chunk (`groundsense.lexical`).", "",
@@ -125,6 +134,8 @@ def text_classifier_report(train: FeatureSet, sets: Mapping[str, FeatureSet], ca
         f"{len(training):,} sentences)", "",
         f"The answers the shipped calibration is fitted on ({train.key}). Measured on each benchmark's test "
         "partition (the seeded source-level 40%), RAGTruth's tasks apart.", "",
+        f"The {TOP_TERMS} words and word pairs it weighs most toward unsupported: "
+        + ", ".join(f"*{term}*" for term in top_terms(model)) + ".", "",
         "Sentence level:", "", markdown_table(sentence), "",
         "Answer level (label: any unsupported sentence):", "", markdown_table(answer), "",
         "## Trained on each benchmark's own labels", "",
