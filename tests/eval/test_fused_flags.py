@@ -10,10 +10,10 @@ from groundsense.eval.reports.fusion import Domain, label_free_score
 from groundsense.eval.reports.fusion_judge import (
     JUDGE,
     REFERENCES,
+    cascade_scores,
     flag_rows,
     fused_levels,
     judge_spec,
-    pooled_scores,
     reference_aucs,
 )
 from groundsense.eval.reports.operating import OperatingPoint, judged
@@ -62,7 +62,7 @@ def test_the_flags_point_values_are_sklearns_on_the_same_sentences():
     assert list(table.index) == ["fused cascade, sentence", "fused cascade, answer", "shipped detector, sentence",
                                  "shipped detector, answer", "F1, fused − detector, sentence",
                                  "F1, fused − detector, answer"]
-    fused_flags = pooled_scores(SHIPPED, rows) >= SHIPPED.threshold
+    fused_flags = cascade_scores(SHIPPED, rows) >= SHIPPED.threshold
     frame = judged(CALIBRATION, rows, OperatingPoint())
     detector_flags = frame["score"] >= frame["threshold"]
     for name, flags in (("fused cascade, sentence", fused_flags), ("shipped detector, sentence", detector_flags)):
@@ -76,16 +76,16 @@ def test_the_flags_point_values_are_sklearns_on_the_same_sentences():
         assert value(table.loc[f"F1, fused − detector, {level}", "f1"]) == pytest.approx(f1[0] - f1[1], abs=1e-3)
 
 
-def test_the_fused_score_by_pooled_and_by_own_references():
+def test_the_fused_score_by_the_files_and_by_own_references():
     rows = judged_rows(1)
     domain = Domain("test", judged_rows(2), rows)
     table = reference_aucs(SHIPPED, domain, rows, n_resamples=50, seed=0)
     signals = ["sensitivity", JUDGE, "overlap_chunk", "stem_novel", "bigram_novel"]
-    pooled = roc_auc_score(rows["label"], pooled_scores(SHIPPED, rows))
+    shipped = roc_auc_score(rows["label"], cascade_scores(SHIPPED, rows))
     own = roc_auc_score(rows["label"], label_free_score("rank average", domain.dev, rows, signals))
-    assert value(table.loc[REFERENCES[0], "sentence AUC"]) == pytest.approx(pooled, abs=5e-4)
+    assert value(table.loc[REFERENCES[0], "sentence AUC"]) == pytest.approx(shipped, abs=5e-4)
     assert value(table.loc[REFERENCES[1], "sentence AUC"]) == pytest.approx(own, abs=5e-4)
-    assert value(table.loc["pooled − own", "sentence AUC"]) == pytest.approx(pooled - own, abs=1e-3)
+    assert value(table.loc["shipped − own", "sentence AUC"]) == pytest.approx(shipped - own, abs=1e-3)
     assert list(table.columns) == ["sentence AUC", "answer AUC"]
 
 
@@ -100,7 +100,7 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
     for name in SIGNALS:  # every reference is the training sentences' own values
         assert fitted.references[name] == reference_sample(rows[JUDGE if name == "judge" else name].to_numpy(float))
-    fused = pooled_scores(fitted, rows)
+    fused = cascade_scores(fitted, rows)
     assert fitted.threshold == best_f1_threshold(fused, rows["label"].to_numpy())
     made = fitted.made_with
     assert made["fitted_on"] == "the shipped calibration's RAGTruth training answers"
@@ -120,7 +120,8 @@ def test_the_training_fit_needs_both_caches_and_fit_fusion(args):
 
 
 def test_the_training_fit_is_refused_until_every_training_sentence_is_judged(tmp_path, monkeypatch):
-    """On the committed training features, with one part of the judge's scores: the count, and what to run."""
+    """On the committed training features, with the judge's scores of 100 of their answers: the
+    count, and what to run."""
     import shutil
     from pathlib import Path
 
@@ -131,10 +132,13 @@ def test_the_training_fit_is_refused_until_every_training_sentence_is_judged(tmp
     part = tmp_path / "ragtruth" / judged.name
     part.mkdir(parents=True)
     shutil.copy(judged / "config.json", part)
-    shutil.copy(sorted(judged.glob("part-*.parquet"))[0], part)
+    scores = pd.concat([pd.read_parquet(f) for f in sorted(judged.glob("part-*.parquet"))], ignore_index=True)
+    first = scores["case_id"].drop_duplicates().head(100)
+    scores[scores["case_id"].isin(first)].to_parquet(part / "part-00000.parquet", index=False)
     monkeypatch.chdir(root)
     refused = run("eval", "fusion", "--fit-fusion", str(tmp_path / "f.json"), "--train-cache",
                   "results/calibration-tokens", "--train-judges", str(tmp_path))
     assert refused.exit_code == 2, refused.output
     assert "of the 10,702 sentences of the 1,500 training answers" in refused.output
+    assert "(in 100 answers)" in refused.output
     assert "scripts/calibration_judge.sh" in refused.output and not (tmp_path / "f.json").exists()

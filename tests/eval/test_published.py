@@ -133,11 +133,12 @@ def test_the_shipped_calibrations_equal_their_fit_from_the_committed_caches(cach
 
 
 def test_the_shipped_fusion_equals_its_fit_from_the_committed_caches(tmp_path, monkeypatch):
-    """Candidate J's fusion file, refitted from the judged dev partitions by the command it records."""
+    """Candidate J's fusion file, refitted by the command it records (from the training answers' caches)."""
     shipped = ROOT / "src" / "groundsense" / "calibrations" / "fusion-judge-qwen2.5-coder-1.5b-instruct.json"
     command = shlex.split(json.loads(shipped.read_text())["made_with"]["command"])
-    assert command[-1] == str(shipped.relative_to(ROOT)), "the file records the command that wrote it"
-    run([*command[1:-1], str(tmp_path / "f.json")], monkeypatch)
+    written = command.index("--fit-fusion") + 1
+    assert command[written] == str(shipped.relative_to(ROOT)), "the file records the command that wrote it"
+    run([*command[1:written], str(tmp_path / "f.json"), *command[written + 1:]], monkeypatch)
     rendered = json.loads((tmp_path / "f.json").read_text())
     rendered["made_with"]["command"] = shlex.join(command)  # the one difference: where it was written
     (tmp_path / "f.json").write_text(json.dumps(rendered))

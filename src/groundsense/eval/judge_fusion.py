@@ -61,11 +61,11 @@ def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fi
         "rule": f"{FROZEN_J['rule']} of {', '.join(SIGNALS)} (docs/detector-selection.md, candidate J); answer: "
                 f"{FROZEN_J['aggregation']} sentences",
         "fitted_on": fitted_on, "data": data, "n_answers": int(answers.ngroups), "n_sentences": len(rows),
-        "references": f"the values of {fitted_on}' sentences, at most {len(references['sensitivity'])} evenly "
-                      "spaced order statistics each",
+        "references": f"the values of the sentences of {fitted_on}, at most {len(references['sensitivity'])} "
+                      "evenly spaced order statistics each",
         "sensitivity": f"the z-sum of calibration {calibration.scorer} k{calibration.k}'s statistics",
-        "threshold_rule": {"sentence": f"best F1 on {fitted_on}' sentences",
-                           "answer": f"best F1 of {fitted_on}' answers' mean of their top two sentences"},
+        "threshold_rule": {"sentence": f"best F1 on the sentences of {fitted_on}",
+                           "answer": f"best F1 of each answer's mean of its top two sentences, on {fitted_on}"},
         "on_labelled_set": {"sentence": threshold_quality(fused, labels, threshold),
                             "answer": threshold_quality(answer_scores, answer_labels, answer_threshold)},
     }

@@ -146,7 +146,7 @@ def fused_signals(fusion: RankFusion, rows: pd.DataFrame) -> dict[str, np.ndarra
     return fusion.signals(features, rows[JUDGE].to_numpy(float))
 
 
-def pooled_scores(fusion: RankFusion, rows: pd.DataFrame) -> np.ndarray:
+def cascade_scores(fusion: RankFusion, rows: pd.DataFrame) -> np.ndarray:
     """``rows``' fused score as the cascade computes it: their signals ranked against the
     fusion's own references (those of the rows it was fitted on: ``made_with['fitted_on']``)."""
     fused = fusion.score(fused_signals(fusion, rows))
@@ -173,7 +173,7 @@ def flag_rows(fusion: RankFusion, calibration: Calibration, rows: pd.DataFrame, 
     """The fused cascade's flags and the shipped detector's (its fitted thresholds, as
     `eval operating` judges them) on ``rows``: each level's count and metrics with intervals,
     and the paired difference of their F1 (fused − detector)."""
-    methods = {"fused cascade": fused_levels(fusion, rows, pooled_scores(fusion, rows)),
+    methods = {"fused cascade": fused_levels(fusion, rows, cascade_scores(fusion, rows)),
                "shipped detector": judged_levels(judged(calibration, rows, OperatingPoint()))}
     table = {f"{method}, {level}": {"n": len(y), **flag_cells(y, flagged, groups, n_resamples, seed)}
              for method, levels in methods.items() for level, (y, flagged, groups) in levels.items()}
@@ -186,7 +186,7 @@ def flag_rows(fusion: RankFusion, calibration: Calibration, rows: pd.DataFrame, 
     return pd.DataFrame.from_dict(table, orient="index").fillna("—")
 
 
-REFERENCES = ("pooled dev references (shipped)", "the benchmark's own dev references (the protocol)")
+REFERENCES = ("the shipped file's references", "the benchmark's own dev references (the protocol)")
 
 
 def reference_aucs(fusion: RankFusion, domain: Domain, rows: pd.DataFrame, n_resamples: int, seed: int
@@ -194,7 +194,7 @@ def reference_aucs(fusion: RankFusion, domain: Domain, rows: pd.DataFrame, n_res
     """Sentence and answer (mean of the top two) AUC of the fused score ranked against the
     fusion's references and against ``domain``'s own dev rows (candidate J), and their paired difference."""
     signals = ["sensitivity", *SETS[FROZEN_J["signals"]]]
-    scores = dict(zip(REFERENCES, (pooled_scores(fusion, rows),
+    scores = dict(zip(REFERENCES, (cascade_scores(fusion, rows),
                                    label_free_score(FROZEN_J["rule"], domain.dev, rows, signals))))
     answers = answer_labels(rows)
     levels = {"sentence": (rows["label"], rows["source_id"], scores),
@@ -206,7 +206,7 @@ def reference_aucs(fusion: RankFusion, domain: Domain, rows: pd.DataFrame, n_res
         diff = boot.difference(*REFERENCES)
         cells[f"{level} AUC"] = [*interval_cells(boot.intervals()),
                                  interval_text(diff["diff"], diff["lo"], diff["hi"], sign="+")]
-    return pd.DataFrame(cells, index=[*REFERENCES, "pooled − own"])
+    return pd.DataFrame(cells, index=[*REFERENCES, "shipped − own"])
 
 
 def shipped_fusion_section(domains: list[Domain], calibration: Calibration, n_resamples: int, seed: int
@@ -259,8 +259,8 @@ def _section_intro(fusion: RankFusion, calibration: Calibration, n_resamples: in
     detector = {level: calibration.threshold("sensitivity", level) for level in ("sentence", "answer")}
     return (
         f"The fusion file the package ships for {fusion.verifier}, as `Cascade(detector, judge, fuse=True)` runs it: "
-        "each sentence's five signals ranked against the file's references (the three benchmarks' judged dev "
-        "sentences pooled, not each benchmark's own dev rows as in the protocol above), a sentence flagged at a "
+        f"each sentence's five signals ranked against the file's references ({fusion.made_with['fitted_on']}, "
+        "not each benchmark's own dev rows as in the protocol above), a sentence flagged at a "
         f"fused score ≥ {fusion.threshold:.3f}, an answer when the mean of its two highest fused scores reaches "
         f"{fusion.answer_threshold:.3f} or any of its sentences is flagged. *shipped detector*: today's flags on "
         "the same sentences, at the shipped calibration's fitted thresholds as `eval operating` judges them "
@@ -269,5 +269,5 @@ def _section_intro(fusion: RankFusion, calibration: Calibration, n_resamples: in
         f"{', '.join(map(str, calibration.chunk_counts))}; the gap score rule and its thresholds in the others). "
         "Precision, recall, F1 and share flagged with 95% source-level bootstrap intervals "
         f"({n_resamples:,} resamples), and the paired difference of the two F1s. Then the fused score's AUC ranked "
-        "against the pooled references (what ships) and against the benchmark's own judged dev rows (the candidate "
+        "against the file's references (what ships) and against the benchmark's own judged dev rows (the candidate "
         "above, what `calibrate --adapt --fuse` does for a domain), with their paired difference.")
