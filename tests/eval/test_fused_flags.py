@@ -15,6 +15,7 @@ from groundsense.eval.reports.fusion_judge import (
     fused_levels,
     judge_spec,
     reference_aucs,
+    shipped_fusion_section,
 )
 from groundsense.eval.reports.operating import OperatingPoint, judged
 from groundsense.judging.calibration import shipped_calibration
@@ -87,6 +88,15 @@ def test_the_fused_score_by_the_files_and_by_own_references():
     assert value(table.loc[REFERENCES[1], "sentence AUC"]) == pytest.approx(own, abs=5e-4)
     assert value(table.loc["shipped − own", "sentence AUC"]) == pytest.approx(shipped - own, abs=1e-3)
     assert list(table.columns) == ["sentence AUC", "answer AUC"]
+
+
+def test_the_shipped_section_says_what_the_files_references_are_and_its_thresholds():
+    domain = Domain("test", judged_rows(2), judged_rows(1))
+    lines = shipped_fusion_section([domain], CALIBRATION, n_resamples=50, seed=0)
+    intro = lines[2]
+    assert f"the file's references ({SHIPPED.made_with['fitted_on']}," in intro
+    assert f"fused score ≥ {SHIPPED.threshold:.3f}" in intro and f"reaches {SHIPPED.answer_threshold:.3f}" in intro
+    assert "### test: 120 sentences" in lines[4]
 
 
 def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_their_best_f1():

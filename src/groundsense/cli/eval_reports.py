@@ -120,8 +120,9 @@ def benchmark_sets_options(judges: str | None) -> Callable[[CommandFunction], Co
                         "instead of candidate F.")
 @click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
 @click.option("--fit-fusion", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="With --judges: write the adopted candidate J's fusion file (references and thresholds fitted on "
-                   "the judged dev partitions, pooled) instead of the report.")
+              help="Write the adopted candidate J's fusion file instead of the report: references and thresholds "
+                   "fitted on the training answers of --train-cache and --train-judges (what ships), or with "
+                   "--judges on the judged dev partitions, pooled.")
 @click.option("--train-cache", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="With --fit-fusion: fit it on the RAGTruth training answers of this feature cache instead "
                    "(results/calibration-tokens, the shipped calibration's), every one judged in --train-judges.")

@@ -1,9 +1,9 @@
-"""The shipped fusion of candidate J (`groundsense eval fusion --judges … --fit-fusion FILE`):
-the fused score's references and thresholds, fitted on the three benchmarks' judged dev
-partitions pooled (the rows :func:`~groundsense.eval.reports.fusion_judge.judge_domains` gives
-as ``dev``; no test row is read), or, with ``--train-cache`` and ``--train-judges``, on the
-RAGTruth training answers the shipped calibration is fitted on. A product for the library, like
-:mod:`.calibration_set`.
+"""The shipped fusion of candidate J: the fused score's references and thresholds, fitted on
+the RAGTruth training answers the shipped calibration is fitted on (`groundsense eval fusion
+--fit-fusion FILE --train-cache … --train-judges …`, what ships), or on the three benchmarks'
+judged dev partitions pooled (`--judges … --fit-fusion FILE`: the rows
+:func:`~groundsense.eval.reports.fusion_judge.judge_domains` gives as ``dev``; no test row is
+read). A product for the library, like :mod:`.calibration_set`.
 """
 
 from __future__ import annotations
