@@ -137,14 +137,15 @@ def test_the_training_fit_is_refused_until_every_training_sentence_is_judged(tmp
 
     from helpers.cli import run
 
+    from groundsense.eval.caches.store import read_parts, write_part
+
     root = Path(__file__).parents[2]
     (judged,) = (root / "results" / "calibration-verifiers" / "ragtruth").iterdir()
     part = tmp_path / "ragtruth" / judged.name
     part.mkdir(parents=True)
     shutil.copy(judged / "config.json", part)
-    scores = pd.concat([pd.read_parquet(f) for f in sorted(judged.glob("part-*.parquet"))], ignore_index=True)
-    first = scores["case_id"].drop_duplicates().head(100)
-    scores[scores["case_id"].isin(first)].to_parquet(part / "part-00000.parquet", index=False)
+    scores = read_parts(judged)
+    write_part(part, scores[scores["case_id"].isin(scores["case_id"].drop_duplicates().head(100))])
     monkeypatch.chdir(root)
     refused = run("eval", "fusion", "--fit-fusion", str(tmp_path / "f.json"), "--train-cache",
                   "results/calibration-tokens", "--train-judges", str(tmp_path))
