@@ -8,7 +8,7 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: setup demo-setup browser demo test
+.PHONY: setup demo-setup browser demo test test-simd-fallback
 
 demo-setup: $(VENV)/.demo-installed
 setup: $(VENV)/.installed
@@ -45,5 +45,21 @@ browser:
 	  else echo "note: install chromium and chromedriver to run the browser test"; fi; \
 	fi
 
+# The numeric tests once more on each library's fallback SIMD paths, so that a bound only one CPU's
+# rounding meets fails on every machine (CONTRIBUTING, "Tests on every CPU"); x86-64 only, where
+# these switches exist. tests/conftest.py checks that they took effect.
+ifeq ($(shell uname -m),x86_64)
+SIMD_FALLBACK := ATEN_CPU_CAPABILITY=default NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
+	OPENBLAS_CORETYPE=Nehalem MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41
+endif
+
 test: setup browser
 	$(PY) -m pytest -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
+	$(MAKE) --no-print-directory test-simd-fallback
+
+test-simd-fallback: setup
+ifdef SIMD_FALLBACK
+	$(SIMD_FALLBACK) $(PY) -m pytest -n auto --dist loadfile -m numeric -q
+else
+	@echo "note: the fallback SIMD pass runs on x86-64 only"
+endif

@@ -33,6 +33,22 @@ settings.register_profile("explore", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_configure(config):
+    """Where the fallback SIMD paths are asked for (the Makefile's SIMD_FALLBACK), check that
+    they are in force, so that a library that renames its switches cannot turn the pass into a
+    repeat of the first one."""
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
+    unknown_or_on = [name for name in disabled if __cpu_features__.get(name, True)]
+    if unknown_or_on:
+        raise pytest.UsageError(f"NPY_DISABLE_CPU_FEATURES names {unknown_or_on}, which this numpy does not know "
+                                "or left on: name its CPU feature groups (numpy.show_runtime() lists them)")
+    if os.environ.get("ATEN_CPU_CAPABILITY") == "default" and torch.backends.cpu.get_cpu_capability() != "DEFAULT":
+        raise pytest.UsageError("ATEN_CPU_CAPABILITY=default did not take effect: torch runs "
+                                f"{torch.backends.cpu.get_cpu_capability()}")
+
+
 def pytest_collection_modifyitems(items):
     """A test that uses the real scorer is slow, whether or not its module says so."""
     for item in items:

@@ -1,11 +1,14 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from groundsense.features import assign_tokens, sentence_features, signed_features, support_chunk
 from groundsense.inputs.text import Span
 from groundsense.scorer import js_divergence
+
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
 
 def test_jsd_is_zero_for_identical_and_ln2_for_disjoint_distributions():

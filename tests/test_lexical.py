@@ -10,6 +10,8 @@ from groundsense.eval.caches.lexical import lexical_rows, with_lexical
 from groundsense.lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals, normalise_number, numbers
 from groundsense.verification.lexical import LexicalOverlapVerifier
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 CHUNKS = [
     "The Golden Gate Bridge is a suspension bridge spanning the Golden Gate strait. It opened in 1937.",
     "The bridge's main span is 4,200 feet (1,280 m) long. Its chief engineer was Joseph Strauss; it took six years.",

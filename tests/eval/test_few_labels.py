@@ -20,6 +20,8 @@ from groundsense.eval.reports.few_labels import (
 from groundsense.judging.calibration import Calibration
 from groundsense.lexical import LEXICAL
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")
 
 

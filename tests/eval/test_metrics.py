@@ -7,6 +7,8 @@ from sklearn.metrics import roc_auc_score
 from groundsense.eval.statistics.methods import add_answer_columns, standardised_sum
 from groundsense.eval.statistics.metrics import breakdown_by_type, evaluate, response_table, threshold_report
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 
 def test_answer_columns_are_token_weighted():
     table = pd.DataFrame({"case_id": ["a", "a", "b"], "gap": [1.0, 4.0, 2.0], "n_tokens": [3, 1, 5]})

@@ -20,6 +20,8 @@ from groundsense.eval.reports.selection import (
 )
 from groundsense.eval.statistics.benchmark_result import partitioned
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 RESULTS = Path(__file__).parents[2] / "results"
 CACHE = RESULTS / "features"
 

@@ -9,6 +9,8 @@ from groundsense.judging.adjudicator import Adjudicator
 from groundsense.judging.calibration import Calibration, fit_calibration, shipped_calibration
 from groundsense.weights import DEFAULT_SCORER
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 
 def _features(n=200, seed=0):
     rng = np.random.default_rng(seed)

@@ -10,6 +10,8 @@ from groundsense.judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS,
 from groundsense.judging.fitting import fit_detector, fit_weights
 from groundsense.lexical import LEXICAL
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 
 def _features(n=600, seed=0, carrier="surprisal"):
     """Every per-sentence feature and lexical signal, where only ``carrier`` (which the

@@ -1,8 +1,11 @@
 """Where a flag threshold goes on labelled scores (groundsense.judging.thresholds)."""
 
 import numpy as np
+import pytest
 
 from groundsense.judging.thresholds import labelled_threshold, youden_threshold
+
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
 
 def test_youdens_j_picks_the_best_separating_threshold_at_or_below_a_cap():

@@ -19,6 +19,8 @@ from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module
 from groundsense.scorer.reference import masked_token_scores
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 
 

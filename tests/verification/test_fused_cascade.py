@@ -15,6 +15,8 @@ from groundsense.pipeline.detector import Detector
 from groundsense.verification import Cascade, make_detection
 from groundsense.verification.fusion import SIGNALS, RankFusion, top_two_mean
 
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
     "The bridge's main span is 4,200 feet long, the longest in the world until 1964.",

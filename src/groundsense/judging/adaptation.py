@@ -164,17 +164,23 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
     return Calibration(base.scorer, base.k, stats, thresholds, made_with, answer_thresholds, curves={}, weights=weights)
 
 
-def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
-    """The share of the domain's judged sentences that ``calibration`` flags."""
-    flagged = judged = 0
+def judged_scores(calibration: Calibration, domain: DomainSentences) -> dict[str, tuple[np.ndarray, float]]:
+    """Each score rule's scores of the domain sentences it judges, with its sentence threshold
+    (a rule that judges none, or has no threshold, is left out)."""
+    judged = {}
     for score_rule in SCORE_RULES:
         rows = _served(calibration, domain, score_rule)
-        if not rows.any() or score_rule not in calibration.thresholds:
-            continue
-        scores = calibration.score(score_rule, {f: np.asarray(v, float)[rows] for f, v in domain.features.items()})
-        flagged += int((scores >= calibration.thresholds[score_rule]).sum())
-        judged += int(rows.sum())
-    return flagged / max(judged, 1)
+        if rows.any() and score_rule in calibration.thresholds:
+            features = {f: np.asarray(v, float)[rows] for f, v in domain.features.items()}
+            judged[score_rule] = (calibration.score(score_rule, features), calibration.thresholds[score_rule])
+    return judged
+
+
+def flagged_share(calibration: Calibration, domain: DomainSentences) -> float:
+    """The share of the domain's judged sentences that ``calibration`` flags."""
+    judged = judged_scores(calibration, domain).values()
+    flagged = sum(int((scores >= threshold).sum()) for scores, threshold in judged)
+    return flagged / max(sum(len(scores) for scores, _ in judged), 1)
 
 
 def stability(base: Calibration, domain: DomainSentences, adapted: Calibration, n_resamples: int = 200,
