@@ -143,18 +143,23 @@ def cli_scorer(request, monkeypatch):
 def invoke_cli(cli_scorer):
     """Run a `groundsense` command line (its arguments, without the program) in this process,
     on ``cli_scorer``'s scorer: a resume checked against a run in a process of its own, without
-    another process start and scorer load. torch's thread count, which ``--threads`` sets, is
-    put back after it."""
+    another process start and scorer load. torch's thread count and ``GROUNDSENSE_THREADS``,
+    which ``--threads`` sets, are put back after it."""
     from click.testing import CliRunner
 
     from groundsense.cli import cli
+    from groundsense.scorer.threads import THREADS_VARIABLE
 
     def invoke(args):
-        threads = torch.get_num_threads()
+        threads, variable = torch.get_num_threads(), os.environ.get(THREADS_VARIABLE)
         try:
             return CliRunner().invoke(cli, [str(a) for a in args])
         finally:
             torch.set_num_threads(threads)
+            if variable is None:
+                os.environ.pop(THREADS_VARIABLE, None)
+            else:
+                os.environ[THREADS_VARIABLE] = variable
 
     return invoke
 

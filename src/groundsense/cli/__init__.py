@@ -8,9 +8,11 @@ what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
 from __future__ import annotations
 
 import logging
+import os
 
 import click
 
+from ..scorer.threads import THREADS_VARIABLE, size_threads
 from .batch import batch
 from .calibrate import calibrate
 from .catalogue import examples, scorers
@@ -25,17 +27,17 @@ from .stream import stream
 
 @click.group(cls=Commands, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
 @click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="CPU threads for the scorer [default: torch's choice]. On a busy machine 1 can be faster.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, envvar=THREADS_VARIABLE, show_envvar=True,
+              help="CPU threads for the scorer, in this process and those it starts [default: the CPUs this "
+                   "process may run on, at most its cgroup's CPU quota]. On a busy machine 1 can be faster.")
 @click.version_option(package_name="groundsense")
 def cli(verbose: bool, threads: int | None) -> None:
     """Flag the sentences of a RAG answer that the retrieved evidence does not support,
     and show the passage each supported sentence relied on."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+        os.environ[THREADS_VARIABLE] = str(threads)  # for the scorers loaded later, here and in processes started
+        size_threads()
     if not verbose:
         from transformers.utils import logging as hf_logging
 

@@ -20,6 +20,7 @@ The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -65,12 +66,13 @@ class ScoreRows:
     ``verification.make_detection``), loaded once, scoring batches of rows."""
 
     def __init__(self, source: str, threads: int, config: DetectorConfig) -> None:
-        import torch
         from transformers.utils import logging as hf_logging
 
+        from ..scorer.threads import THREADS_VARIABLE, size_threads
         from ..verification import make_detection
 
-        torch.set_num_threads(threads)
+        os.environ[THREADS_VARIABLE] = str(threads)  # the scorers this actor loads run them too
+        size_threads()
         hf_logging.disable_progress_bar()
         self.source = source
         # Ray keeps only the text of an error raised here, and a call's error whole, so a

@@ -13,6 +13,7 @@ import torch
 from .. import weights
 from ..errors import InputError, ScorerUnavailable
 from ..inputs.validate import PRECISIONS
+from .threads import size_threads
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -23,10 +24,13 @@ def load_model(
 ) -> tuple[str, PreTrainedModel, PreTrainedTokenizerBase]:
     """``(display name, model in eval mode on device, tokenizer)`` of a built-in scorer name,
     a local model directory or a Hugging Face id (None: the embedded default), at
-    ``precision`` (:func:`at_precision`; ``auto``: :func:`resolve_precision`) on any device."""
+    ``precision`` (:func:`at_precision`; ``auto``: :func:`resolve_precision`) on any device; on
+    the CPU, torch's threads sized first (:func:`~groundsense.scorer.threads.size_threads`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     precision = resolve_precision(precision, device)
+    if device.type == "cpu":
+        size_threads()
     name, source = weights.resolve(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
