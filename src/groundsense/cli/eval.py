@@ -7,7 +7,17 @@ import click
 from .common import CONTEXT_SETTINGS, EXIT_CODES
 from .eval_attribution import attribution_pairs, rate_attribution
 from .eval_calibration import adaptation, calibrate_from_cache, learning_curve, operating
-from .eval_reports import answers, ceiling, compare, fusion, report, scorer_cost, selection, text_classifier
+from .eval_reports import (
+    aggregation,
+    answers,
+    ceiling,
+    compare,
+    fusion,
+    report,
+    scorer_cost,
+    selection,
+    text_classifier,
+)
 from .eval_scoring import case, extract, lexical, verify
 
 
@@ -16,7 +26,7 @@ def eval_group() -> None:
     """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
 
 
-for command in (extract, verify, lexical, report, selection, fusion, ceiling, text_classifier, answers, scorer_cost,
-                calibrate_from_cache, operating, adaptation, learning_curve, attribution_pairs, rate_attribution,
-                compare, case):
+for command in (extract, verify, lexical, report, selection, fusion, aggregation, ceiling, text_classifier, answers,
+                scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve, attribution_pairs,
+                rate_attribution, compare, case):
     eval_group.add_command(command)

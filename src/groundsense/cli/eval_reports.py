@@ -187,6 +187,34 @@ def _benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[
             for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache))}
 
 
+@click.command(context_settings=CONTEXT_SETTINGS)
+@benchmark_sets_options(None)
+@click.option("--train-cache", type=click.Path(file_okay=False, path_type=Path), required=True, metavar="DIR",
+              help="Feature cache of the shipped calibration's RAGTruth training answers, with their lexical "
+                   "signals (results/calibration-tokens): F's references and its noisy-OR's probability map.")
+@markdown_report_options
+def aggregation(cache: Path, split_cache: Path | None, scorer: str, train_cache: Path, output: Path | None,
+                resamples: int, seed: int) -> None:
+    """F's answer aggregation, chosen again (docs/detector-selection.md): F's sentence score ranked
+    against the training answers, as it will ship, and the maximum, the mean of the top two, the
+    noisy-OR and a length-aware noisy-OR of an answer's sentences, by their lowest answer AUC over
+    the three benchmarks' dev partitions and RAGTruth's tasks. Reads no test partition."""
+    from ..eval.reports.aggregation import aggregation_report
+    from ..eval.reports.fusion import fusion_table
+
+    calibration = shipped_calibration(scorer, 5)
+    found = _benchmark_sets(cache, split_cache, scorer)
+    training = _one_set(train_cache, "ragtruth", scorer)
+    command = report_command("aggregation", "--cache", cache, "--split-cache", split_cache, "--train-cache",
+                             train_cache, *(["-o", output] if output else []))
+    try:
+        text = aggregation_report(training, fusion_table(training, calibration), found,
+                                  {name: fusion_table(fs, calibration) for name, fs in found.items()}, command, seed)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
+
+
 def _one_set(folder: Path, benchmark: str, scorer: str) -> FeatureSet:
     """The one full-mode, exact ``scorer`` feature set of ``benchmark`` under ``folder``."""
     sets = [s for s in load_sets(folder, scorer) if s.benchmark == benchmark and s.full_exact]

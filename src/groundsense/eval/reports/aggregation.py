@@ -1,0 +1,121 @@
+"""F's answer aggregation, chosen again (docs/detector-selection.md, "F's answer aggregation,
+chosen again"; issue #52): F's sentence score as it will ship, each signal ranked against the
+shipped calibration's RAGTruth training answers, and four ways to aggregate an answer's
+sentences, compared on the dev partitions by their lowest answer AUC over the three benchmarks
+and RAGTruth's three tasks. No test partition is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...verification.fusion import rank_share, reference_sample
+from ..caches.extract import FeatureSet
+from ..statistics.benchmark_result import partitioned
+from .tables import markdown_table
+
+SIGNALS = ("sensitivity", "overlap_chunk", "stem_novel", "bigram_novel")  # F's (docs/results/selection-F.md)
+AGGREGATIONS = ("the maximum", "the mean of the top two", "the noisy-OR", "the length-aware noisy-OR")
+# The protocol's choice, frozen when its dev table (docs/results/aggregation-F.md) was committed,
+# before any test figure of it existed; the report refuses a dev table that chooses otherwise.
+CHOSEN = "the length-aware noisy-OR"
+
+
+def training_references(training: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each of F's signals' reference: the training sentences' values, as a fusion file keeps them."""
+    return {name: np.asarray(reference_sample(training[name].to_numpy(float))) for name in SIGNALS}
+
+
+def f_scores(references: Mapping[str, np.ndarray], rows: pd.DataFrame) -> np.ndarray:
+    """F: the mean of each signal's rank share in its reference (NaN where a signal is missing)."""
+    values = {name: rows[name].to_numpy(float) for name in SIGNALS}
+    missing = np.any([~np.isfinite(v) for v in values.values()], axis=0)
+    score = sum(rank_share(references[name], values[name]) for name in SIGNALS) / len(SIGNALS)
+    return np.where(missing, np.nan, score)
+
+
+def probability_map(scores: np.ndarray, labels: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """P(unsupported) of an F score: a logistic fitted on the training sentences' (score, label)."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression().fit(np.asarray(scores)[:, None], np.asarray(labels, dtype=int))
+    return lambda s: model.predict_proba(np.asarray(s)[:, None])[:, 1]
+
+
+def aggregated(rows: pd.DataFrame, score: np.ndarray, probability: np.ndarray) -> pd.DataFrame:
+    """Per answer (in order of first appearance): its label (any unsupported sentence) and each
+    of :data:`AGGREGATIONS` of its sentences' scores (the noisy-ORs as ``−Σ log(1 − p)``, in the
+    same order as ``1 − ∏(1 − p)``)."""
+    frame = rows[["case_id", "label"]].assign(s=score, log_q=np.log1p(-np.clip(probability, 0, 1 - 1e-9)))
+    by = frame.groupby("case_id", sort=False)
+    noisy_or = -by["log_q"].sum()
+    return pd.DataFrame({
+        "label": by["label"].max(),
+        "the maximum": by["s"].max(),
+        "the mean of the top two": by["s"].apply(lambda s: np.sort(s.to_numpy())[-2:].mean()),
+        "the noisy-OR": noisy_or,
+        "the length-aware noisy-OR": noisy_or / np.sqrt(by["s"].size()),
+    })
+
+
+def dev_sets(tables: Mapping[str, pd.DataFrame], seed: int) -> dict[str, pd.DataFrame]:
+    """Each benchmark's dev partition, then RAGTruth's by task: the six sets of the protocol."""
+    devs = {name: partitioned(table, seed)[0] for name, table in tables.items()}
+    sets = dict(devs)
+    if "ragtruth" in devs:
+        rag = devs["ragtruth"]
+        sets |= {f"ragtruth · {task}": rag[rag["task"] == task] for task in sorted(rag["task"].unique())}
+    return sets
+
+
+def aggregation_table(training: pd.DataFrame, tables: Mapping[str, pd.DataFrame], seed: int = 0) -> pd.DataFrame:
+    """Answer AUC of each aggregation (rows) on each dev set (columns), and each one's lowest."""
+    from sklearn.metrics import roc_auc_score
+
+    references = training_references(training)
+    trained = training.assign(f=f_scores(references, training)).dropna(subset=["f"])
+    to_probability = probability_map(trained["f"].to_numpy(), trained["label"].to_numpy())
+    aucs: dict[str, dict[str, float]] = {}
+    for name, rows in dev_sets(tables, seed).items():
+        score = f_scores(references, rows)
+        if np.isnan(score).any():
+            raise ValueError(f"{int(np.isnan(score).sum())} sentences of {name}'s dev partition lack one of F's "
+                             f"signals {SIGNALS}: run `groundsense eval lexical` on its cache first")
+        answers = aggregated(rows, score, to_probability(score))
+        for aggregation in AGGREGATIONS:
+            aucs.setdefault(aggregation, {})[name] = roc_auc_score(answers["label"], answers[aggregation])
+    table = pd.DataFrame.from_dict(aucs, orient="index")
+    return table.assign(lowest=table.min(axis=1))
+
+
+def chosen(table: pd.DataFrame) -> str:
+    """The aggregation whose lowest answer AUC is highest (the first in :data:`AGGREGATIONS` on ties)."""
+    return str(table["lowest"].idxmax())
+
+
+def aggregation_report(training: FeatureSet, training_table: pd.DataFrame, sets: Mapping[str, FeatureSet],
+                       tables: Mapping[str, pd.DataFrame], command: str, seed: int = 0) -> str:
+    """The Markdown report: the dev table and its choice, refused unless it is :data:`CHOSEN`."""
+    table = aggregation_table(training_table, tables, seed)
+    choice = chosen(table)
+    if choice != CHOSEN:
+        raise ValueError(f"the dev table now chooses {choice}, not the frozen {CHOSEN}: the data or the code "
+                         "changed since the choice was committed")
+    sets_line = "; ".join(f"{name}: {fs.key}, {fs.table['case_id'].nunique()} answers scored"
+                          for name, fs in sets.items())
+    return "\n".join([
+        "# F's answer aggregation, chosen on the dev partitions", "", f"`{command}`", "",
+        "Protocol and rule: docs/detector-selection.md (\"F's answer aggregation, chosen again\"). No test "
+        f"partition is read. Data: {sets_line}. F's references and its noisy-OR's probability map: "
+        f"{training.key}, {training_table['case_id'].nunique():,} RAGTruth training answers "
+        f"({len(training_table):,} sentences).", "",
+        "## Answer AUC on each dev set", "",
+        "F is the mean of the ranks of `" + "`, `".join(SIGNALS) + "` among the training sentences' values. "
+        "Answer label: any unsupported sentence. *lowest*: the aggregation's lowest AUC over the six sets.", "",
+        markdown_table(table), "",
+        f"Chosen: **{choice}** (the highest lowest), frozen in `groundsense.eval.reports.aggregation.CHOSEN` "
+        "before any test figure of it existed.", "",
+    ])
