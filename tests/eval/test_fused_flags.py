@@ -118,15 +118,55 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     assert made["on_labelled_set"]["sentence"]["auc"] == pytest.approx(roc_auc_score(rows["label"], fused), abs=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["full", "two_pass"])
+def test_the_lexical_fusion_fitted_on_training_answers(mode):
+    """`eval fusion --fit-fusion --train-cache …` without judges: the lexical fusion's references
+    are the training sentences' values, its answer rule the logistic map of their fused scores,
+    and its thresholds their best F1, the answers' on their length-aware noisy-OR."""
+    from groundsense.eval.lexical_fusion import fit_lexical_fusion
+    from groundsense.eval.reports.aggregation import probability_map
+    from groundsense.judging.thresholds import best_f1_threshold
+    from groundsense.verification.fusion import answer_scores, reference_sample
+
+    rows = judged_rows(seed=4, n_answers=60)
+    fitted = fit_lexical_fusion(rows, CALIBRATION, mode, "fp32", "groundsense eval fusion …")
+    values = fitted.signals({name: rows[name].to_numpy(float) for name in fitted.inputs})
+    assert fitted.verifier is None and list(values) == list(fitted.references)
+    for name, value in values.items():
+        assert fitted.references[name] == reference_sample(value)
+    assert values[fitted.signal_names[0]].tolist() == (
+        CALIBRATION.score("sensitivity", {f: rows[f].to_numpy() for f in CALIBRATION.inputs}) if mode == "full"
+        else -rows["gap"].to_numpy()).tolist()
+    fused, labels = fitted.score(values), rows["label"].to_numpy()
+    intercept, coefficient = probability_map(fused, labels)
+    assert fitted.answer_rule == {"aggregation": "length-aware noisy-OR", "intercept": intercept,
+                                  "coefficient": coefficient}
+    assert fitted.threshold == best_f1_threshold(fused, labels)
+    top, unsupported = answer_scores(rows["case_id"].to_numpy(), fused, labels, fitted.answer_score)
+    assert fitted.answer_threshold == best_f1_threshold(top, unsupported)
+    assert fitted.made_with["n_answers"] == 60 and fitted.made_with["precision"] == "fp32"
+
+
 @pytest.mark.parametrize("args", [["--train-cache", "results/calibration-tokens"],
                                   ["--train-judges", "results/calibration-verifiers"],
-                                  ["--train-cache", "results/calibration-tokens", "--train-judges", "results/x"]])
-def test_the_training_fit_needs_both_caches_and_fit_fusion(args):
+                                  ["--train-cache", "results/calibration-tokens", "--train-judges", "results/x"],
+                                  ["--fit-fusion", "f.json", "--train-judges", "results/x"]])
+def test_a_training_fit_needs_its_cache_and_fit_fusion(args):
     from helpers.cli import run
 
     refused = run("eval", "fusion", "--split-cache", "results/split-features", *args)
     assert refused.exit_code == 2
-    assert "--train-cache and --train-judges go together, with --fit-fusion" in refused.output
+    assert "--train-cache goes with --fit-fusion, and --train-judges with --train-cache" in refused.output
+
+
+@pytest.mark.parametrize("args", [["--precision", "bf16"], ["--two-pass"],
+                                  ["--fit-fusion", "f.json", "--two-pass", "--train-cache",
+                                   "results/calibration-tokens", "--train-judges", "results/calibration-verifiers"]])
+def test_precision_and_two_pass_are_the_lexical_fusions(args):
+    from helpers.cli import run
+
+    refused = run("eval", "fusion", "--split-cache", "results/split-features", *args)
+    assert refused.exit_code == 2 and "--precision and --two-pass are the lexical fusion's" in refused.output
 
 
 def test_the_training_fit_is_refused_until_every_training_sentence_is_judged(tmp_path, monkeypatch):

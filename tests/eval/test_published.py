@@ -132,9 +132,13 @@ def test_the_shipped_calibrations_equal_their_fit_from_the_committed_caches(cach
     assert_same_numbers(tmp_path / "c.json", ROOT / "src" / "groundsense" / "calibrations" / name)
 
 
-def test_the_shipped_fusion_equals_its_fit_from_the_committed_caches(tmp_path, monkeypatch):
-    """Candidate J's fusion file, refitted by the command it records (from the training answers' caches)."""
-    shipped = ROOT / "src" / "groundsense" / "calibrations" / "fusion-judge-qwen2.5-coder-1.5b-instruct.json"
+SHIPPED_FUSIONS = sorted((ROOT / "src" / "groundsense" / "calibrations").glob("fusion-*.json"))
+
+
+@pytest.mark.parametrize("shipped", SHIPPED_FUSIONS, ids=[path.name for path in SHIPPED_FUSIONS])
+def test_each_shipped_fusion_equals_its_fit_from_the_committed_caches(shipped, tmp_path, monkeypatch):
+    """Each shipped fusion file (candidate J's, the lexical fusion's in each mode and precision),
+    refitted by the command it records (from the training answers' caches)."""
     command = shlex.split(json.loads(shipped.read_text())["made_with"]["command"])
     written = command.index("--fit-fusion") + 1
     assert command[written] == str(shipped.relative_to(ROOT)), "the file records the command that wrote it"

@@ -1,5 +1,6 @@
-"""The fused score's math (candidate J): ranks as the evaluation's rank average computes them,
-the file round trip, the adapted references, the shipped file, and the weights `fit --fuse` fits."""
+"""The fused score's math (candidate J, and the lexical fusion F): ranks as the evaluation's rank
+average computes them, the file round trip, the adapted references, the shipped files, the
+weights `fit --fuse` fits and the lexical fusion's answer rule."""
 
 import json
 
@@ -9,9 +10,13 @@ import pytest
 
 from groundsense.errors import InputError
 from groundsense.eval.reports.fusion import label_free_score
+from groundsense.judging.thresholds import best_f1_threshold
 from groundsense.verification.fusion import (
+    LENGTH_AWARE_NOISY_OR,
+    LEXICAL_FUSION_SIGNALS,
     SIGNALS,
     RankFusion,
+    answer_scores,
     reference_sample,
     shipped_fusion,
     top_two_mean,
@@ -226,4 +231,80 @@ def test_bad_weights_are_refused(tmp_path, weights):
     data = json.loads(json.dumps(vars(fusion({name: [0.0] for name in SIGNALS}))))
     (tmp_path / "bad.json").write_text(json.dumps({**data, "weights": weights}))
     with pytest.raises(InputError, match="its 'weights' need"):
+        RankFusion.load(tmp_path / "bad.json")
+
+
+SHIPPED = "src/groundsense/calibrations"
+LEXICAL_FILES = {("full", "fp32"): "fusion-lexical-smollm2-135m-instruct-k5.json",
+                 ("two_pass", "fp32"): "fusion-lexical-smollm2-135m-instruct-two-pass.json",
+                 ("full", "bf16"): "fusion-lexical-smollm2-135m-instruct-bf16-k5.json",
+                 ("two_pass", "bf16"): "fusion-lexical-smollm2-135m-instruct-bf16-two-pass.json"}
+
+
+def lexical_fusion(mode="full", answer_rule=None):
+    names = LEXICAL_FUSION_SIGNALS[mode]
+    return RankFusion(None, "tiny", STATS if mode == "full" else {}, {name: [0.0, 1.0, 2.0, 3.0] for name in names},
+                      0.5, 0.6, {"data": "test"}, answer_rule=answer_rule)
+
+
+def test_the_lexical_fusion_ranks_sensitivity_or_the_gap_with_the_lexical_signals_and_no_judge():
+    full, two_pass = lexical_fusion("full"), lexical_fusion("two_pass")
+    assert full.signal_names == ("sensitivity", "overlap_chunk", "stem_novel", "bigram_novel")
+    assert full.inputs == ("gap", "jsd_noctx", "drop_max", "jsd_loo_max", "overlap_chunk", "stem_novel", "bigram_novel")
+    assert two_pass.inputs == ("gap", "overlap_chunk", "stem_novel", "bigram_novel")
+    features = {"gap": np.array([-1.5]), "overlap_chunk": np.array([1.0]), "stem_novel": np.array([2.0]),
+                "bigram_novel": np.array([3.0])}
+    values = two_pass.signals(features)
+    assert values["gap"].tolist() == [1.5]  # the gap score: higher = more suspicious
+    # ranks among [0, 1, 2, 3], ties counted half: 1.5 -> 2/4; 1.0 -> 1.5/4; 2.0 -> 2.5/4; 3.0 -> 3.5/4
+    assert two_pass.score(values).tolist() == pytest.approx([(2 + 1.5 + 2.5 + 3.5) / 16])
+    with pytest.raises(ValueError, match="ranks a judge's scores"):
+        fusion({name: [0.0] for name in SIGNALS}).signals({**features, **{f: np.array([0.0]) for f in STATS}})
+
+
+def test_the_length_aware_noisy_or_of_an_answer():
+    rule = {"aggregation": LENGTH_AWARE_NOISY_OR, "intercept": -1.0, "coefficient": 2.0}
+    fused = lexical_fusion(answer_rule=rule)
+    scores = np.array([0.2, 0.9, np.nan, 0.5])
+    p = 1 / (1 + np.exp(-(-1.0 + 2.0 * scores[[0, 1, 3]])))
+    assert fused.answer_score(scores) == pytest.approx(-np.log(1 - p).sum() / np.sqrt(3))
+    assert fused.answer_score(scores[:1]) == pytest.approx(-np.log(1 - p[0]))  # one sentence: the noisy-OR
+    assert np.isnan(fused.answer_score(np.array([np.nan])))
+    assert lexical_fusion().answer_score(scores) == top_two_mean(scores)  # without an answer rule
+
+
+def test_a_noisy_or_answer_threshold_is_not_capped_at_the_sentence_one():
+    rng = np.random.default_rng(5)
+    n = 600
+    labels = (rng.random(n) < 0.2).astype(int)
+    values = {name: rng.normal(size=n) + labels for name in LEXICAL_FUSION_SIGNALS["full"]}
+    rule = {"aggregation": LENGTH_AWARE_NOISY_OR, "intercept": -3.0, "coefficient": 4.0}
+    fused = lexical_fusion(answer_rule=rule).with_references(values)
+    fitted = fused.thresholded(values, labels, np.arange(n) // 6)
+    top, unsupported = answer_scores(np.arange(n) // 6, fused.score(values), labels, fused.answer_score)
+    assert fitted.answer_threshold == best_f1_threshold(top, unsupported)
+    assert fitted.made_with["threshold_rule"] == {"sentence": "best F1", "answer": "best F1"}
+
+
+@pytest.mark.parametrize(("mode", "precision"), list(LEXICAL_FILES))
+def test_the_shipped_lexical_fusions_load_for_their_mode_and_precision(mode, precision, tmp_path):
+    path = f"{SHIPPED}/{LEXICAL_FILES[(mode, precision)]}"
+    shipped = RankFusion.load(path)
+    assert shipped.verifier is None and shipped.signal_names == LEXICAL_FUSION_SIGNALS[mode]
+    assert shipped.answer_rule["aggregation"] == LENGTH_AWARE_NOISY_OR and shipped.made_with["precision"] == precision
+    assert 0 < shipped.threshold < 1 and shipped.made_with["n_answers"] == 1500
+    shipped.save(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == open(path).read()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"references": {"sensitivity": [0.0], "judge": [0.0]}}, "must be of one of these signal sets"),
+    ({"answer_rule": {"aggregation": "noisy-OR", "intercept": 0.0, "coefficient": 1.0}}, "'answer_rule' needs"),
+    ({"answer_rule": {"aggregation": LENGTH_AWARE_NOISY_OR, "intercept": "x", "coefficient": 1.0}},
+     "'answer_rule' needs"),
+])
+def test_a_fusion_file_of_unknown_signals_or_answer_rule_is_refused(change, message, tmp_path):
+    data = json.loads(open(f"{SHIPPED}/{LEXICAL_FILES[('full', 'fp32')]}").read())
+    (tmp_path / "bad.json").write_text(json.dumps({**data, **change}))
+    with pytest.raises(InputError, match=message):
         RankFusion.load(tmp_path / "bad.json")

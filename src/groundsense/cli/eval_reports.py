@@ -120,32 +120,48 @@ def benchmark_sets_options(judges: str | None) -> Callable[[CommandFunction], Co
                         "instead of candidate F.")
 @click.option("--dev-only", is_flag=True, help="Only the dev partitions' sweep: read no test partition.")
 @click.option("--fit-fusion", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the adopted candidate J's fusion file instead of the report: references and thresholds "
-                   "fitted on the training answers of --train-cache and --train-judges (what ships), or with "
-                   "--judges on the judged dev partitions, pooled.")
+              help="Write a fusion file instead of the report: with --train-cache alone, the lexical fusion "
+                   "(candidate F) fitted on its training answers; with --train-judges too, the adopted candidate "
+                   "J's, fitted on those (what ships); with --judges, candidate J's on the judged dev partitions, "
+                   "pooled.")
 @click.option("--train-cache", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="With --fit-fusion: fit it on the RAGTruth training answers of this feature cache instead "
-                   "(results/calibration-tokens, the shipped calibration's), every one judged in --train-judges.")
+                   "(results/calibration-tokens, the shipped calibration's; at bf16 results/precision/calibration), "
+                   "with their lexical signals.")
 @click.option("--train-judges", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="With --train-cache: the judge's scores of those answers (results/calibration-verifiers, "
-                   "scripts/calibration_judge.sh).")
+                   "scripts/calibration_judge.sh), for candidate J.")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="The lexical fusion's: the precision --train-cache was scored in; its sensitivity is the shipped "
+                   "calibration of that precision.")
+@click.option("--two-pass", is_flag=True, help="The lexical fusion of two-pass mode: the gap in place of sensitivity.")
 @markdown_report_options
 def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | None, dev_only: bool,
-           fit_fusion: Path | None, train_cache: Path | None, train_judges: Path | None, output: Path | None,
-           resamples: int, seed: int) -> None:
+           fit_fusion: Path | None, train_cache: Path | None, train_judges: Path | None, precision: str,
+           two_pass: bool, output: Path | None, resamples: int, seed: int) -> None:
     """The fusion protocols (docs/detector-selection.md): the shipped score fused with lexical
     signals (candidate F) or with a judge's score (candidate J, `--judges`) by a rule chosen on
     dev partitions, against today's score and word overlap on the test partitions, and the
-    adoption rule's verdict. Needs `groundsense eval lexical` first."""
+    adoption rule's verdict; or, with --fit-fusion, a fusion file. Needs `groundsense eval
+    lexical` first."""
     from ..eval.reports.fusion import fusion_report
     from ..eval.reports.fusion_judge import judge_fusion_report
 
-    if (train_cache is None) != (train_judges is None) or (train_cache and not fit_fusion):
-        raise Failure("--train-cache and --train-judges go together, with --fit-fusion")
-    calibration = shipped_calibration(scorer, 5)
+    if (train_judges and not train_cache) or (train_cache and not fit_fusion):
+        raise Failure("--train-cache goes with --fit-fusion, and --train-judges with --train-cache")
+    lexical = bool(train_cache and not train_judges)
+    if (precision != "fp32" or two_pass) and not lexical:
+        raise Failure("--precision and --two-pass are the lexical fusion's: give --fit-fusion and --train-cache, "
+                      "without --train-judges")
+    calibration = shipped_calibration(scorer, 5, precision)
     if fit_fusion:
         try:
-            if train_cache and train_judges:  # the benchmarks' caches are not read
+            if lexical and train_cache:  # the benchmarks' caches are not read
+                command = report_command("fusion", "--fit-fusion", fit_fusion, "--train-cache", train_cache,
+                                         *(["--precision", precision] if precision != "fp32" else []),
+                                         *(["--two-pass"] if two_pass else []))
+                fused = _lexical_fusion(train_cache, scorer, calibration, precision, two_pass, command)
+            elif train_cache and train_judges:
                 command = report_command("fusion", "--fit-fusion", fit_fusion, "--train-cache", train_cache,
                                          "--train-judges", train_judges)
                 fused = _training_fusion(train_cache, train_judges, scorer, calibration, command)
@@ -159,10 +175,11 @@ def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | No
         except (ValueError, FileNotFoundError) as exc:
             raise Failure(str(exc)) from exc
         fused.save(fit_fusion)
-        click.echo(f"wrote {fit_fusion}: {fused.verifier}, fitted on {fused.made_with['fitted_on']} "
-                   f"({fused.made_with['n_answers']} answers, {fused.made_with['n_sentences']} sentences); sentences "
-                   f"flagged at fused >= {fused.threshold:.4f}, answers at a top-two mean >= "
-                   f"{fused.answer_threshold:.4f}", err=True)
+        answer = "a length-aware noisy-OR" if fused.answer_rule else "a top-two mean"
+        click.echo(f"wrote {fit_fusion}: {fused.verifier or 'the lexical fusion'}, fitted on "
+                   f"{fused.made_with['fitted_on']} ({fused.made_with['n_answers']} answers, "
+                   f"{fused.made_with['n_sentences']} sentences); sentences flagged at fused >= {fused.threshold:.4f}, "
+                   f"answers at {answer} >= {fused.answer_threshold:.4f}", err=True)
         return
     found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
@@ -215,12 +232,12 @@ def aggregation(cache: Path, split_cache: Path | None, scorer: str, train_cache:
     emit_report(text, output)
 
 
-def _one_set(folder: Path, benchmark: str, scorer: str) -> FeatureSet:
-    """The one full-mode, exact ``scorer`` feature set of ``benchmark`` under ``folder``."""
-    sets = [s for s in load_sets(folder, scorer) if s.benchmark == benchmark and s.full_exact]
+def _one_set(folder: Path, benchmark: str, scorer: str, precision: str = "fp32") -> FeatureSet:
+    """The one full-mode, exact ``scorer`` feature set of ``benchmark`` under ``folder``, scored at ``precision``."""
+    sets = [s for s in load_sets(folder, scorer) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
-        raise Failure(f"need exactly one full-mode {scorer} {benchmark} feature set under {folder} "
-                      f"(found {len(sets)})")
+        raise Failure(f"need exactly one full-mode {scorer} {benchmark} feature set scored at {precision} under "
+                      f"{folder} (found {len(sets)})")
     return sets[0]
 
 
@@ -277,6 +294,16 @@ def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: 
     from ..eval.reports.fusion_judge import judge_domains
 
     return fit_judge_fusion(judge_domains(found, calibration, judges, seed), calibration, command)
+
+
+def _lexical_fusion(train_cache: Path, scorer: str, calibration: Calibration, precision: str, two_pass: bool,
+                    command: str) -> RankFusion:
+    """The lexical fusion fitted on the RAGTruth training answers of ``train_cache``."""
+    from ..eval.lexical_fusion import fit_lexical_fusion
+    from ..eval.reports.fusion import fusion_table
+
+    training = fusion_table(_one_set(train_cache, "ragtruth", scorer, precision), calibration)
+    return fit_lexical_fusion(training, calibration, "two_pass" if two_pass else "full", precision, command)
 
 
 def _training_fusion(train_cache: Path, train_judges: Path, scorer: str, calibration: Calibration,

@@ -42,7 +42,7 @@ from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.adjudicator import answer_summary
 from ..result import DetectionResult, SentenceResult
-from .fusion import SIGNALS, RankFusion, check_scorer, fusion_for, top_two_mean
+from .fusion import RankFusion, check_scorer, fusion_for
 from .verifier import Verifier
 
 
@@ -190,7 +190,7 @@ class Cascade(Detection):
 
     def _fused(self, fusion: RankFusion, request: _AnswerRequest, result: DetectionResult) -> DetectionResult:
         """``result`` with every scored sentence verified and flagged by its fused score (NaN, a
-        judge's failure among them: undecided), the answer by the mean of its top two."""
+        judge's failure among them: undecided), the answer by its :meth:`~RankFusion.answer_score`."""
         _check_exact(result.mode, result.leave_one_out)  # a request's options may ask for two-pass mode
         spent_before, sentences = _usage(self.verifier), list(result.sentences)
         chosen = [i for i, s in enumerate(sentences) if s.status == "scored"]
@@ -200,13 +200,13 @@ class Cascade(Detection):
             chunks = [context[c.start : c.end] for c in result.chunks]
             judge[chosen] = self.verify(request.question, chunks, [sentences[i].text for i in chosen])
         features = {name: np.array([_score(s.features.get(name)) for s in sentences])
-                    for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
+                    for name in fusion.inputs}
         fused = fusion.score(fusion.signals(features, judge))
         for i in chosen:
             flagged = bool(fused[i] >= fusion.threshold) if math.isfinite(fused[i]) else None
             sentences[i] = replace(sentences[i], verifier_score=float(judge[i]), fused=float(fused[i]), flagged=flagged)
         summary = answer_summary(sentences)
-        top = top_two_mean(fused[chosen])
+        top = fusion.answer_score(fused[chosen])
         blocked = summary.n_flagged > 0 or (math.isfinite(top) and top >= fusion.answer_threshold)
         undecided = any(s.flagged is None for s in sentences)
         answer = replace(summary, score=top if math.isfinite(top) else None, threshold=fusion.answer_threshold,

@@ -7,12 +7,18 @@ and RAGTruth's three tasks. No test partition is read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ...verification.fusion import rank_share, reference_sample
+from ...verification.fusion import (
+    length_aware_noisy_or,
+    rank_share,
+    reference_sample,
+    top_two_mean,
+    unsupported_probability,
+)
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from .tables import markdown_table
@@ -37,27 +43,27 @@ def f_scores(references: Mapping[str, np.ndarray], rows: pd.DataFrame) -> np.nda
     return np.where(missing, np.nan, score)
 
 
-def probability_map(scores: np.ndarray, labels: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """P(unsupported) of an F score: a logistic fitted on the training sentences' (score, label)."""
+def probability_map(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """The intercept and coefficient of a logistic map from an F score to P(unsupported), fitted
+    on the training sentences' (score, label) (:func:`~groundsense.verification.fusion.unsupported_probability`)."""
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression().fit(np.asarray(scores)[:, None], np.asarray(labels, dtype=int))
-    return lambda s: model.predict_proba(np.asarray(s)[:, None])[:, 1]
+    return float(model.intercept_[0]), float(model.coef_[0, 0])
 
 
 def aggregated(rows: pd.DataFrame, score: np.ndarray, probability: np.ndarray) -> pd.DataFrame:
     """Per answer (in order of first appearance): its label (any unsupported sentence) and each
     of :data:`AGGREGATIONS` of its sentences' scores (the noisy-ORs as ``−Σ log(1 − p)``, in the
     same order as ``1 − ∏(1 − p)``)."""
-    frame = rows[["case_id", "label"]].assign(s=score, log_q=np.log1p(-np.clip(probability, 0, 1 - 1e-9)))
+    frame = rows[["case_id", "label"]].assign(s=score, p=probability)
     by = frame.groupby("case_id", sort=False)
-    noisy_or = -by["log_q"].sum()
     return pd.DataFrame({
         "label": by["label"].max(),
         "the maximum": by["s"].max(),
-        "the mean of the top two": by["s"].apply(lambda s: np.sort(s.to_numpy())[-2:].mean()),
-        "the noisy-OR": noisy_or,
-        "the length-aware noisy-OR": noisy_or / np.sqrt(by["s"].size()),
+        "the mean of the top two": by["s"].apply(lambda s: top_two_mean(s.to_numpy())),
+        "the noisy-OR": -by["p"].apply(lambda p: np.log1p(-np.clip(p.to_numpy(), 0, 1 - 1e-9)).sum()),
+        "the length-aware noisy-OR": by["p"].apply(lambda p: length_aware_noisy_or(p.to_numpy())),
     })
 
 
@@ -77,14 +83,14 @@ def aggregation_table(training: pd.DataFrame, tables: Mapping[str, pd.DataFrame]
 
     references = training_references(training)
     trained = training.assign(f=f_scores(references, training)).dropna(subset=["f"])
-    to_probability = probability_map(trained["f"].to_numpy(), trained["label"].to_numpy())
+    intercept, coefficient = probability_map(trained["f"].to_numpy(), trained["label"].to_numpy())
     aucs: dict[str, dict[str, float]] = {}
     for name, rows in dev_sets(tables, seed).items():
         score = f_scores(references, rows)
         if np.isnan(score).any():
             raise ValueError(f"{int(np.isnan(score).sum())} sentences of {name}'s dev partition lack one of F's "
                              f"signals {SIGNALS}: run `groundsense eval lexical` on its cache first")
-        answers = aggregated(rows, score, to_probability(score))
+        answers = aggregated(rows, score, unsupported_probability(score, intercept, coefficient))
         for aggregation in AGGREGATIONS:
             aucs.setdefault(aggregation, {})[name] = roc_auc_score(answers["label"], answers[aggregation])
     table = pd.DataFrame.from_dict(aucs, orient="index")

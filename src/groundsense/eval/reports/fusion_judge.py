@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
-from ...verification.fusion import SIGNALS, RankFusion, shipped_fusion, top_two_mean
+from ...verification.fusion import RankFusion, shipped_fusion, top_two_mean
 from ..caches.extract import FeatureSet
 from ..caches.verifier_scores import KEY, load_verifier_cache, scored
 from ..statistics.benchmark_result import partitioned
@@ -142,7 +142,7 @@ def shipped_judge_fusion() -> RankFusion:
 
 def fused_signals(fusion: RankFusion, rows: pd.DataFrame) -> dict[str, np.ndarray]:
     """``rows``' five fused signals (:meth:`RankFusion.signals`), the judge's score from its column."""
-    features = {name: rows[name].to_numpy(float) for name in (*fusion.sensitivity_stats, *SIGNALS[2:])}
+    features = {name: rows[name].to_numpy(float) for name in fusion.inputs}
     return fusion.signals(features, rows[JUDGE].to_numpy(float))
 
 
