@@ -38,8 +38,8 @@ def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
     # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds,
     # and its own --fuse and --verifier adapt a fused cascade's fusion)
-    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
-    (["eval", "extract"], {"calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),  # uncalibrated
+    (["calibrate"], {"mode", "score", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
+    (["eval", "extract"], {"score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),
 ])
 def test_every_command_takes_every_setting(path, left_out):
     command = cli
@@ -51,8 +51,8 @@ def test_every_command_takes_every_setting(path, left_out):
 def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     values = {"scorer": "some/model", "k": "7", "mode": "two_pass", "leave_one_out": "masked",
               "calibration": "c.json", "max_context_tokens": "900", "max_answer_tokens": "100", "device": "cpu",
-              "precision": "int8", "target_recall": "0.8", "verifier": "openai:some-judge", "escalate": "0.3",
-              "verifier_threshold": "0.6",
+              "precision": "int8", "score": "fused", "target_recall": "0.8", "verifier": "openai:some-judge",
+              "escalate": "0.3", "verifier_threshold": "0.6",
               "verifier_url": "http://127.0.0.1:8080/v1"}
     # one target at a time, and a fused cascade has no escalated share: those below
     assert set(values) | {"target_precision", "fuse", "fusion"} == set(SETTINGS)
@@ -61,7 +61,7 @@ def test_serve_takes_every_setting_from_its_variable(monkeypatch):
     settings = ServiceSettings.from_env(k=3)  # a flag wins over its variable
     assert settings.detection == DetectorConfig(scorer="some/model", k=3, mode="two_pass", leave_one_out="masked",
                                                calibration="c.json", max_context_tokens=900, max_answer_tokens=100,
-                                               device="cpu", precision="int8", target_recall=0.8,
+                                               device="cpu", precision="int8", score="fused", target_recall=0.8,
                                                verifier="openai:some-judge", escalate=0.3, verifier_threshold=0.6,
                                                verifier_url="http://127.0.0.1:8080/v1")
     monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")

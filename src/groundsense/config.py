@@ -19,9 +19,12 @@ from .inputs.validate import MODES, PRECISIONS, check_k
 
 if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads the config
     from .judging.calibration import Calibration
-    from .verification.fusion import RankFusion
+    from .judging.fusion import RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
+# The sentence scores: ``sensitivity`` (the calibrated score of the scorer's features; in two-pass
+# mode the gap) and ``fused``, the lexical fusion (docs/architecture.md, glossary).
+SCORES = ("sensitivity", "fused")
 # A cascade's settings; the rest a detector's.
 VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url", "fuse", "fusion")
 
@@ -41,6 +44,10 @@ class DetectorConfig:
     ``precision``: the scorer's numbers: ``auto`` (``bf16`` on CUDA and on a CPU with AVX-512
     BF16 or AMX, ``fp32`` elsewhere), ``fp32``, ``bf16`` (the model in bfloat16) or, on a CPU
     only, ``int8`` (its linear layers in int8); see docs/performance.md, "Numeric precision".
+    ``score``: what flags a sentence: ``sensitivity`` (the calibration's score) or ``fused`` (the
+    lexical fusion: its rank average of ``sensitivity``, or the gap where the calibration does
+    not serve, with word overlap, stem and bigram novelty, flagged at its shipped thresholds;
+    docs/calibration.md, "The fused score").
     ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
     on the calibration's labelled set, for sentences and for the answer, instead of the
     fitted (best-F1) thresholds; needs a calibration fitted with labels.
@@ -64,6 +71,7 @@ class DetectorConfig:
     max_answer_tokens: int = 256
     device: str | None = None
     precision: str = "auto"
+    score: str = "sensitivity"
     target_recall: float | None = None
     target_precision: float | None = None
     verifier: str | None = None
@@ -80,6 +88,8 @@ class DetectorConfig:
             raise InputError(f"leave_one_out must be one of {', '.join(LEAVE_ONE_OUT)}, not {self.leave_one_out!r}")
         if self.precision not in PRECISIONS:
             raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        if self.score not in SCORES:
+            raise InputError(f"score must be one of {', '.join(SCORES)}, not {self.score!r}")
         object.__setattr__(self, "k", check_k(self.k))
         for name in ("max_context_tokens", "max_answer_tokens"):
             value = getattr(self, name)

@@ -60,7 +60,7 @@ class SentenceResult:
     absent: list[str] = field(default_factory=list)
     # Those of ``absent`` that the evidence cut to fit the scorer's budget does contain.
     in_cut_evidence: list[str] = field(default_factory=list)
-    # A fused cascade's score (verification/fusion.py): the rank average, in [0, 1], that decides the flag.
+    # A fused cascade's score (judging/fusion.py): the rank average, in [0, 1], that decides the flag.
     fused: float | None = None
 
     @property
@@ -147,7 +147,7 @@ class DetectionResult:
     scorer: str
     mode: str  # "full" (K+2 conditions) or "two_pass"
     leave_one_out: str | None  # full mode: "exact" (chunk removed) or "masked" (chunk hidden); None in two-pass
-    score_rule: str  # "sensitivity" or "gap"
+    score_rule: str  # "sensitivity", "gap" or "fused"
     threshold: float | None  # None: uncalibrated, nothing is flagged
     sentences: list[SentenceResult]
     answer: AnswerSummary

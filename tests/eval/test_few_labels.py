@@ -93,7 +93,7 @@ def test_the_learning_curve_judges_on_sources_not_drawn():
 def _signals(n_sources=40, per_source=3, sentences=4, carried=("bigram_novel",), seed=0):
     """A fused cascade's five signals over sentences of answers of sources: each of ``carried``
     separates the labels, the others are noise."""
-    from groundsense.verification.fusion import SIGNALS
+    from groundsense.judging.fusion import SIGNALS
 
     rng = np.random.default_rng(seed)
     n = n_sources * per_source * sentences
@@ -106,7 +106,7 @@ def test_a_fused_fit_beats_the_ranks_average_when_one_signal_carries_the_labels(
     from helpers.fusions import STATS
 
     from groundsense.eval.reports.few_labels import fusion_sides
-    from groundsense.verification.fusion import SIGNALS, RankFusion
+    from groundsense.judging.fusion import SIGNALS, RankFusion
 
     base = RankFusion("judge:x", "s", STATS, {name: [0.0] for name in SIGNALS}, 0.5, 0.5,
                       weights={"intercept": 9.0, "coefficients": dict.fromkeys(SIGNALS, -1.0)})  # not used

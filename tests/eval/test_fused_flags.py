@@ -19,7 +19,8 @@ from groundsense.eval.reports.fusion_judge import (
 )
 from groundsense.eval.reports.operating import OperatingPoint, judged
 from groundsense.judging.calibration import shipped_calibration
-from groundsense.verification.fusion import RankFusion, shipped_fusion
+from groundsense.judging.fusion import RankFusion
+from groundsense.verification.fusion import shipped_fusion
 
 SHIPPED = shipped_fusion(judge_spec())
 CALIBRATION = shipped_calibration(SHIPPED.scorer, 5)
@@ -103,8 +104,8 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     """`eval fusion --fit-fusion --train-cache … --train-judges …`: what ships once the judge has
     scored the shipped calibration's training answers."""
     from groundsense.eval.judge_fusion import fit_training_fusion
+    from groundsense.judging.fusion import SIGNALS, reference_sample
     from groundsense.judging.thresholds import best_f1_threshold
-    from groundsense.verification.fusion import SIGNALS, reference_sample
 
     rows = judged_rows(seed=3, n_answers=60)
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
@@ -125,8 +126,8 @@ def test_the_lexical_fusion_fitted_on_training_answers(mode):
     and its thresholds their best F1, the answers' on their length-aware noisy-OR."""
     from groundsense.eval.lexical_fusion import fit_lexical_fusion
     from groundsense.eval.reports.aggregation import probability_map
+    from groundsense.judging.fusion import answer_scores, reference_sample
     from groundsense.judging.thresholds import best_f1_threshold
-    from groundsense.verification.fusion import answer_scores, reference_sample
 
     rows = judged_rows(seed=4, n_answers=60)
     fitted = fit_lexical_fusion(rows, CALIBRATION, mode, "fp32", "groundsense eval fusion …")

@@ -42,9 +42,9 @@ def streamed(detector, case, seed=0, largest=12):
     return emitted, stream.close(), stream
 
 
-@pytest.mark.parametrize("mode", ["full", "two_pass"])
-def test_stream_equals_detect_with_the_same_spans(scorer, cases, mode):
-    detector = Detector(scorer, mode=mode)
+@pytest.mark.parametrize(("mode", "score"), [("full", "sensitivity"), ("two_pass", "sensitivity"), ("full", "fused")])
+def test_stream_equals_detect_with_the_same_spans(scorer, cases, mode, score):
+    detector = Detector(scorer, mode=mode, score=score)
     for seed, case in enumerate(cases):
         emitted, result, _ = streamed(detector, case, seed)
         spans = [(s.start, s.end) for s in result.sentences]

@@ -11,9 +11,9 @@ from helpers.fusions import STATS, fusion
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.validate import check_row
+from groundsense.judging.fusion import SIGNALS, RankFusion, top_two_mean
 from groundsense.pipeline.detector import Detector
 from groundsense.verification import Cascade, make_detection
-from groundsense.verification.fusion import SIGNALS, RankFusion, top_two_mean
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..config import DEFAULTS, LEAVE_ONE_OUT, VERIFIER_FIELDS, DetectorConfig
+from ..config import DEFAULTS, LEAVE_ONE_OUT, SCORES, VERIFIER_FIELDS, DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import MAX_K, MODES, PRECISIONS
 from ..weights import DEFAULT_SCORER
@@ -104,6 +104,9 @@ SETTINGS = (
     _Setting("precision", ("--precision",), "The scorer's numbers: auto (bf16 on CUDA and on a CPU with AVX-512 BF16 "
              "or AMX, fp32 elsewhere), fp32, bf16 or, on a CPU, int8 (docs/performance.md, \"Numeric precision\").",
              click.Choice(PRECISIONS)),
+    _Setting("score", ("--score",), "What flags a sentence: sensitivity (the calibrated score of the scorer's "
+             "features) or fused (its rank average with word overlap, stem and bigram novelty; docs/calibration.md, "
+             "\"The fused score\").", click.Choice(SCORES)),
     _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
              "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),
@@ -130,8 +133,8 @@ SETTINGS = (
 )
 
 
-# The fields that only move where flags fall (the calibration, a target, a cascade's verifier).
-FLAGGING = ("calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
+# The fields that only move where flags fall (the score, the calibration, a target, a cascade's verifier).
+FLAGGING = ("score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 
 def detector_options(omit: tuple[str, ...] = (), from_env: bool = False,

@@ -25,7 +25,7 @@ from .eval_options import (
 if TYPE_CHECKING:
     from ..eval.caches.extract import FeatureSet
     from ..judging.calibration import Calibration
-    from ..verification.fusion import RankFusion
+    from ..judging.fusion import RankFusion
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -236,8 +236,9 @@ def _one_set(folder: Path, benchmark: str, scorer: str, precision: str = "fp32")
     """The one full-mode, exact ``scorer`` feature set of ``benchmark`` under ``folder``, scored at ``precision``."""
     sets = [s for s in load_sets(folder, scorer) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
-        raise Failure(f"need exactly one full-mode {scorer} {benchmark} feature set scored at {precision} under "
-                      f"{folder} (found {len(sets)})")
+        scored_at = "" if precision == "fp32" else f" {precision}"
+        raise Failure(f"need exactly one full-mode{scored_at} {scorer} {benchmark} feature set under {folder} "
+                      f"(found {len(sets)})")
     return sets[0]
 
 

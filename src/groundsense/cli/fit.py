@@ -137,10 +137,10 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
 def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
                 target_precision: float | None, force: bool, verifier: str | None, base_name: str,
                 detector_options: dict[str, Any]) -> None:
-    """A fused cascade's weighted fusion (:meth:`~groundsense.verification.fusion.RankFusion.weighted`),
+    """A fused cascade's weighted fusion (:meth:`~groundsense.judging.fusion.RankFusion.weighted`),
     checked against the ranks' average with references from the same training folds."""
     from ..eval.reports.few_labels import compare, cross_validate, fusion_sides
-    from ..verification.fusion import SIGNALS, RankFusion
+    from ..judging.fusion import SIGNALS, RankFusion
     from .calibration_data import read_scored
     from .fusion_calibration import fused_options, fusion_base
 

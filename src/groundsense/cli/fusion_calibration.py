@@ -1,5 +1,5 @@
 """`groundsense calibrate --adapt shipped --fuse`: a fused cascade's references re-estimated on a
-team's unlabelled rows (:meth:`~groundsense.verification.fusion.RankFusion.adapted`); and the
+team's unlabelled rows (:meth:`~groundsense.judging.fusion.RankFusion.adapted`); and the
 base fusion and scoring options that `groundsense fit --fuse` shares with it."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from ..verification.fusion import SHIPPED_JUDGE, RankFusion, fusion_for
+from ..judging.fusion import RankFusion
+from ..verification.fusion import SHIPPED_JUDGE, fusion_for
 from .calibration_data import read_scored
 
 

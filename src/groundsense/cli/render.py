@@ -85,7 +85,8 @@ def render_summary(result: DetectionResult, console: Console) -> None:
         verdict = "has unsupported sentences" if a.flagged else "all sentences supported"
     else:  # the answer threshold decides, on the most suspicious sentence (docs/calibration.md)
         outcome, compared = ("flagged", "≥") if a.flagged else ("passes", "<")
-        verdict = f"{outcome} (most suspicious sentence {a.score:+.3f} {compared} answer threshold {a.threshold:.3f})"
+        on = "length-aware noisy-OR of its sentences" if result.score_rule == "fused" else "most suspicious sentence"
+        verdict = f"{outcome} ({on} {a.score:+.3f} {compared} answer threshold {a.threshold:.3f})"
     gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"
     counts = f"{a.n_flagged} of {a.n_sentences} sentences flagged, {a.n_unscored} unscored"
     console.print(Text(f"answer: {verdict} · {counts} · mean gap {gap}", style="bold"))

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..judging.calibration import Calibration, threshold_quality
+from ..judging.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
 from ..judging.thresholds import best_f1_threshold
-from ..verification.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
 from .reports.fusion import Domain
 from .reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..judging.calibration import Calibration
-from ..verification.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
+from ..judging.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
 from .reports.aggregation import probability_map
 
 

@@ -13,6 +13,8 @@ cascade escalates sentences to.
 from __future__ import annotations
 
 import logging
+import math
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +29,7 @@ from ..result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, 
 from ..scorer import EncodedPrompt, TokenScores
 from ..weights import display_name
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
+from .fusion import RankFusion, shipped_lexical_fusion
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +37,11 @@ log = logging.getLogger(__name__)
 class Rule(NamedTuple):
     """What judges an answer whose evidence was scored in some number of chunks."""
 
-    calibration: Calibration | None  # None: nothing is flagged
-    score_rule: str  # the score rule: "sensitivity" or "gap"
+    calibration: Calibration | None  # None: nothing is flagged, unless a fusion scores
+    score_rule: str  # the score rule: "sensitivity", "gap" or "fused"
     threshold: float | None  # where a sentence is flagged
     answer_threshold: float | None  # where the answer is
+    fusion: RankFusion | None = None  # the lexical fusion, where the score rule is "fused"
 
 
 class Adjudicator:
@@ -62,8 +66,11 @@ class Adjudicator:
             log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
                         "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
+        self._fusions: dict[str, RankFusion | None] = {}
         _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
-        if any(target is not None for target in config.targets):
+        if config.score == "fused":
+            self._check_fused()
+        elif any(target is not None for target in config.targets):
             self._check_targets(score_rule)
 
     def calibration_for(self, chunks: int) -> tuple[Calibration | None, str]:
@@ -87,6 +94,33 @@ class Adjudicator:
             self._calibrations[chunks] = found
         return self._calibrations[chunks]
 
+    def fusion_for(self, chunks: int) -> RankFusion | None:
+        """The lexical fusion that scores an answer scored in ``chunks`` chunks (``score="fused"``):
+        full mode's where :meth:`calibration_for` gives the ``sensitivity`` score (its statistics
+        are that calibration's), else two-pass mode's, which ranks the gap; None where none is
+        shipped for the scorer at its precision."""
+        mode = "full" if self.calibration_for(chunks)[1] == "sensitivity" else "two_pass"
+        if mode not in self._fusions:
+            scorer = display_name(self.config.scorer)
+            self._fusions[mode] = shipped_lexical_fusion(scorer, self.config.precision, mode) \
+                if self.config.precision in ("fp32", "bf16") else None
+        return self._fusions[mode]
+
+    def _check_fused(self) -> None:
+        """The fused score flags at its shipped fusion's thresholds: refuse what it cannot honour."""
+        config = self.config
+        if config.calibration is not None:
+            raise InputError("a calibration file holds the sensitivity score's statistics and thresholds, and the "
+                             "fused score flags at its shipped fusion's: drop --calibration, or use --score "
+                             "sensitivity")
+        if any(target is not None for target in config.targets):
+            raise InputError("a target recall or precision needs a labelled curve, which the fused score's files do "
+                             "not hold yet: use --score sensitivity for one")
+        if self.fusion_for(config.k) is None or self.fusion_for(0) is None:  # 0 chunks: the two-pass one
+            raise InputError(f"the fused score ranks against references shipped for the default scorer at fp32 and "
+                             f"bf16, and scorer {display_name(config.scorer)} at {config.precision} has none: use "
+                             "--score sensitivity")
+
     def _shipped(self, chunks: int | None) -> Calibration | None:
         """The calibration shipped for the scorer, its precision and ``chunks`` (None: any). None
         at int8: the shipped ones are fitted on fp32 or bf16 features, which int8's are not near
@@ -99,18 +133,24 @@ class Adjudicator:
         """For an answer scored in ``chunks`` chunks: :meth:`calibration_for`'s calibration and
         score rule, and where that score flags a sentence and the answer (the fitted thresholds,
         or those meeting the config's target)."""
+        if self.config.score == "fused":
+            fusion = self.fusion_for(chunks)
+            assert fusion is not None, "the adjudicator refused a fused score without its fusions"
+            return Rule(None, "fused", fusion.threshold, fusion.answer_threshold, fusion)
         calibration, score_rule = self.calibration_for(chunks)
         if calibration is None:
             return Rule(None, score_rule, None, None)
         targets = self.config.targets
-        return Rule(calibration, score_rule, *(calibration.threshold(score_rule, level, *targets) for level in LEVELS))
+        threshold, answer_threshold = (calibration.threshold(score_rule, level, *targets) for level in LEVELS)
+        return Rule(calibration, score_rule, threshold, answer_threshold)
 
     def describe(self, chunks: int) -> dict:
         """What judges an answer scored in ``chunks`` chunks: the score rule, its calibration's
         source (``given``, ``shipped`` or None: nothing is flagged) and the two thresholds."""
         rule = self.rule(chunks)
         source = "given" if isinstance(self.config.calibration, Calibration) else "shipped"
-        return {"score_rule": rule.score_rule, "calibration": None if rule.calibration is None else source,
+        return {"score_rule": rule.score_rule,
+                "calibration": None if rule.calibration is None and rule.fusion is None else source,
                 "threshold": rule.threshold, "answer_threshold": rule.answer_threshold}
 
     def result(self, answer: str, spans: list[Span], evidence: Evidence, prompt: EncodedPrompt,
@@ -136,7 +176,10 @@ class Adjudicator:
         lexical = [lexical_signals(text, words) for text in texts]
         values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
-        score = rule.calibration.score(rule.score_rule, values) if rule.calibration else gap_score(values)
+        if rule.fusion is not None:
+            score = rule.fusion.score(rule.fusion.signals(values))
+        else:
+            score = rule.calibration.score(rule.score_rule, values) if rule.calibration else gap_score(values)
         sentences = []
         for i, span in enumerate(spans):
             scored = unscored[i] is None
@@ -146,7 +189,8 @@ class Adjudicator:
                 SentenceResult(
                     index=i, start=span.start, end=span.end, text=texts[i],
                     score=float(score[i]) if scored else None,
-                    flagged=bool(score[i] >= rule.threshold) if scored and rule.threshold is not None else None,
+                    flagged=bool(score[i] >= rule.threshold)
+                    if scored and rule.threshold is not None and math.isfinite(score[i]) else None,
                     features={name: float(values[name][i]) for name in SENTENCE_VALUES},
                     drops=features.drops[i].tolist(), jsds=features.jsds[i].tolist(),
                     support=_support(evidence, features.drops[i]) if scored else None,
@@ -157,7 +201,8 @@ class Adjudicator:
         return DetectionResult(
             scorer=display_name(self.config.scorer), precision=self.config.precision, mode=self.config.mode,
             leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
-            answer=answer_summary(sentences, rule.answer_threshold),
+            answer=answer_summary(sentences, rule.answer_threshold) if rule.fusion is None else
+            fused_answer(sentences, np.array([s.score for s in sentences if s.status == "scored"], float), rule.fusion),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
             warnings=list(warnings or []), tokens_processed=scores.tokens_processed,
@@ -210,6 +255,19 @@ def answer_summary(sentences: list[SentenceResult], threshold: float | None = No
         score=top,
         threshold=threshold,
     )
+
+
+def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: RankFusion) -> AnswerSummary:
+    """The answer summary of sentences flagged by a fused score (``fused``: the scored
+    sentences'): the answer is flagged when a sentence is, or when their
+    :meth:`~groundsense.judging.fusion.RankFusion.answer_score` reaches the fusion's answer
+    threshold; cleared only when every sentence was judged."""
+    summary = answer_summary(sentences)
+    top = fusion.answer_score(fused) if len(fused) else float("nan")
+    blocked = summary.n_flagged > 0 or (math.isfinite(top) and top >= fusion.answer_threshold)
+    undecided = any(s.flagged is None for s in sentences)
+    return replace(summary, score=top if math.isfinite(top) else None, threshold=fusion.answer_threshold,
+                   flagged=True if blocked else (None if undecided else False))
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:

@@ -5,7 +5,7 @@ the lexical signals (:data:`groundsense.judging.calibration.LOGISTIC_SIGNALS`; t
 :data:`~groundsense.judging.calibration.LOGISTIC_FEATURES` alone where word matching means
 nothing), kept in a calibration file as a few weights a reader can inspect
 (``Calibration.weights``); :func:`fit_logistic`, the regression itself, also weighs a fused cascade's ranked signals
-(:meth:`groundsense.verification.fusion.RankFusion.weighted`). How well it does against the
+(:meth:`groundsense.judging.fusion.RankFusion.weighted`). How well it does against the
 training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
 """
 

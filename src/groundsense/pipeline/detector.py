@@ -37,6 +37,8 @@ class Detector(Detection):
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
     ``sensitivity`` pass a calibration fitted with masked features. ``precision``: ``fp32``, or the
     faster, approximate ``bf16`` or ``int8`` (docs/performance.md); int8 needs its own calibration.
+    ``score``: ``sensitivity`` (the calibration's) or ``fused`` (the lexical fusion,
+    :class:`DetectorConfig`).
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -59,11 +61,13 @@ class Detector(Detection):
         target_recall: float | None = None,
         target_precision: float | None = None,
         precision: str = DEFAULTS.precision,
+        score: str = DEFAULTS.score,
     ):
         config = DetectorConfig(  # checked before the scorer loads
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
+            score=score,
         )
         self._build(config, scorer if isinstance(scorer, Scorer) else None, {})
 

@@ -43,7 +43,7 @@ def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
     # named in DetectorConfig's hints, imported there for typing only
     from ..judging.calibration import Calibration
-    from ..verification.fusion import RankFusion
+    from ..judging.fusion import RankFusion
 
     values, types = {}, get_type_hints(kind, localns={"Calibration": Calibration, "RankFusion": RankFusion})
     for f in fields(kind):

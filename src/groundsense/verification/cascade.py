@@ -40,9 +40,10 @@ from ..errors import InputError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
-from ..judging.adjudicator import answer_summary
+from ..judging.adjudicator import answer_summary, fused_answer
+from ..judging.fusion import RankFusion
 from ..result import DetectionResult, SentenceResult
-from .fusion import RankFusion, check_scorer, fusion_for
+from .fusion import check_scorer, fusion_for
 from .verifier import Verifier
 
 
@@ -205,12 +206,7 @@ class Cascade(Detection):
         for i in chosen:
             flagged = bool(fused[i] >= fusion.threshold) if math.isfinite(fused[i]) else None
             sentences[i] = replace(sentences[i], verifier_score=float(judge[i]), fused=float(fused[i]), flagged=flagged)
-        summary = answer_summary(sentences)
-        top = fusion.answer_score(fused[chosen])
-        blocked = summary.n_flagged > 0 or (math.isfinite(top) and top >= fusion.answer_threshold)
-        undecided = any(s.flagged is None for s in sentences)
-        answer = replace(summary, score=top if math.isfinite(top) else None, threshold=fusion.answer_threshold,
-                         flagged=True if blocked else (None if undecided else False))
+        answer = fused_answer(sentences, fused[chosen], fusion)
         cascade = {"verifier": self.verifier_name, "escalate": 1.0, "threshold": fusion.threshold,
                    "n_escalated": len(chosen)}
         return replace(result, sentences=sentences, answer=answer, cascade=_with_usage(cascade, self.verifier,

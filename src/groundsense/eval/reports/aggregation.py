@@ -12,13 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...verification.fusion import (
-    length_aware_noisy_or,
-    rank_share,
-    reference_sample,
-    top_two_mean,
-    unsupported_probability,
-)
+from ...judging.fusion import length_aware_noisy_or, rank_share, reference_sample, top_two_mean, unsupported_probability
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from .tables import markdown_table
@@ -45,7 +39,7 @@ def f_scores(references: Mapping[str, np.ndarray], rows: pd.DataFrame) -> np.nda
 
 def probability_map(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """The intercept and coefficient of a logistic map from an F score to P(unsupported), fitted
-    on the training sentences' (score, label) (:func:`~groundsense.verification.fusion.unsupported_probability`)."""
+    on the training sentences' (score, label) (:func:`~groundsense.judging.fusion.unsupported_probability`)."""
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression().fit(np.asarray(scores)[:, None], np.asarray(labels, dtype=int))

@@ -23,8 +23,8 @@ import pandas as pd
 from ...errors import InputError
 from ...judging.calibration import LOGISTIC_SIGNALS, Calibration, logistic_score
 from ...judging.fitting import fit_weights, fitted_rows
+from ...judging.fusion import RankFusion
 from ...judging.thresholds import best_f1_threshold
-from ...verification.fusion import RankFusion
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..caches.lexical import lexical_path, with_lexical

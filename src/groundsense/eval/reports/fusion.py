@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
-from ...verification.fusion import rank_share
+from ...judging.fusion import rank_share
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..caches.lexical import lexical_path, with_lexical

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
-from ...verification.fusion import RankFusion, shipped_fusion, top_two_mean
+from ...judging.fusion import RankFusion, top_two_mean
+from ...verification.fusion import shipped_fusion
 from ..caches.extract import FeatureSet
 from ..caches.verifier_scores import KEY, load_verifier_cache, scored
 from ..statistics.benchmark_result import partitioned

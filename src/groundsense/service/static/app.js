@@ -36,7 +36,7 @@ async function api(path, options = {}) {
   }
 }
 const SEPARATOR = /^\s*---\s*$/m;
-const SPREAD = { sensitivity: 2.0, gap: 0.5 }; // score units per colour step
+const SPREAD = { sensitivity: 2.0, gap: 0.5, fused: 0.1 }; // score units per colour step
 let current = null; // {request, result}
 
 function evidenceMode() {
@@ -137,7 +137,8 @@ function render(request, result) {
     ? { true: "Has unsupported sentences", false: "All sentences supported", null: "Not judged" }
     : { true: "Answer flagged", false: "Answer passes", null: "Not judged" };
   const bar = a.threshold === null || a.threshold === undefined || a.score === null ? ""
-    : ` (most suspicious sentence ${a.score.toFixed(3)} ${a.flagged ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
+    : ` (${result.score_rule === "fused" ? "length-aware noisy-OR of its sentences" : "most suspicious sentence"}`
+      + ` ${a.score.toFixed(3)} ${a.flagged ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
   $("verdict").textContent = `${verdicts[a.flagged]}${a.flagged === null ? "" : bar}`
     + ` — ${a.n_flagged} of ${a.n_sentences} sentences flagged, ${a.n_unscored} unscored`
     + ` · scorer ${result.scorer}, ${result.score_rule} score`

@@ -1,6 +1,7 @@
-"""The fused score's math (candidate J, and the lexical fusion F): ranks as the evaluation's rank
-average computes them, the file round trip, the adapted references, the shipped files, the
-weights `fit --fuse` fits and the lexical fusion's answer rule."""
+"""The fused score's math (groundsense.judging.fusion: candidate J, and the lexical fusion F):
+ranks as the evaluation's rank average computes them, the file round trip, the adapted
+references, the shipped files, the weights `fit --fuse` fits and the lexical fusion's answer
+rule."""
 
 import json
 
@@ -10,17 +11,18 @@ import pytest
 
 from groundsense.errors import InputError
 from groundsense.eval.reports.fusion import label_free_score
-from groundsense.judging.thresholds import best_f1_threshold
-from groundsense.verification.fusion import (
+from groundsense.judging.fusion import (
     LENGTH_AWARE_NOISY_OR,
     LEXICAL_FUSION_SIGNALS,
     SIGNALS,
     RankFusion,
     answer_scores,
     reference_sample,
-    shipped_fusion,
+    shipped_lexical_fusion,
     top_two_mean,
 )
+from groundsense.judging.thresholds import best_f1_threshold
+from groundsense.verification.fusion import shipped_fusion
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
@@ -212,7 +214,8 @@ def test_weights_survive_the_file_and_a_fusion_without_them_is_written_as_before
 def test_the_shipped_fusion_loads_unweighted_and_saves_byte_for_byte(tmp_path):
     from importlib import resources
 
-    from groundsense.verification.fusion import FOLDER, SHIPPED_JUDGE, shipped_name
+    from groundsense.judging.fusion import FOLDER
+    from groundsense.verification.fusion import SHIPPED_JUDGE, shipped_name
 
     shipped = shipped_fusion(SHIPPED_JUDGE)
     assert shipped is not None and shipped.weights is None
@@ -289,7 +292,8 @@ def test_a_noisy_or_answer_threshold_is_not_capped_at_the_sentence_one():
 @pytest.mark.parametrize(("mode", "precision"), list(LEXICAL_FILES))
 def test_the_shipped_lexical_fusions_load_for_their_mode_and_precision(mode, precision, tmp_path):
     path = f"{SHIPPED}/{LEXICAL_FILES[(mode, precision)]}"
-    shipped = RankFusion.load(path)
+    shipped = shipped_lexical_fusion("smollm2-135m-instruct", precision, mode)
+    assert shipped == RankFusion.load(path)
     assert shipped.verifier is None and shipped.signal_names == LEXICAL_FUSION_SIGNALS[mode]
     assert shipped.answer_rule["aggregation"] == LENGTH_AWARE_NOISY_OR and shipped.made_with["precision"] == precision
     assert 0 < shipped.threshold < 1 and shipped.made_with["n_answers"] == 1500

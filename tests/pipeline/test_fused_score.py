@@ -1,0 +1,86 @@
+"""`score="fused"` (`--score fused`): the lexical fusion scores and flags each sentence on the real
+scorer, ranking its signals against the shipped fusion of the scorer's precision and mode, and
+what it cannot honour is refused before anything is scored."""
+
+import numpy as np
+import pytest
+
+from groundsense import Detector
+from groundsense.config import DetectorConfig
+from groundsense.errors import InputError
+from groundsense.inputs.files import load_example
+from groundsense.judging.adjudicator import Adjudicator
+from groundsense.judging.fusion import shipped_lexical_fusion
+
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
+EXAMPLE = load_example("passages-qa")  # two supported sentences, then one invented (Gustave Eiffel)
+
+
+def detected(scorer, **options):
+    detector = Detector(scorer, score="fused", **options)
+    return detector.detect(answer=EXAMPLE["answer"], passages=EXAMPLE["passages"], question=EXAMPLE["question"])
+
+
+@pytest.mark.parametrize("mode", ["full", "two_pass"])
+def test_each_sentence_is_scored_by_the_shipped_fusion_of_its_mode_and_flagged_at_its_threshold(scorer, mode):
+    result = detected(scorer, mode=mode)
+    fusion = shipped_lexical_fusion(scorer.name, scorer.precision, mode)
+    assert result.score_rule == "fused" and result.threshold == fusion.threshold
+    scored = [s for s in result.sentences if s.status == "scored"]
+    assert len(scored) == 3
+    for sentence in scored:  # the fusion of the signals the result reports, one sentence at a time
+        features = {name: np.array([sentence.features[name]]) for name in fusion.inputs}
+        assert sentence.score == pytest.approx(fusion.score(fusion.signals(features))[0], abs=1e-12)
+        assert sentence.flagged is (sentence.score >= fusion.threshold)
+    assert [s.flagged for s in scored] == [False, False, True]  # the invented sentence, and it alone
+    answer = fusion.answer_score(np.array([s.score for s in scored]))
+    assert result.answer.score == pytest.approx(answer) and result.answer.threshold == fusion.answer_threshold
+    assert result.answer.flagged is True and result.answer.n_flagged == 1
+
+
+def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
+    """As the sensitivity score falls back to the gap where the shipped calibration does not
+    serve the chunk count (it serves 2 to 5), the fused score falls back to two-pass mode's
+    fusion, whose first signal is the gap score: here, the evidence as one passage."""
+    result = Detector(scorer, score="fused").detect(answer=EXAMPLE["answer"], question=EXAMPLE["question"],
+                                                    passages=[" ".join(EXAMPLE["passages"])])
+    two_pass = shipped_lexical_fusion(scorer.name, scorer.precision, "two_pass")
+    assert len(result.chunks) == 1 and result.threshold == two_pass.threshold
+    for sentence in result.sentences:
+        features = {name: np.array([sentence.features[name]]) for name in two_pass.inputs}
+        assert sentence.score == pytest.approx(two_pass.score(two_pass.signals(features))[0], abs=1e-12)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"calibration": "src/groundsense/calibrations/smollm2-135m-instruct-k5.json"}, "drop --calibration"),
+    ({"target_recall": 0.8}, "needs a labelled curve"),
+    ({"precision": "int8"}, "at int8 has none"),
+    ({"scorer": "some/other-model"}, "some/other-model at fp32 has none"),
+])
+def test_what_the_fused_score_cannot_honour_is_refused(options, message):
+    from groundsense.judging.calibration import Calibration
+
+    given = {"scorer": "smollm2-135m-instruct", "precision": "fp32", **options}
+    if "calibration" in given:
+        given["calibration"] = Calibration.load(given["calibration"])
+    with pytest.raises(InputError, match=message):
+        Adjudicator(DetectorConfig(score="fused", **given))
+    assert DetectorConfig(**given).score == "sensitivity"  # the default, which takes them
+
+
+def test_an_unknown_score_is_refused():
+    with pytest.raises(InputError, match="score must be one of sensitivity, fused"):
+        DetectorConfig(score="lexical")
+
+
+@pytest.mark.slow  # loads the real scorer in the command
+def test_detect_takes_score_fused_on_the_command_line():
+    import json
+
+    from helpers.cli import run
+
+    done = run("detect", "--example", "passages-qa", "--score", "fused", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["score_rule"] == "fused" and [s["flagged"] for s in result["sentences"]] == [False, False, True]
