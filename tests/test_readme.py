@@ -1,6 +1,7 @@
 """README.md stays what a newcomer reads first: short, and its worked examples are exactly what
 `groundsense detect --example NAME` prints (at the 110 columns they were copied at)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -25,6 +26,18 @@ def worked_examples() -> dict[str, str]:
 
 def test_readme_is_short():
     assert len(README.read_text().splitlines()) <= 250, "README.md is for users: move details to docs/"
+
+
+def test_contributing_quotes_the_newcomer_times_of_record():
+    """CONTRIBUTING's times for the README's two commands are benchmarks/newcomer.json's, the run
+    of `python3 benchmarks/newcomer.py` from a fresh clone."""
+    record = json.loads((README.parent / "benchmarks" / "newcomer.json").read_text())
+    text = " ".join((README.parent / "CONTRIBUTING.md").read_text().split())
+    assert set(record["commands"]) == {"make demo", "make test"}
+    for name, run in record["commands"].items():
+        assert run["exit_code"] == 0, f"the run of record's {name} failed"
+        assert f"`{name}` {run['seconds'] / 60:.1f} min" in text, f"CONTRIBUTING must quote {name}'s time of record"
+    assert f"at commit {record['commit']}" in text and record["cpu"] in text
 
 
 def test_the_worked_example_is_the_demo():
