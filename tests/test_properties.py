@@ -239,6 +239,7 @@ def assert_stream_equals_detect(detector, answer, pieces, score_every, evidence)
 
 @given(split_answers(), st.sampled_from(["", " ", "\n"]))
 @example(("One.\r\nTwo 😀 three.", ["One.\r", "\nTwo 😀", " three."]), " ")
+@example(("\U00040000\x1cDr. ", ["\U00040000\x1c", "Dr. "]), "")  # U+001C: whitespace to Python, not to the tokenizer
 def test_final_tokens_fed_piece_by_piece_are_the_whole_texts(tiny_scorer, split, lead):
     answer, pieces = split
     tokens, so_far = FinalTokens(tiny_scorer.tokenizer, lead), ""

@@ -19,7 +19,10 @@ import numpy as np
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-_TRAILING = re.compile(r"\s+\S*\Z")  # the last whitespace run and whatever follows it
+# The last whitespace run and whatever follows it. Whitespace as the tokenizers' pre-tokenizers
+# see it (Unicode's White_Space): Python's \s also takes the separators U+001C to U+001F, which
+# they do not, and merge into the next word.
+_TRAILING = re.compile(r"[^\S\x1c-\x1f]+[\S\x1c-\x1f]*\Z")
 RESPLIT = "the scorer's tokenizer re-split text it had already produced; this scorer cannot stream"
 
 
