@@ -5,15 +5,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groundsense.eval.reports.aggregation import AGGREGATIONS, SIGNALS, aggregated, chosen, f_scores
+from groundsense.eval.reports.aggregation import (
+    AGGREGATIONS,
+    SIGNALS,
+    aggregated,
+    chosen,
+    signal_values,
+    training_fusion,
+)
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
 
 def test_f_is_the_mean_rank_share_and_missing_where_a_signal_is():
-    references = {name: np.array([0.0, 1.0, 2.0, 3.0]) for name in SIGNALS}
+    fusion = training_fusion(pd.DataFrame({name: [0.0, 1.0, 2.0, 3.0] for name in SIGNALS}))
     rows = pd.DataFrame({name: [1.0, 10.0, -1.0] for name in SIGNALS}).assign(stem_novel=[1.0, 10.0, np.nan])
-    score = f_scores(references, rows)
+    score = fusion.score(signal_values(rows))
     # 1.0: one value below and one tie (counted half) of four; 10.0: all four below
     assert score[:2].tolist() == [1.5 / 4, 1.0] and np.isnan(score[2])
 

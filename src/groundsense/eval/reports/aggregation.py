@@ -12,29 +12,34 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...judging.fusion import length_aware_noisy_or, rank_share, reference_sample, top_two_mean, unsupported_probability
+from ...judging.fusion import (
+    LEXICAL_FUSION_SIGNALS,
+    RankFusion,
+    length_aware_noisy_or,
+    top_two_mean,
+    unsupported_probability,
+)
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from .tables import markdown_table
 
-SIGNALS = ("sensitivity", "overlap_chunk", "stem_novel", "bigram_novel")  # F's (docs/results/selection-F.md)
+SIGNALS = LEXICAL_FUSION_SIGNALS["full"]  # F's (docs/results/selection-F.md)
 AGGREGATIONS = ("the maximum", "the mean of the top two", "the noisy-OR", "the length-aware noisy-OR")
 # The protocol's choice, frozen when its dev table (docs/results/aggregation-F.md) was committed,
 # before any test figure of it existed; the report refuses a dev table that chooses otherwise.
 CHOSEN = "the length-aware noisy-OR"
 
 
-def training_references(training: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Each of F's signals' reference: the training sentences' values, as a fusion file keeps them."""
-    return {name: np.asarray(reference_sample(training[name].to_numpy(float))) for name in SIGNALS}
+def signal_values(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """F's signals of ``rows`` (:func:`.fusion.fusion_table` rows), by name."""
+    return {name: rows[name].to_numpy(float) for name in SIGNALS}
 
 
-def f_scores(references: Mapping[str, np.ndarray], rows: pd.DataFrame) -> np.ndarray:
-    """F: the mean of each signal's rank share in its reference (NaN where a signal is missing)."""
-    values = {name: rows[name].to_numpy(float) for name in SIGNALS}
-    missing = np.any([~np.isfinite(v) for v in values.values()], axis=0)
-    score = sum(rank_share(references[name], values[name]) for name in SIGNALS) / len(SIGNALS)
-    return np.where(missing, np.nan, score)
+def training_fusion(training: pd.DataFrame) -> RankFusion:
+    """F with each signal's reference from the training sentences, as a fusion file keeps it;
+    its :meth:`~RankFusion.score` of :func:`signal_values` is F (NaN where a signal is)."""
+    unranked = RankFusion(None, "", {}, dict.fromkeys(SIGNALS, []), 0.0, 0.0)
+    return unranked.with_references(signal_values(training))
 
 
 def probability_map(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -75,12 +80,12 @@ def aggregation_table(training: pd.DataFrame, tables: Mapping[str, pd.DataFrame]
     """Answer AUC of each aggregation (rows) on each dev set (columns), and each one's lowest."""
     from sklearn.metrics import roc_auc_score
 
-    references = training_references(training)
-    trained = training.assign(f=f_scores(references, training)).dropna(subset=["f"])
+    fusion = training_fusion(training)
+    trained = training.assign(f=fusion.score(signal_values(training))).dropna(subset=["f"])
     intercept, coefficient = probability_map(trained["f"].to_numpy(), trained["label"].to_numpy())
     aucs: dict[str, dict[str, float]] = {}
     for name, rows in dev_sets(tables, seed).items():
-        score = f_scores(references, rows)
+        score = fusion.score(signal_values(rows))
         if np.isnan(score).any():
             raise ValueError(f"{int(np.isnan(score).sum())} sentences of {name}'s dev partition lack one of F's "
                              f"signals {SIGNALS}: run `groundsense eval lexical` on its cache first")
