@@ -8,11 +8,10 @@ what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
 from __future__ import annotations
 
 import logging
-import os
 
 import click
 
-from ..scorer.threads import THREADS_VARIABLE, size_threads
+from ..scorer.threads import THREADS_VARIABLE, use_threads
 from .batch import batch
 from .calibrate import calibrate
 from .catalogue import examples, scorers
@@ -36,8 +35,7 @@ def cli(verbose: bool, threads: int | None) -> None:
     and show the passage each supported sentence relied on."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     if threads is not None:
-        os.environ[THREADS_VARIABLE] = str(threads)  # for the scorers loaded later, here and in processes started
-        size_threads()
+        use_threads(threads)
     if not verbose:
         from transformers.utils import logging as hf_logging
 

@@ -20,7 +20,6 @@ The plan, for input rows of ``line`` and ``raw`` (see :mod:`.io`):
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,11 +67,10 @@ class ScoreRows:
     def __init__(self, source: str, threads: int, config: DetectorConfig) -> None:
         from transformers.utils import logging as hf_logging
 
-        from ..scorer.threads import THREADS_VARIABLE, size_threads
+        from ..scorer.threads import use_threads
         from ..verification import make_detection
 
-        os.environ[THREADS_VARIABLE] = str(threads)  # the scorers this actor loads run them too
-        size_threads()
+        use_threads(threads)  # the scorers this actor loads run them too
         hf_logging.disable_progress_bar()
         self.source = source
         # Ray keeps only the text of an error raised here, and a call's error whole, so a

@@ -91,3 +91,10 @@ def size_threads() -> int:
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     return threads
+
+
+def use_threads(threads: int) -> None:
+    """Run ``threads`` threads: torch's pool now, and the scorers and processes started later
+    (:data:`THREADS_VARIABLE` set for them)."""
+    os.environ[THREADS_VARIABLE] = str(threads)
+    size_threads()
