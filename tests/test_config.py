@@ -85,9 +85,12 @@ def test_a_target_is_one_share_in_the_unit_interval(targets):
 def test_a_detector_keeps_the_config_it_was_built_from(scorer):
     config = DetectorConfig(k=3, leave_one_out="masked", calibration=False, max_answer_tokens=64)
     detector = Detector.from_config(config, scorer)
-    assert detector.config == dataclasses.replace(config, scorer=scorer.name, precision=scorer.precision)
+    # its score resolved: calibration=False leaves the fused score no shipped fusion to flag by
+    assert detector.config == dataclasses.replace(config, scorer=scorer.name, precision=scorer.precision,
+                                                  score="sensitivity")
     assert (detector.config.k, detector.config.leave_one_out, detector.config.max_answer_tokens) == (3, "masked", 64)
     assert not any(hasattr(detector, name) for name in ("k", "mode", "leave_one_out", "max_answer_tokens"))
     sibling = detector.with_options(k=4)
     assert sibling.config == dataclasses.replace(detector.config, k=4) and sibling.scorer is scorer
-    assert Detector(scorer).config == dataclasses.replace(DEFAULTS, scorer=scorer.name, precision=scorer.precision)
+    assert Detector(scorer).config == dataclasses.replace(DEFAULTS, scorer=scorer.name, precision=scorer.precision,
+                                                          score="fused")  # what the default ("auto") resolved to

@@ -142,7 +142,8 @@ def test_the_factory_builds_a_cascade_on_the_shared_scorer(scorer):
     cascade = make_detection(DetectorConfig(verifier=JUDGE, escalate=0.5), scorer)
     assert isinstance(cascade, Cascade) and isinstance(cascade, Detection)
     assert cascade.verifier.scorer is scorer and cascade.detector.scorer is scorer
-    expected = DetectorConfig(scorer=scorer.name, precision=scorer.precision, verifier=JUDGE, escalate=0.5)
+    expected = DetectorConfig(scorer=scorer.name, precision=scorer.precision, verifier=JUDGE, escalate=0.5,
+                              score="fused")  # the detector's, its default resolved
     assert cascade.config == expected
     about = cascade.describe()
     assert about["kind"] == "cascade" and about["verifier"] == JUDGE and about["calibration"] == "shipped"

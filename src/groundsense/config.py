@@ -22,9 +22,10 @@ if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads th
     from .judging.fusion import RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
-# The sentence scores: ``sensitivity`` (the calibrated score of the scorer's features; in two-pass
-# mode the gap) and ``fused``, the lexical fusion (docs/architecture.md, glossary).
-SCORES = ("sensitivity", "fused")
+# The sentence scores: ``fused``, the lexical fusion, and ``sensitivity`` (the calibrated score of
+# the scorer's features; in two-pass mode the gap) (docs/architecture.md, glossary); ``auto``, the
+# default, is ``fused`` wherever a shipped fusion serves the settings, else ``sensitivity``.
+SCORES = ("auto", "fused", "sensitivity")
 # A cascade's settings; the rest a detector's.
 VERIFIER_FIELDS = ("verifier", "escalate", "verifier_threshold", "verifier_url", "fuse", "fusion")
 
@@ -44,10 +45,12 @@ class DetectorConfig:
     ``precision``: the scorer's numbers: ``auto`` (``bf16`` on CUDA and on a CPU with AVX-512
     BF16 or AMX, ``fp32`` elsewhere), ``fp32``, ``bf16`` (the model in bfloat16) or, on a CPU
     only, ``int8`` (its linear layers in int8); see docs/performance.md, "Numeric precision".
-    ``score``: what flags a sentence: ``sensitivity`` (the calibration's score) or ``fused`` (the
-    lexical fusion: its rank average of ``sensitivity``, or the gap where the calibration does
-    not serve, with word overlap, stem and bigram novelty, flagged at its shipped thresholds;
-    docs/calibration.md, "The fused score").
+    ``score``: what flags a sentence: ``fused`` (the lexical fusion: the rank average of
+    ``sensitivity``, or the gap where the calibration does not serve, with word overlap, stem and
+    bigram novelty, flagged at its shipped thresholds; docs/calibration.md, "The fused score"),
+    ``sensitivity`` (the calibration's score), or ``auto``: ``fused``, except where no shipped
+    fusion serves (another scorer, int8, a calibration file or none, a target recall or
+    precision), where it is ``sensitivity``. A made detector holds the score ``auto`` resolved to.
     ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
     on the calibration's labelled set, for sentences and for the answer, instead of the
     fitted (best-F1) thresholds; needs a calibration fitted with labels.
@@ -71,7 +74,7 @@ class DetectorConfig:
     max_answer_tokens: int = 256
     device: str | None = None
     precision: str = "auto"
-    score: str = "sensitivity"
+    score: str = "auto"
     target_recall: float | None = None
     target_precision: float | None = None
     verifier: str | None = None

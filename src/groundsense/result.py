@@ -24,6 +24,18 @@ def support_score(flags: Iterable[bool | None]) -> float:
     return sum(flag is False for flag in flags) / len(flags)
 
 
+# How a fused signal is named to a reader (``SentenceResult.ranks``' keys; judging/fusion.py).
+RANK_LABELS = {"sensitivity": "evidence sensitivity", "gap": "evidence gap", "overlap_chunk": "missing words",
+               "stem_novel": "missing stems", "bigram_novel": "missing word pairs", "judge": "judge"}
+
+
+def percentile(share: float) -> str:
+    """A rank as an ordinal percentile, 1st to 99th: 0.881 -> ``"88th"``, 0.021 -> ``"2nd"``."""
+    n = min(max(int(share * 100), 1), 99)  # below or above every reference: 1st, 99th
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
@@ -62,14 +74,22 @@ class SentenceResult:
     in_cut_evidence: list[str] = field(default_factory=list)
     # A fused cascade's score (judging/fusion.py): the rank average, in [0, 1], that decides the flag.
     fused: float | None = None
+    # Where a fused score decides the flag: each of its signals' rank, the share of the fusion's
+    # reference sentences below the sentence's value (ties counted half; higher = more suspicious).
+    ranks: dict[str, float] | None = None
 
     @property
     def explanation(self) -> str | None:
-        """``"absent from the evidence: Eiffel, 1990"``, with the terms only the cut evidence
-        holds named apart (``"...; only in the evidence cut to fit the budget: Seine"``), or None
-        when every term it states is in the evidence scored."""
+        """Why the sentence scored as it did: its fused signals' ranks as percentiles (``"evidence
+        sensitivity 88th percentile, missing words 97th, ..."``), then ``"absent from the evidence:
+        Eiffel, 1990"``, with the terms only the cut evidence holds named apart (``"...; only in the
+        evidence cut to fit the budget: Seine"``); None when there are no ranks and every term it
+        states is in the evidence scored."""
         nowhere = [term for term in self.absent if term not in self.in_cut_evidence]
-        parts = [f"absent from the evidence: {', '.join(nowhere)}" if nowhere else "",
+        pairs = [(RANK_LABELS.get(name, name), percentile(share)) for name, share in (self.ranks or {}).items()
+                 if share is not None and math.isfinite(share)]
+        parts = [", ".join(f"{label} {rank}{' percentile' if not i else ''}" for i, (label, rank) in enumerate(pairs)),
+                 f"absent from the evidence: {', '.join(nowhere)}" if nowhere else "",
                  f"only in the evidence cut to fit the budget: {', '.join(self.in_cut_evidence)}"
                  if self.in_cut_evidence else ""]
         return "; ".join(p for p in parts if p) or None
@@ -79,6 +99,8 @@ class SentenceResult:
         data["score"] = _finite(self.score)
         data["verifier_score"] = _finite(self.verifier_score)
         data["fused"] = _finite(self.fused)
+        data["ranks"] = None if self.ranks is None else {k: _finite(v) for k, v in self.ranks.items()}
+        data["explanation"] = self.explanation
         data["features"] = {k: _finite(v) for k, v in self.features.items()}
         data["drops"] = [_finite(v) for v in self.drops]
         data["jsds"] = [_finite(v) for v in self.jsds]
@@ -182,8 +204,8 @@ class DetectionResult:
         }
 
     def to_df(self) -> pd.DataFrame:
-        """One row per sentence with its features, score, flag, a cascade's ``verifier_score``
-        and a fused cascade's ``fused`` score, and support chunk."""
+        """One row per sentence with its features, score, flag, a cascade's ``verifier_score``,
+        a fused cascade's ``fused`` score, a fused score's ``rank_SIGNAL`` ranks, and support chunk."""
         import pandas as pd
 
         return pd.DataFrame(
@@ -191,7 +213,8 @@ class DetectionResult:
                 {
                     "index": s.index, "start": s.start, "end": s.end, "text": s.text,
                     "score": s.score, "flagged": s.flagged, "status": s.status, "verifier_score": s.verifier_score,
-                    "fused": s.fused, **s.features, "support_chunk": s.support.chunk if s.support else None,
+                    "fused": s.fused, **s.features, **{f"rank_{name}": rank for name, rank in (s.ranks or {}).items()},
+                    "support_chunk": s.support.chunk if s.support else None,
                 }
                 for s in self.sentences
             ]

@@ -105,7 +105,7 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     scored the shipped calibration's training answers."""
     from groundsense.eval.judge_fusion import fit_training_fusion
     from groundsense.judging.fusion import SIGNALS, reference_sample
-    from groundsense.judging.thresholds import best_f1_threshold
+    from groundsense.judging.thresholds import best_f1_threshold, forced_scores, youden_threshold
 
     rows = judged_rows(seed=3, n_answers=60)
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
@@ -123,11 +123,12 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
 def test_the_lexical_fusion_fitted_on_training_answers(mode):
     """`eval fusion --fit-fusion --train-cache …` without judges: the lexical fusion's references
     are the training sentences' values, its answer rule the logistic map of their fused scores,
-    and its thresholds their best F1, the answers' on their length-aware noisy-OR."""
+    and its thresholds the sentences' best F1 and the best Youden's J of the answers' verdict (a
+    sentence flagged, or their length-aware noisy-OR at the threshold)."""
     from groundsense.eval.lexical_fusion import fit_lexical_fusion
     from groundsense.eval.reports.aggregation import probability_map
     from groundsense.judging.fusion import answer_scores, reference_sample
-    from groundsense.judging.thresholds import best_f1_threshold
+    from groundsense.judging.thresholds import best_f1_threshold, forced_scores, youden_threshold
 
     rows = judged_rows(seed=4, n_answers=60)
     fitted = fit_lexical_fusion(rows, CALIBRATION, mode, "fp32", "groundsense eval fusion …")
@@ -143,8 +144,10 @@ def test_the_lexical_fusion_fitted_on_training_answers(mode):
     assert fitted.answer_rule == {"aggregation": "length-aware noisy-OR", "intercept": intercept,
                                   "coefficient": coefficient}
     assert fitted.threshold == best_f1_threshold(fused, labels)
-    top, unsupported = answer_scores(rows["case_id"].to_numpy(), fused, labels, fitted.answer_score)
-    assert fitted.answer_threshold == best_f1_threshold(top, unsupported)
+    answers = rows["case_id"].to_numpy()
+    top, unsupported = answer_scores(answers, fused, labels, fitted.answer_score)
+    with_flag = answer_scores(answers, fused >= fitted.threshold, labels, np.max)[0] > 0
+    assert fitted.answer_threshold == youden_threshold(forced_scores(top, with_flag), unsupported)
     assert fitted.made_with["n_answers"] == 60 and fitted.made_with["precision"] == "fp32"
 
 

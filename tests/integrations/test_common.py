@@ -144,3 +144,15 @@ def test_the_core_never_imports_an_integration():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow  # loads the default detection, as an integration given none does
+def test_an_integration_given_no_detection_scores_fused_and_says_why(example):
+    from groundsense.integrations.common import default_detection
+
+    assert default_detection().describe()["score_rule"] == "fused"  # the default score
+    report = check(example["answer"], example["passages"], example["question"])
+    assert report.result.score_rule == "fused" and [s.text for s in report.unsupported] == [INVENTED]
+    reason = report.reason(report.unsupported[0])
+    assert f"≥ threshold {report.result.threshold:.3f}); evidence sensitivity " in reason  # its ranks, then
+    assert "missing word pairs" in reason and "absent from the evidence: Gustave, Eiffel" in reason  # its terms

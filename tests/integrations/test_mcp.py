@@ -96,6 +96,7 @@ def test_the_invented_sentence_is_flagged_while_the_server_answers_others(integr
     assert result.is_error is False
     sentences = result.structured_content["sentences"]
     assert [s["flagged"] for s in sentences] == [False, False, True] and sentences[2]["text"] == INVENTED
+    assert result.structured_content["score_rule"] == "fused"  # the default score
     assert [s["support"]["passage"] for s in sentences[:2]] == [0, 1]
     text = result.content[0].text
     assert text.startswith("Verdict: NOT SUPPORTED") and f'- [2] "{INVENTED}"' in text

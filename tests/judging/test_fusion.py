@@ -21,7 +21,7 @@ from groundsense.judging.fusion import (
     shipped_lexical_fusion,
     top_two_mean,
 )
-from groundsense.judging.thresholds import best_f1_threshold
+from groundsense.judging.thresholds import forced_scores, youden_threshold
 from groundsense.verification.fusion import shipped_fusion
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
@@ -197,6 +197,23 @@ def test_thresholded_fits_the_sentence_and_answer_thresholds_by_calibrates_rules
     assert "not fitted" in every_answer.made_with["threshold_rule"]["answer"]
 
 
+def test_a_fusion_fitted_on_labels_keeps_its_curve_for_targets_and_one_re_referenced_or_reweighted_does_not():
+    rng = np.random.default_rng(6)
+    values, labels = labelled_signals(rng, 400)
+    referenced = fusion({name: [0.0] for name in SIGNALS}).with_references(values)
+    fitted = referenced.thresholded(values, labels, np.arange(400) // 4)
+    scores = fitted.score(values)
+    for target in (0.5, 0.9):  # on the sentences it was fitted on, the threshold met the target recall
+        threshold = fitted.target_threshold(target, None)
+        assert (scores[labels == 1] >= threshold).mean() >= target
+    at_precision = fitted.target_threshold(None, 0.6)
+    assert labels[scores >= at_precision].mean() >= 0.6 - 0.01  # the curve keeps precision to 4 places
+    for copy in (fitted.with_references(values), fitted.adapted(values), fitted.weighted(values, labels)):
+        assert copy.curves is None
+        with pytest.raises(InputError, match="keeps no precision-recall curve"):
+            copy.target_threshold(0.8, None)
+
+
 def test_weights_survive_the_file_and_a_fusion_without_them_is_written_as_before(tmp_path):
     rng = np.random.default_rng(6)
     values, labels = labelled_signals(rng, 200)
@@ -283,10 +300,17 @@ def test_a_noisy_or_answer_threshold_is_not_capped_at_the_sentence_one():
     values = {name: rng.normal(size=n) + labels for name in LEXICAL_FUSION_SIGNALS["full"]}
     rule = {"aggregation": LENGTH_AWARE_NOISY_OR, "intercept": -3.0, "coefficient": 4.0}
     fused = lexical_fusion(answer_rule=rule).with_references(values)
-    fitted = fused.thresholded(values, labels, np.arange(n) // 6)
-    top, unsupported = answer_scores(np.arange(n) // 6, fused.score(values), labels, fused.answer_score)
-    assert fitted.answer_threshold == best_f1_threshold(top, unsupported)
-    assert fitted.made_with["threshold_rule"] == {"sentence": "best F1", "answer": "best F1"}
+    answers = np.arange(n) // 6
+    fitted = fused.thresholded(values, labels, answers)
+    scores = fused.score(values)
+    top, unsupported = answer_scores(answers, scores, labels, fused.answer_score)
+    with_flag = answer_scores(answers, scores >= fitted.threshold, labels, np.max)[0] > 0
+    assert fitted.answer_threshold == youden_threshold(forced_scores(top, with_flag), unsupported)
+    assert fitted.made_with["threshold_rule"] == {
+        "sentence": "best F1", "answer": "best Youden's J of the verdict (a flagged sentence, or the threshold)"}
+    # the verdict it is fitted on: its flag rate is the share of answers flagged by a sentence or by the threshold
+    verdict = with_flag | (top >= fitted.answer_threshold)
+    assert fitted.made_with["on_labelled_set"]["answer"]["flag_rate"] == round(float(verdict.mean()), 4)
 
 
 @pytest.mark.parametrize(("mode", "precision"), list(LEXICAL_FILES))
@@ -306,8 +330,10 @@ def test_the_shipped_lexical_fusions_load_for_their_mode_and_precision(mode, pre
     ({"answer_rule": {"aggregation": "noisy-OR", "intercept": 0.0, "coefficient": 1.0}}, "'answer_rule' needs"),
     ({"answer_rule": {"aggregation": LENGTH_AWARE_NOISY_OR, "intercept": "x", "coefficient": 1.0}},
      "'answer_rule' needs"),
+    ({"curves": {"sentence": [[0.5, 0.2]]}}, "'curves' need a 'sentence' list"),
+    ({"curves": {"answer": []}}, "'curves' need a 'sentence' list"),
 ])
-def test_a_fusion_file_of_unknown_signals_or_answer_rule_is_refused(change, message, tmp_path):
+def test_a_fusion_file_of_unknown_signals_answer_rule_or_curves_is_refused(change, message, tmp_path):
     data = json.loads(open(f"{SHIPPED}/{LEXICAL_FILES[('full', 'fp32')]}").read())
     (tmp_path / "bad.json").write_text(json.dumps({**data, **change}))
     with pytest.raises(InputError, match=message):

@@ -130,7 +130,7 @@ def test_sentences_past_the_answer_cap_are_unscored_not_supported(scorer):
 
 
 def test_two_pass_mode_scores_with_the_gap_only(scorer):
-    two = Detector(scorer, mode="two_pass")
+    two = Detector(scorer, mode="two_pass", score="sensitivity")
     result = two.detect(answer=ANSWER, passages=PASSAGES)
     assert result.score_rule == "gap"
     for s in result.sentences:
@@ -143,27 +143,27 @@ def test_the_shipped_calibration_is_the_one_fitted_on_the_chunks_scored(scorer):
     fitted on answers scored in 2 to 5 chunks, judges those at any K, and the gap score
     (whose threshold does not depend on the chunks) the others."""
     shipped = shipped_calibration(scorer.name, None)
-    three = Detector(scorer, k=7).detect(answer=ANSWER, passages=PASSAGES)
+    three = Detector(scorer, k=7, score="sensitivity").detect(answer=ANSWER, passages=PASSAGES)
     assert len(three.chunks) == 3 and three.score_rule == "sensitivity"
     assert three.threshold == shipped.thresholds["sensitivity"]
     assert all(s.flagged is not None for s in three.sentences)
     more = ["The bridge is in San Francisco.", "It carries US Route 101.", "It is painted International Orange."]
-    six = Detector(scorer, k=5).detect(answer=ANSWER, passages=[*PASSAGES, *more])
+    six = Detector(scorer, k=5, score="sensitivity").detect(answer=ANSWER, passages=[*PASSAGES, *more])
     assert len(six.chunks) == 6 and six.score_rule == "gap" and six.threshold == shipped.thresholds["gap"]
     assert [s.score for s in six.sentences] == [-s.features["gap"] for s in six.sentences]
 
 
 def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curve(scorer):
     shipped = shipped_calibration(scorer.name, None)
-    base = Detector(scorer).detect(answer=ANSWER, passages=PASSAGES)
+    base = Detector(scorer, score="sensitivity").detect(answer=ANSWER, passages=PASSAGES)
     for target in ({"target_recall": 0.95}, {"target_recall": 0.3}, {"target_precision": 0.2}):
-        result = Detector(scorer, **target).detect(answer=ANSWER, passages=PASSAGES)
+        result = Detector(scorer, score="sensitivity", **target).detect(answer=ANSWER, passages=PASSAGES)
         assert result.threshold == shipped.threshold("sensitivity", "sentence", *DetectorConfig(**target).targets)
         assert result.answer.threshold == result.threshold  # the answer is flagged when any sentence is
         assert [s.score for s in result.sentences] == [s.score for s in base.sentences]  # where flags fall, only
         assert [s.flagged for s in result.sentences] == [s.score >= result.threshold for s in result.sentences]
-    lenient = Detector(scorer, target_recall=0.95).detect(answer=ANSWER, passages=PASSAGES)
-    strict = Detector(scorer, target_recall=0.3).detect(answer=ANSWER, passages=PASSAGES)
+    lenient = Detector(scorer, score="sensitivity", target_recall=0.95).detect(answer=ANSWER, passages=PASSAGES)
+    strict = Detector(scorer, score="sensitivity", target_recall=0.3).detect(answer=ANSWER, passages=PASSAGES)
     assert lenient.threshold < strict.threshold
     assert sum(s.flagged for s in lenient.sentences) >= sum(s.flagged for s in strict.sentences)
     with pytest.raises(InputError, match="needs a labelled calibration"):
@@ -172,9 +172,9 @@ def test_a_target_recall_or_precision_moves_the_threshold_along_the_shipped_curv
     assert top["gap"] < 0.3 <= top["sensitivity"]  # the gap also judges (other chunk counts), so it must reach it
     with pytest.raises(InputError, match=f"the gap score: no threshold reached precision 0.3 .* at most "
                                          f"{top['gap']:.3f}\\). It must reach it too: it judges the answers scored"):
-        Detector(scorer, target_precision=0.3)
+        Detector(scorer, score="sensitivity", target_precision=0.3)
     with pytest.raises(InputError, match="the sensitivity score: no threshold reached precision 0.5"):
-        Detector(scorer, target_precision=0.5)  # the detector asked for is checked first
+        Detector(scorer, score="sensitivity", target_precision=0.5)  # the detector asked for is checked first
 
 
 def _sentence(score, flagged, status="scored"):

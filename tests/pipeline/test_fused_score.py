@@ -39,6 +39,29 @@ def test_each_sentence_is_scored_by_the_shipped_fusion_of_its_mode_and_flagged_a
     assert result.answer.flagged is True and result.answer.n_flagged == 1
 
 
+def test_detect_and_its_stream_score_fused_by_default_and_each_sentence_says_why(scorer):
+    from groundsense.result import percentile
+
+    detector = Detector(scorer)
+    fusion = shipped_lexical_fusion(scorer.name, scorer.precision, "full")
+    result = detector.detect(answer=EXAMPLE["answer"], passages=EXAMPLE["passages"], question=EXAMPLE["question"])
+    stream = detector.stream(EXAMPLE["question"], passages=EXAMPLE["passages"])
+    stream.feed(EXAMPLE["answer"])
+    streamed = stream.close()
+    for done in (result, streamed):
+        assert done.score_rule == "fused" and done.threshold == fusion.threshold
+    for sentence in result.sentences:  # each signal's rank; their mean is the score
+        features = {name: np.array([sentence.features[name]]) for name in fusion.inputs}
+        expected = fusion.ranks(fusion.signals(features))[:, 0]
+        assert list(sentence.ranks) == list(fusion.signal_names)
+        assert list(sentence.ranks.values()) == pytest.approx(expected.tolist(), abs=1e-12)
+        assert sentence.score == pytest.approx(float(np.mean(expected)), abs=1e-12)
+        assert sentence.explanation.startswith(f"evidence sensitivity {percentile(sentence.ranks['sensitivity'])} "
+                                               f"percentile, missing words {percentile(sentence.ranks['overlap_chunk'])}")
+    assert result.to_dict()["sentences"][2]["explanation"] == result.sentences[2].explanation
+    assert "; absent from the evidence: Gustave, Eiffel" in result.sentences[2].explanation
+
+
 def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
     """As the sensitivity score falls back to the gap where the shipped calibration does not
     serve the chunk count (it serves 2 to 5), the fused score falls back to two-pass mode's
@@ -54,33 +77,66 @@ def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"calibration": "src/groundsense/calibrations/smollm2-135m-instruct-k5.json"}, "drop --calibration"),
-    ({"target_recall": 0.8}, "needs a labelled curve"),
+    ({"calibration": False}, "drop --calibration"),
     ({"precision": "int8"}, "at int8 has none"),
     ({"scorer": "some/other-model"}, "some/other-model at fp32 has none"),
 ])
-def test_what_the_fused_score_cannot_honour_is_refused(options, message):
+def test_what_the_fused_score_cannot_honour_is_refused_and_the_default_then_is_sensitivity(options, message):
     from groundsense.judging.calibration import Calibration
 
     given = {"scorer": "smollm2-135m-instruct", "precision": "fp32", **options}
-    if "calibration" in given:
+    if isinstance(given.get("calibration"), str):
         given["calibration"] = Calibration.load(given["calibration"])
     with pytest.raises(InputError, match=message):
         Adjudicator(DetectorConfig(score="fused", **given))
-    assert DetectorConfig(**given).score == "sensitivity"  # the default, which takes them
+    assert Adjudicator(DetectorConfig(**given)).config.score == "sensitivity"  # what the default resolves to
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_default_score_is_the_fused_one_where_its_fusions_ship(precision):
+    adjudicator = Adjudicator(DetectorConfig(scorer="smollm2-135m-instruct", precision=precision))
+    assert DetectorConfig().score == "auto" and adjudicator.config.score == "fused"
+    shipped = shipped_lexical_fusion("smollm2-135m-instruct", precision, "full")
+    assert adjudicator.describe(5) == {"score_rule": "fused", "calibration": "shipped",
+                                       "threshold": shipped.threshold, "answer_threshold": shipped.answer_threshold}
+
+
+@pytest.mark.parametrize(("target", "mode"), [({"target_recall": 0.8}, "full"), ({"target_precision": 0.25}, "full"),
+                                              ({"target_recall": 0.8}, "two_pass")])
+def test_a_target_moves_the_fused_sentence_threshold_along_its_curve_and_answers_follow_the_sentences(
+        scorer, target, mode):
+    fusion = shipped_lexical_fusion(scorer.name, scorer.precision, mode)
+    curve = np.array(fusion.curves["sentence"])  # [threshold, precision, recall] on the training sentences
+    result = detected(scorer, mode=mode, **target)
+    if "target_recall" in target:  # the highest threshold that still caught that share
+        expected = curve[curve[:, 2] >= target["target_recall"], 0].max()
+    else:  # the lowest whose flags were that share right
+        expected = curve[curve[:, 1] >= target["target_precision"], 0].min()
+    assert result.score_rule == "fused" and result.threshold == expected != fusion.threshold
+    assert all(s.flagged is bool(s.score >= expected) for s in result.sentences)
+    assert result.answer.threshold is None and result.answer.flagged is any(s.flagged for s in result.sentences)
+
+
+def test_a_target_the_fused_curve_never_reached_is_refused():
+    with pytest.raises(InputError, match="the fused score: no threshold reached precision 0.99"):
+        Adjudicator(DetectorConfig(scorer="smollm2-135m-instruct", precision="fp32", target_precision=0.99))
 
 
 def test_an_unknown_score_is_refused():
-    with pytest.raises(InputError, match="score must be one of sensitivity, fused"):
+    with pytest.raises(InputError, match="score must be one of auto, fused, sensitivity"):
         DetectorConfig(score="lexical")
 
 
 @pytest.mark.slow  # loads the real scorer in the command
-def test_detect_takes_score_fused_on_the_command_line():
+def test_detect_scores_fused_by_default_on_the_command_line_and_takes_score_sensitivity():
     import json
 
     from helpers.cli import run
 
-    done = run("detect", "--example", "passages-qa", "--score", "fused", "--json")
-    assert done.exit_code == 0, done.output
-    result = json.loads(done.stdout)
-    assert result["score_rule"] == "fused" and [s["flagged"] for s in result["sentences"]] == [False, False, True]
+    for score in ([], ["--score", "fused"]):  # the default, and asked for
+        done = run("detect", "--example", "passages-qa", *score, "--json")
+        assert done.exit_code == 0, done.output
+        result = json.loads(done.stdout)
+        assert result["score_rule"] == "fused" and [s["flagged"] for s in result["sentences"]] == [False, False, True]
+    done = run("detect", "--example", "passages-qa", "--score", "sensitivity", "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["score_rule"] == "sensitivity", done.output

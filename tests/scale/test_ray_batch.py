@@ -100,6 +100,8 @@ def test_ray_records_equal_local_batch_on_ragtruth_and_bad_rows(tmp_path, detect
     assert got[5]["id"] is None and "lone UTF-16 surrogate" in got[5]["error"]["message"]
     for line, record in local.items():
         assert_same_records(got[line], record, f"line {line}")
+    scored = [record for record in got.values() if record.get("error") is None]
+    assert scored and all(record["score_rule"] == "fused" for record in scored)  # the default score
 
 
 def test_a_damaged_output_stops_the_ray_engine_before_any_work(tmp_path):

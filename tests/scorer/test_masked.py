@@ -72,7 +72,10 @@ def test_masked_detection_separates_copied_from_invented(scorer):
     assert copied.features["drop_max"] > invented.features["drop_max"]
     data = result.to_dict()
     assert (data["mode"], data["leave_one_out"]) == ("full", "masked")
-    assert data["score_rule"] == "gap"  # the shipped calibration holds for the gap only
+    assert data["score_rule"] == "fused"  # two-pass mode's fusion: the shipped calibration holds for the gap only
+    assert all(set(s["ranks"]) == {"gap", "overlap_chunk", "stem_novel", "bigram_novel"} for s in data["sentences"])
+    sensitivity = Detector(scorer, leave_one_out="masked", score="sensitivity")
+    assert sensitivity.detect(answer=ANSWER, passages=PASSAGES).score_rule == "gap"
 
 
 def test_a_calibration_must_match_the_leave_one_out_kind(scorer):

@@ -54,8 +54,9 @@ def test_detect_returns_the_cli_contract(client):
 
 def test_options_choose_the_mode(client):
     data = client.post("/v1/detect", json={**REQUEST, "options": {"mode": "two_pass"}}).json()
-    assert data["mode"] == "two_pass" and data["score_rule"] == "gap"
-    assert data["detector"] == "gap"  # the score rule's name before, kept for readers of stored results
+    assert data["mode"] == "two_pass" and data["score_rule"] == "fused"  # two-pass mode's fusion, of the gap
+    assert data["detector"] == "fused"  # the score rule's name before, kept for readers of stored results
+    assert all(set(s["ranks"]) == {"gap", "overlap_chunk", "stem_novel", "bigram_novel"} for s in data["sentences"])
     assert all(s["drops"] == [] for s in data["sentences"])
 
 

@@ -47,6 +47,7 @@ def test_stream_events_end_with_the_detect_result(client):
     assert [s["score"] for s in result["sentences"]] == pytest.approx([s["score"] for s in whole["sentences"]],
                                                                        abs=1e-4)
     assert result["sentences"][2]["flagged"] is True and result["answer"]["flagged"] is True
+    assert result["score_rule"] == whole["score_rule"] == "fused"  # the default score, on both routes
     metrics = client.get("/metrics").text  # counted like any scoring request
     assert any(line.startswith("groundsense_requests_total{") and 'route="/v1/detect/stream"' in line
                and 'outcome="flagged"' in line and line.endswith(" 1.0") for line in metrics.splitlines())

@@ -104,9 +104,10 @@ SETTINGS = (
     _Setting("precision", ("--precision",), "The scorer's numbers: auto (bf16 on CUDA and on a CPU with AVX-512 BF16 "
              "or AMX, fp32 elsewhere), fp32, bf16 or, on a CPU, int8 (docs/performance.md, \"Numeric precision\").",
              click.Choice(PRECISIONS)),
-    _Setting("score", ("--score",), "What flags a sentence: sensitivity (the calibrated score of the scorer's "
-             "features) or fused (its rank average with word overlap, stem and bigram novelty; docs/calibration.md, "
-             "\"The fused score\").", click.Choice(SCORES)),
+    _Setting("score", ("--score",), "What flags a sentence: fused (the rank average of the scorer's sensitivity, "
+             "word overlap, stem and bigram novelty; docs/calibration.md, \"The fused score\"), sensitivity (the "
+             "calibrated score of the scorer's features, the previous default), or auto: fused, except with another "
+             "scorer, int8, --calibration or a target, where it is sensitivity.", click.Choice(SCORES)),
     _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
              "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),

@@ -12,6 +12,7 @@ from .eval_reports import (
     answers,
     ceiling,
     compare,
+    default_score,
     fusion,
     report,
     scorer_cost,
@@ -26,7 +27,7 @@ def eval_group() -> None:
     """Evaluate on RAGTruth, TofuEval and RAGBench: extract features, then report."""
 
 
-for command in (extract, verify, lexical, report, selection, fusion, aggregation, ceiling, text_classifier, answers,
-                scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve, attribution_pairs,
-                rate_attribution, compare, case):
+for command in (extract, verify, lexical, report, selection, fusion, aggregation, default_score, ceiling,
+                text_classifier, answers, scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve,
+                attribution_pairs, rate_attribution, compare, case):
     eval_group.add_command(command)

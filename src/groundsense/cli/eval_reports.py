@@ -1,5 +1,5 @@
-"""`groundsense eval report`, `selection`, `fusion`, `ceiling`, `text-classifier`, `answers`, `scorer-cost`
-and `compare`: analyses of the caches (no scorer needed)."""
+"""`groundsense eval report`, `selection`, `fusion`, `default-score`, `ceiling`, `text-classifier`, `answers`,
+`scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
 
@@ -283,6 +283,32 @@ def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_ca
                              train_cache, *(["-o", output] if output else []))
     try:
         text = text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed)
+    except (ValueError, FileNotFoundError) as exc:
+        raise Failure(str(exc)) from exc
+    emit_report(text, output)
+
+
+@click.command("default-score", context_settings=CONTEXT_SETTINGS)
+@benchmark_sets_options(None)
+@markdown_report_options
+def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Path | None, resamples: int,
+                  seed: int) -> None:
+    """F, the default score, on every benchmark's test partition as the product computes it:
+    its ranking and its flags at the shipped thresholds against `sensitivity` and word overlap,
+    and issue #52's goals (docs/detector-selection.md). Needs `groundsense eval lexical` first."""
+    from ..eval.reports.default_score import default_score_report
+    from ..judging.fusion import shipped_lexical_fusion
+
+    shipped = {mode: shipped_lexical_fusion(scorer, "fp32", mode) for mode in ("full", "two_pass")}
+    fusions = {mode: fusion for mode, fusion in shipped.items() if fusion is not None}
+    if len(fusions) < len(shipped):
+        raise Failure(f"no lexical fusion ships for scorer {scorer} in "
+                      f"{' and '.join(set(shipped) - set(fusions))} mode")
+    found = _benchmark_sets(cache, split_cache, scorer)
+    command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
+                             *(["-o", output] if output else []))
+    try:
+        text = default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed)
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)

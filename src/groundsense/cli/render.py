@@ -84,9 +84,13 @@ def render_summary(result: DetectionResult, console: Console) -> None:
     elif a.threshold is None:
         verdict = "has unsupported sentences" if a.flagged else "all sentences supported"
     else:  # the answer threshold decides, on the most suspicious sentence (docs/calibration.md)
-        outcome, compared = ("flagged", "≥") if a.flagged else ("passes", "<")
         on = "length-aware noisy-OR of its sentences" if result.score_rule == "fused" else "most suspicious sentence"
-        verdict = f"{outcome} ({on} {a.score:+.3f} {compared} answer threshold {a.threshold:.3f})"
+        reached = a.score is not None and a.score >= a.threshold
+        compared = f"{on} {a.score:+.3f} {'≥' if reached else '<'} answer threshold {a.threshold:.3f}" \
+            if a.score is not None else f"answer threshold {a.threshold:.3f}"
+        # a fused answer is flagged by a flagged sentence too, whatever its noisy-OR
+        verdict = f"flagged ({compared})" if a.flagged and reached else \
+            f"flagged (a sentence is flagged; {compared})" if a.flagged else f"passes ({compared})"
     gap = "n/a" if a.gap is None else f"{a.gap:+.3f}"
     counts = f"{a.n_flagged} of {a.n_sentences} sentences flagged, {a.n_unscored} unscored"
     console.print(Text(f"answer: {verdict} · {counts} · mean gap {gap}", style="bold"))

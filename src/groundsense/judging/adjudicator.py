@@ -54,7 +54,7 @@ class Adjudicator:
     """
 
     def __init__(self, config: DetectorConfig):
-        self.config = config
+        self.config = config  # its score resolved below, where it is ``auto``
         self.leave_one_out = config.leave_one_out if config.mode == "full" else None  # two-pass mode has none
         given = config.calibration
         if isinstance(given, Calibration) and self.leave_one_out and given.leave_one_out != self.leave_one_out:
@@ -68,6 +68,8 @@ class Adjudicator:
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         self._fusions: dict[str, RankFusion | None] = {}
         _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
+        if config.score == "auto":
+            config = self.config = replace(config, score="fused" if self._fused_serves() else "sensitivity")
         if config.score == "fused":
             self._check_fused()
         elif any(target is not None for target in config.targets):
@@ -106,6 +108,12 @@ class Adjudicator:
                 if self.config.precision in ("fp32", "bf16") else None
         return self._fusions[mode]
 
+    def _fused_serves(self) -> bool:
+        """Whether the fused score serves the config: no calibration file (or ``False``) is given,
+        and fusions are shipped for its scorer at its precision."""
+        config = self.config
+        return config.calibration is None and self.fusion_for(config.k) is not None and self.fusion_for(0) is not None
+
     def _check_fused(self) -> None:
         """The fused score flags at its shipped fusion's thresholds: refuse what it cannot honour."""
         config = self.config
@@ -113,13 +121,15 @@ class Adjudicator:
             raise InputError("a calibration file holds the sensitivity score's statistics and thresholds, and the "
                              "fused score flags at its shipped fusion's: drop --calibration, or use --score "
                              "sensitivity")
-        if any(target is not None for target in config.targets):
-            raise InputError("a target recall or precision needs a labelled curve, which the fused score's files do "
-                             "not hold yet: use --score sensitivity for one")
-        if self.fusion_for(config.k) is None or self.fusion_for(0) is None:  # 0 chunks: the two-pass one
+        fusions = (self.fusion_for(config.k), self.fusion_for(0))  # 0 chunks: the two-pass one
+        if any(fusion is None for fusion in fusions):
             raise InputError(f"the fused score ranks against references shipped for the default scorer at fp32 and "
                              f"bf16, and scorer {display_name(config.scorer)} at {config.precision} has none: use "
                              "--score sensitivity")
+        if any(target is not None for target in config.targets):
+            for fusion in fusions:  # each must reach it: either may judge an answer
+                assert fusion is not None
+                fusion.target_threshold(*config.targets)
 
     def _shipped(self, chunks: int | None) -> Calibration | None:
         """The calibration shipped for the scorer, its precision and ``chunks`` (None: any). None
@@ -136,6 +146,8 @@ class Adjudicator:
         if self.config.score == "fused":
             fusion = self.fusion_for(chunks)
             assert fusion is not None, "the adjudicator refused a fused score without its fusions"
+            if any(target is not None for target in self.config.targets):  # the answer: flagged when a sentence is
+                return Rule(None, "fused", fusion.target_threshold(*self.config.targets), None, fusion)
             return Rule(None, "fused", fusion.threshold, fusion.answer_threshold, fusion)
         calibration, score_rule = self.calibration_for(chunks)
         if calibration is None:
@@ -176,8 +188,10 @@ class Adjudicator:
         lexical = [lexical_signals(text, words) for text in texts]
         values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
+        ranks = None
         if rule.fusion is not None:
-            score = rule.fusion.score(rule.fusion.signals(values))
+            signals = rule.fusion.signals(values)
+            ranks, score = rule.fusion.ranks(signals), rule.fusion.score(signals)  # ranks: a row per signal
         else:
             score = rule.calibration.score(rule.score_rule, values) if rule.calibration else gap_score(values)
         sentences = []
@@ -196,13 +210,16 @@ class Adjudicator:
                     support=_support(evidence, features.drops[i]) if scored else None,
                     status="scored" if scored else "unscored", reason=unscored[i],
                     absent=absent, in_cut_evidence=[term for term in absent if term in found_in_cut],
+                    ranks=dict(zip(rule.fusion.signal_names, map(float, ranks[:, i])))
+                    if ranks is not None and rule.fusion is not None and scored else None,
                 )
             )
         return DetectionResult(
             scorer=display_name(self.config.scorer), precision=self.config.precision, mode=self.config.mode,
             leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
             answer=answer_summary(sentences, rule.answer_threshold) if rule.fusion is None else
-            fused_answer(sentences, np.array([s.score for s in sentences if s.status == "scored"], float), rule.fusion),
+            fused_answer(sentences, np.array([s.score for s in sentences if s.status == "scored"], float), rule.fusion,
+                         rule.answer_threshold),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
             warnings=list(warnings or []), tokens_processed=scores.tokens_processed,
@@ -257,16 +274,17 @@ def answer_summary(sentences: list[SentenceResult], threshold: float | None = No
     )
 
 
-def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: RankFusion) -> AnswerSummary:
+def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: RankFusion,
+                 threshold: float | None) -> AnswerSummary:
     """The answer summary of sentences flagged by a fused score (``fused``: the scored
     sentences'): the answer is flagged when a sentence is, or when their
-    :meth:`~groundsense.judging.fusion.RankFusion.answer_score` reaches the fusion's answer
-    threshold; cleared only when every sentence was judged."""
+    :meth:`~groundsense.judging.fusion.RankFusion.answer_score` reaches ``threshold`` (None:
+    only when a sentence is, as at a target); cleared only when every sentence was judged."""
     summary = answer_summary(sentences)
     top = fusion.answer_score(fused) if len(fused) else float("nan")
-    blocked = summary.n_flagged > 0 or (math.isfinite(top) and top >= fusion.answer_threshold)
+    blocked = summary.n_flagged > 0 or (threshold is not None and math.isfinite(top) and top >= threshold)
     undecided = any(s.flagged is None for s in sentences)
-    return replace(summary, score=top if math.isfinite(top) else None, threshold=fusion.answer_threshold,
+    return replace(summary, score=top if math.isfinite(top) else None, threshold=threshold,
                    flagged=True if blocked else (None if undecided else False))
 
 

@@ -199,13 +199,16 @@ class Calibration:
         return calibration
 
 
-def json_text(data: dict, one_line: str) -> str:
-    """``data`` as indented JSON, each value of its ``one_line`` mapping on one line (long arrays,
-    read by programs): a calibration's curves, a fusion's references."""
-    lines = {name: json.dumps(value, separators=(",", ":")) for name, value in data[one_line].items()}
-    text = json.dumps({**data, one_line: {name: f"<{one_line} {name}>" for name in lines}}, indent=2)
-    for name, line in lines.items():  # each placeholder replaced by its value's one line
-        text = text.replace(json.dumps(f"<{one_line} {name}>"), line)
+def json_text(data: dict, *one_line: str) -> str:
+    """``data`` as indented JSON, each value of its ``one_line`` mappings on one line (long arrays,
+    read by programs): a calibration's curves, a fusion's references and curves."""
+    lines = {(key, name): json.dumps(value, separators=(",", ":"))
+             for key in one_line if data.get(key) for name, value in data[key].items()}
+    placeholders = {key: {name: f"<{key} {name}>" for (k, name) in lines if k == key} for key in one_line
+                    if data.get(key)}
+    text = json.dumps({**data, **placeholders}, indent=2)
+    for (key, name), line in lines.items():  # each placeholder replaced by its value's one line
+        text = text.replace(json.dumps(f"<{key} {name}>"), line)
     return text + "\n"
 
 

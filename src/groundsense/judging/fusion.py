@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import InputError
 from .calibration import gap_score, json_text, sensitivity_score, threshold_quality
 from .fitting import REGULARISATION, fit_logistic
-from .thresholds import labelled_threshold
+from .thresholds import compact_curve, forced_scores, labelled_threshold, target_threshold, verdict_threshold
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -114,7 +114,10 @@ class RankFusion:
     weight of its rank), which make the score a fitted log-odds instead of the ranks' average;
     None in every other fusion, and then not written. ``answer_rule`` (the lexical fusion's):
     ``aggregation`` (:data:`LENGTH_AWARE_NOISY_OR`) and the ``intercept`` and ``coefficient`` of
-    its sentences' P(unsupported); None: the mean of the top two, and then not written."""
+    its sentences' P(unsupported); None: the mean of the top two, and then not written.
+    ``curves`` (a fusion fitted on labels, :meth:`thresholded`): ``{"sentence": curve}``, the
+    :func:`~groundsense.judging.thresholds.compact_curve` of the labelled sentences' fused scores,
+    where :meth:`target_threshold` reads a target recall or precision; None: not written."""
 
     verifier: str | None
     scorer: str
@@ -125,6 +128,7 @@ class RankFusion:
     made_with: dict = field(default_factory=dict)
     weights: dict | None = None
     answer_rule: dict | None = None
+    curves: dict[str, list[list[float]]] | None = None
 
     @property
     def signal_names(self) -> tuple[str, ...]:
@@ -182,6 +186,21 @@ class RankFusion:
         coefficients = np.array([self.weights["coefficients"][name] for name in self.signal_names], dtype=float)
         return float(self.weights["intercept"]) + (coefficients[:, None] * ranks).sum(axis=0)
 
+    def target_threshold(self, target_recall: float | None, target_precision: float | None) -> float:
+        """The sentence threshold that met ``target_recall`` or ``target_precision`` on the labelled
+        sentences it was fitted on, read from its stored curve (the answer is then flagged when
+        any sentence is, as a calibration's target does)."""
+        curve = (self.curves or {}).get("sentence")
+        if not curve:
+            raise InputError("this fusion keeps no precision-recall curve (fitted without labels, adapted to a "
+                             "domain, or by an older version): refit it on labelled rows to pick a target recall "
+                             "or precision")
+        thresholds, precision, recall = np.asarray(curve, dtype=float).T
+        try:
+            return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
+        except InputError as exc:
+            raise InputError(f"the fused score: {exc}") from None
+
     def with_references(self, values: Mapping[str, np.ndarray]) -> RankFusion:
         """A copy whose references are taken from ``values`` (each signal over a domain's
         sentences), all else kept."""
@@ -189,7 +208,7 @@ class RankFusion:
         empty = [name for name, sample in references.items() if not sample]
         if empty:
             raise InputError(f"no sentence of the domain has a finite {', '.join(empty)}: nothing to rank against")
-        return replace(self, references=references)
+        return replace(self, references=references, curves=None)  # a curve holds for the references it was made on
 
     def adapted(self, values: Mapping[str, np.ndarray], **provenance: object) -> RankFusion:
         """A copy whose references are taken from ``values`` (each signal over a domain's
@@ -217,7 +236,8 @@ class RankFusion:
         made_with = {**self.made_with, "fit": {
             "model": f"logistic regression over the signals' ranks, C={REGULARISATION}, standardised ranks",
             "n_sentences": int(rows.sum()), "standardised": fit}}
-        return replace(self, weights={"intercept": intercept, "coefficients": scale}, made_with=made_with)
+        return replace(self, weights={"intercept": intercept, "coefficients": scale}, made_with=made_with,
+                       curves=None)
 
     def thresholded(self, values: Mapping[str, np.ndarray], labels: np.ndarray, answers: np.ndarray,
                     target_recall: float | None = None, target_precision: float | None = None) -> RankFusion:
@@ -225,9 +245,12 @@ class RankFusion:
         ``answers``: each one's answer id) with a fused score, by `calibrate`'s rules
         (:func:`~groundsense.judging.thresholds.labelled_threshold`): the best F1, or the target
         recall or precision; an answer's score is its :meth:`answer_score`, against whether any
-        of its sentences is unsupported, and its threshold, for a top-two mean, at most the
-        sentence one (when the answers are all supported or all unsupported, a one-sentence
-        answer's at the sentence one: an answer is then flagged when a sentence is).
+        of its sentences is unsupported. For a top-two mean its threshold is at most the sentence
+        one; for the noisy-OR of an ``answer_rule`` it is fitted on the verdict itself (an answer
+        is flagged when a sentence is, or when its noisy-OR reaches the threshold) by Youden's J
+        (:func:`~groundsense.judging.thresholds.verdict_threshold`). When the answers are all
+        supported or all unsupported, it is a one-sentence answer's at the sentence threshold:
+        an answer is then flagged when a sentence is.
         ``made_with`` records the rules and their quality on these sentences (optimistic: fitted
         there)."""
         scores = self.score(values)
@@ -235,12 +258,18 @@ class RankFusion:
         scores, labels = scores[rows], np.asarray(labels, dtype=int)[rows]
         threshold, sentence_rule = labelled_threshold(scores, labels, target_recall, target_precision)
         quality = {"sentence": threshold_quality(scores, labels, threshold)}
-        top, unsupported = answer_scores(np.asarray(answers)[rows], scores, labels, self.answer_score)
-        if unsupported.min() < unsupported.max():
-            # a top-two mean is on the sentences' scale, and its threshold at most theirs; a noisy-OR is not
-            at_most = threshold if self.answer_rule is None else np.inf
+        answer_ids = np.asarray(answers)[rows]
+        top, unsupported = answer_scores(answer_ids, scores, labels, self.answer_score)
+        if unsupported.min() < unsupported.max() and self.answer_rule is not None:
+            # a noisy-OR is not on the sentences' scale: the answer verdict is "a sentence flagged, or
+            # the noisy-OR at its threshold", so the threshold is fitted on that decision
+            forced = answer_scores(answer_ids, scores >= threshold, labels, np.max)[0] > 0
+            decided = forced_scores(top, forced)
+            answer_threshold, answer_rule = verdict_threshold(decided, unsupported, target_recall, target_precision)
+            quality["answer"] = threshold_quality(decided, unsupported, answer_threshold)
+        elif unsupported.min() < unsupported.max():  # a top-two mean is on the sentences' scale, at most theirs
             answer_threshold, answer_rule = labelled_threshold(top, unsupported, target_recall, target_precision,
-                                                               at_most)
+                                                               threshold)
             quality["answer"] = threshold_quality(top, unsupported, answer_threshold)
         else:
             answer_threshold = self.answer_score(np.array([threshold]))  # a one-sentence answer at the threshold
@@ -248,16 +277,17 @@ class RankFusion:
         made_with = {**self.made_with, "n_sentences": int(rows.sum()), "n_answers": len(top),
                      "threshold_rule": {"sentence": sentence_rule, "answer": answer_rule},
                      "on_labelled_set": quality}
-        return replace(self, threshold=threshold, answer_threshold=answer_threshold, made_with=made_with)
+        return replace(self, threshold=threshold, answer_threshold=answer_threshold, made_with=made_with,
+                       curves={"sentence": compact_curve(scores, labels)})
 
     def save(self, path: str | Path) -> None:
-        """Indented JSON, each reference on one line; ``weights`` and ``answer_rule`` only when
-        there are some (a fusion without is written as before they existed)."""
+        """Indented JSON, each reference and curve on one line; ``weights``, ``answer_rule`` and
+        ``curves`` only when there are some (a fusion without is written as before they existed)."""
         data = asdict(self)
-        for optional in ("weights", "answer_rule"):
+        for optional in ("weights", "answer_rule", "curves"):
             if data[optional] is None:
                 del data[optional]
-        Path(path).write_text(json_text(data, "references"))
+        Path(path).write_text(json_text(data, "references", "curves"))
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
@@ -282,6 +312,11 @@ class RankFusion:
                 and all(_number(c) for c in weights["coefficients"].values())):
             raise InputError(f"cannot read fusion file {path}: its 'weights' need a numeric 'intercept' and "
                              f"'coefficients' of exactly {', '.join(names)}")
+        curve = (fusion.curves or {}).get("sentence") if isinstance(fusion.curves, dict) else None
+        if fusion.curves is not None and not (isinstance(curve, list) and all(
+                isinstance(point, list) and len(point) == 3 and all(map(_number, point)) for point in curve)):
+            raise InputError(f"cannot read fusion file {path}: its 'curves' need a 'sentence' list of "
+                             "[threshold, precision, recall] points")
         rule = fusion.answer_rule
         if rule is not None and not (isinstance(rule, dict) and rule.get("aggregation") == LENGTH_AWARE_NOISY_OR
                                      and _number(rule.get("intercept")) and _number(rule.get("coefficient"))):

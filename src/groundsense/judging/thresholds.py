@@ -95,6 +95,29 @@ def labelled_threshold(
     return threshold, text
 
 
+def forced_scores(scores: np.ndarray, forced: np.ndarray) -> np.ndarray:
+    """``scores``, with the ``forced`` items raised above every one of them (by 1): the score of a
+    verdict that those items get whatever their score (an answer with a flagged sentence)."""
+    scores = np.asarray(scores, float)
+    return np.where(forced, np.nanmax(scores) + 1.0, scores)
+
+
+def verdict_threshold(decided: np.ndarray, labels: np.ndarray, target_recall: float | None,
+                      target_precision: float | None) -> tuple[float, str]:
+    """The answer threshold of a verdict whose score is ``decided`` (:func:`forced_scores`: an
+    answer with a flagged sentence above the rest), and its rule: the best Youden's J, which does
+    not collapse to "flag every answer" as the best F1 does on half-unsupported answers, or the
+    target recall or precision."""
+    from sklearn.metrics import precision_recall_curve
+
+    verdict = "of the verdict (a flagged sentence, or the threshold)"
+    if target_recall is None and target_precision is None:
+        return youden_threshold(decided, labels), f"best Youden's J {verdict}"
+    precision, recall, thresholds = precision_recall_curve(labels, decided)
+    threshold, text = target_threshold(precision[:-1], recall[:-1], thresholds, target_recall, target_precision)
+    return threshold, f"{text} {verdict}"
+
+
 def _youden(scores: np.ndarray, labels: np.ndarray, threshold: float) -> np.ndarray:
     """Youden's J of flagging ``scores >= threshold``, along the last axis (a row per resample)."""
     flagged, positive = scores >= threshold, labels.astype(bool)

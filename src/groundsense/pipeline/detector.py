@@ -37,8 +37,9 @@ class Detector(Detection):
     fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
     ``sensitivity`` pass a calibration fitted with masked features. ``precision``: ``fp32``, or the
     faster, approximate ``bf16`` or ``int8`` (docs/performance.md); int8 needs its own calibration.
-    ``score``: ``sensitivity`` (the calibration's) or ``fused`` (the lexical fusion,
-    :class:`DetectorConfig`).
+    ``score``: ``auto`` (``fused`` where a shipped fusion serves these settings, else
+    ``sensitivity``), ``fused`` (the lexical fusion) or ``sensitivity`` (the calibration's); see
+    :class:`DetectorConfig`.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -82,6 +83,7 @@ class Detector(Detection):
         # scorer by the name it resolved to and at its precision, a calibration file loaded.
         self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
         self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
+        self.config = self.adjudicator.config  # its score resolved (``auto``: ``fused`` or ``sensitivity``)
         self._siblings = siblings
         siblings[(self.config.k, self.config.mode)] = self
 

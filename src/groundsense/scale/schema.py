@@ -22,7 +22,8 @@ _SENTENCE = pa.struct([
     ("features", pa.struct([(name, _float) for name in SENTENCE_VALUES])),
     ("drops", pa.list_(_float)), ("jsds", pa.list_(_float)), ("support", _SUPPORT),
     ("status", _str), ("reason", _str), ("verifier_score", _float), ("absent", pa.list_(_str)),
-    ("in_cut_evidence", pa.list_(_str)), ("fused", _float),
+    ("in_cut_evidence", pa.list_(_str)), ("fused", _float), ("ranks", pa.map_(_str, _float)),
+    ("explanation", _str),
 ])
 _ANSWER = pa.struct([
     ("gap", _float), ("min_sentence_gap", _float), ("n_sentences", _int), ("n_flagged", _int),
@@ -63,5 +64,8 @@ def table_records(table: pa.Table) -> list[dict]:
         if row["error"] is not None:
             records.append({"id": row["id"], "line": row["line"], "error": row["error"]})
         else:
-            records.append({key: row[key] for key in ("id", "line", *_DETECTION_FIELDS)})
+            record = {key: row[key] for key in ("id", "line", *_DETECTION_FIELDS)}
+            for sentence in record["sentences"] or []:  # Arrow gives a map back as (key, value) pairs
+                sentence["ranks"] = None if sentence["ranks"] is None else dict(sentence["ranks"])
+            records.append(record)
     return records

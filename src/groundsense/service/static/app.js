@@ -136,9 +136,12 @@ function render(request, result) {
   const verdicts = a.threshold === null || a.threshold === undefined
     ? { true: "Has unsupported sentences", false: "All sentences supported", null: "Not judged" }
     : { true: "Answer flagged", false: "Answer passes", null: "Not judged" };
+  const reached = a.score !== null && a.threshold !== null && a.threshold !== undefined && a.score >= a.threshold;
+  // a fused answer is flagged by a flagged sentence too, whatever its noisy-OR
   const bar = a.threshold === null || a.threshold === undefined || a.score === null ? ""
-    : ` (${result.score_rule === "fused" ? "length-aware noisy-OR of its sentences" : "most suspicious sentence"}`
-      + ` ${a.score.toFixed(3)} ${a.flagged ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
+    : ` (${a.flagged && !reached ? "a sentence is flagged; " : ""}`
+      + `${result.score_rule === "fused" ? "length-aware noisy-OR of its sentences" : "most suspicious sentence"}`
+      + ` ${a.score.toFixed(3)} ${reached ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
   $("verdict").textContent = `${verdicts[a.flagged]}${a.flagged === null ? "" : bar}`
     + ` — ${a.n_flagged} of ${a.n_sentences} sentences flagged, ${a.n_unscored} unscored`
     + ` · scorer ${result.scorer}, ${result.score_rule} score`
@@ -184,7 +187,8 @@ function select(index) {
     : s.support
       ? `“${s.text}” relies most on ${where}: removing it lowers the sentence's log-likelihood by ${s.support.drop.toFixed(3)} per token.`
       : `“${s.text}”: removing no chunk lowers its likelihood — no passage supports it.`;
-  $("absent-summary").textContent = s.absent && s.absent.length ? `Absent from the evidence: ${s.absent.join(", ")}.` : "";
+  // why it scored as it did: its fused signals' ranks and the terms the evidence lacks (docs/output.md)
+  $("absent-summary").textContent = s.explanation ? `Why: ${s.explanation}.` : "";
   const rows = [["score", s.score], ["flagged", s.flagged], ...Object.entries(s.features)];
   $("features").tBodies[0].replaceChildren(...rows.map(([k, v]) => {
     const tr = document.createElement("tr");
