@@ -49,11 +49,12 @@ class DetectorConfig:
     ``sensitivity``, or the gap where the calibration does not serve, with word overlap, stem and
     bigram novelty, flagged at its shipped thresholds; docs/calibration.md, "The fused score"),
     ``sensitivity`` (the calibration's score), or ``auto``: ``fused``, except where no shipped
-    fusion serves (another scorer, int8, a calibration file or none, a target recall or
-    precision), where it is ``sensitivity``. A made detector holds the score ``auto`` resolved to.
-    ``target_recall`` or ``target_precision`` (at most one): flag at the threshold that met it
-    on the calibration's labelled set, for sentences and for the answer, instead of the
-    fitted (best-F1) thresholds; needs a calibration fitted with labels.
+    fusion serves (another scorer, int8, a calibration file or none), where it is
+    ``sensitivity``. A made detector holds the score ``auto`` resolved to.
+    ``target_recall`` or ``target_precision`` (at most one): flag at the sentence threshold that
+    met it on the labelled set the score's thresholds were fitted on (the calibration's, or the
+    fusion's curve), instead of the fitted thresholds; the answer is then flagged when a
+    sentence is. Needs a calibration fitted with labels, or a fusion that keeps its curve.
 
     ``verifier`` (a spec such as ``judge:qwen2.5-coder-1.5b-instruct``; ``None``: no cascade):
     the detector's ``escalate`` most suspicious share of each answer's sentences goes to it, and

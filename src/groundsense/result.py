@@ -25,13 +25,15 @@ def support_score(flags: Iterable[bool | None]) -> float:
 
 
 # How a fused signal is named to a reader (``SentenceResult.ranks``' keys; judging/fusion.py).
-RANK_LABELS = {"sensitivity": "evidence sensitivity", "gap": "evidence gap", "overlap_chunk": "missing words",
-               "stem_novel": "missing stems", "bigram_novel": "missing word pairs", "judge": "judge"}
+# Each reads as "higher = more suspicious", as the ranks do: ``sensitivity`` and ``gap`` rank how
+# little the sentence's likelihood uses the evidence.
+RANK_LABELS = {"sensitivity": "evidence unused", "gap": "evidence unused", "overlap_chunk": "missing words",
+               "stem_novel": "missing stems", "bigram_novel": "missing word pairs", "judge": "judge's doubt"}
 
 
 def percentile(share: float) -> str:
     """A rank as an ordinal percentile, 1st to 99th: 0.881 -> ``"88th"``, 0.021 -> ``"2nd"``."""
-    n = min(max(int(share * 100), 1), 99)  # below or above every reference: 1st, 99th
+    n = min(max(int(share * 100 + 1e-9), 1), 99)  # below or above every reference: 1st, 99th
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
@@ -81,7 +83,7 @@ class SentenceResult:
     @property
     def explanation(self) -> str | None:
         """Why the sentence scored as it did: its fused signals' ranks as percentiles (``"evidence
-        sensitivity 88th percentile, missing words 97th, ..."``), then ``"absent from the evidence:
+        unused 88th percentile, missing words 97th, ..."``), then ``"absent from the evidence:
         Eiffel, 1990"``, with the terms only the cut evidence holds named apart (``"...; only in the
         evidence cut to fit the budget: Seine"``); None when there are no ranks and every term it
         states is in the evidence scored."""

@@ -105,7 +105,7 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     scored the shipped calibration's training answers."""
     from groundsense.eval.judge_fusion import fit_training_fusion
     from groundsense.judging.fusion import SIGNALS, reference_sample
-    from groundsense.judging.thresholds import best_f1_threshold, forced_scores, youden_threshold
+    from groundsense.judging.thresholds import best_f1_threshold
 
     rows = judged_rows(seed=3, n_answers=60)
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")

@@ -154,5 +154,5 @@ def test_an_integration_given_no_detection_scores_fused_and_says_why(example):
     report = check(example["answer"], example["passages"], example["question"])
     assert report.result.score_rule == "fused" and [s.text for s in report.unsupported] == [INVENTED]
     reason = report.reason(report.unsupported[0])
-    assert f"≥ threshold {report.result.threshold:.3f}); evidence sensitivity " in reason  # its ranks, then
+    assert f"≥ threshold {report.result.threshold:.3f}); evidence unused " in reason  # its ranks, then
     assert "missing word pairs" in reason and "absent from the evidence: Gustave, Eiffel" in reason  # its terms

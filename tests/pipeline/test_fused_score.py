@@ -56,8 +56,9 @@ def test_detect_and_its_stream_score_fused_by_default_and_each_sentence_says_why
         assert list(sentence.ranks) == list(fusion.signal_names)
         assert list(sentence.ranks.values()) == pytest.approx(expected.tolist(), abs=1e-12)
         assert sentence.score == pytest.approx(float(np.mean(expected)), abs=1e-12)
-        assert sentence.explanation.startswith(f"evidence sensitivity {percentile(sentence.ranks['sensitivity'])} "
-                                               f"percentile, missing words {percentile(sentence.ranks['overlap_chunk'])}")
+        ranks = {name: percentile(share) for name, share in sentence.ranks.items()}
+        assert sentence.explanation.startswith(f"evidence unused {ranks['sensitivity']} percentile, missing words "
+                                               f"{ranks['overlap_chunk']}, missing stems {ranks['stem_novel']}")
     assert result.to_dict()["sentences"][2]["explanation"] == result.sentences[2].explanation
     assert "; absent from the evidence: Gustave, Eiffel" in result.sentences[2].explanation
 
@@ -140,3 +141,12 @@ def test_detect_scores_fused_by_default_on_the_command_line_and_takes_score_sens
         assert result["score_rule"] == "fused" and [s["flagged"] for s in result["sentences"]] == [False, False, True]
     done = run("detect", "--example", "passages-qa", "--score", "sensitivity", "--json")
     assert done.exit_code == 0 and json.loads(done.stdout)["score_rule"] == "sensitivity", done.output
+
+
+@pytest.mark.parametrize(("share", "text"), [(0.0, "1st"), (0.021, "2nd"), (0.03, "3rd"), (0.111, "11th"),
+                                             (0.125, "12th"), (0.13, "13th"), (0.215, "21st"), (0.29, "29th"),
+                                             (0.881, "88th"), (1.0, "99th")])
+def test_a_rank_reads_as_an_ordinal_percentile(share, text):
+    from groundsense.result import percentile
+
+    assert percentile(share) == text

@@ -79,6 +79,19 @@ def test_nemo_request_function_reads_groundsense_scores(live_server):
     assert run(alignscore_request(base, EVIDENCE, MOSTLY_INVENTED)) == pytest.approx(1 / 6)
 
 
+# docs/integrations.md, "No question": what the route makes of the example and of one-sentence claims.
+ONE_SENTENCE_CLAIMS = ["The toll of the Golden Gate Bridge is paid in seashells.",
+                       "Gustave Eiffel designed the Golden Gate Bridge.", "The bridge was designed by Gustave Eiffel.",
+                       "The Golden Gate Bridge is made of chocolate."]
+
+
+@pytest.mark.slow
+def test_without_the_question_the_example_is_blocked_and_one_sentence_claims_pass(live_server):
+    url = live_server.url + "/alignscore_large"
+    assert run(alignscore_request(url, EVIDENCE, EXAMPLE["answer"])) == pytest.approx(1 / 3)  # its last sentence
+    assert [run(alignscore_request(url, EVIDENCE, claim)) for claim in ONE_SENTENCE_CLAIMS] == [1.0] * 4
+
+
 @pytest.mark.slow
 def test_the_documented_rail_blocks_any_answer_with_an_unsupported_sentence(live_server):
     task_manager = LLMTaskManager(docs_config(live_server.url))

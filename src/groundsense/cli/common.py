@@ -107,12 +107,13 @@ SETTINGS = (
     _Setting("score", ("--score",), "What flags a sentence: fused (the rank average of the scorer's sensitivity, "
              "word overlap, stem and bigram novelty; docs/calibration.md, \"The fused score\"), sensitivity (the "
              "calibrated score of the scorer's features, the previous default), or auto: fused, except with another "
-             "scorer, int8, --calibration or a target, where it is sensitivity.", click.Choice(SCORES)),
+             "scorer, int8 or --calibration, where it is sensitivity.", click.Choice(SCORES)),
     _Setting("target_recall", ("--target-recall",), "Flag at the threshold that caught this share of the unsupported "
-             "sentences (and answers) on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
+             "sentences on the labelled set the score's thresholds were fitted on (the answer is then flagged when a "
+             "sentence is).", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),
     _Setting("target_precision", ("--target-precision",), "Flag at the lowest threshold whose flags were this share "
-             "right on the calibration's labelled set.", click.FloatRange(0, 1, min_open=True),
+             "right on the labelled set the score's thresholds were fitted on.", click.FloatRange(0, 1, min_open=True),
              shown="the best-F1 thresholds", metavar="SHARE"),
     _Setting("verifier", ("--verifier",), "Cascade: escalate the most suspicious sentences to a verifier, which "
              "decides their flag, e.g. judge:qwen2.5-coder-1.5b-instruct (docs/verifiers.md).", shown="none",

@@ -185,11 +185,17 @@ def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | No
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
                              *(["-o", output] if output else []))
+    if judges:
+        _render(lambda: judge_fusion_report(found, calibration, judges, command, resamples, seed, dev_only), output)
+    else:
+        _render(lambda: fusion_report(found, calibration, command, resamples, seed, dev_only), output)
+
+
+def _render(render: Callable[[], str], output: Path | None) -> None:
+    """Emit the report ``render`` makes (:func:`emit_report`); a ValueError or a missing file on
+    the way is the command's failure, with its message."""
     try:
-        if judges:
-            text = judge_fusion_report(found, calibration, judges, command, resamples, seed, dev_only)
-        else:
-            text = fusion_report(found, calibration, command, resamples, seed, dev_only)
+        text = render()
     except (ValueError, FileNotFoundError) as exc:
         raise Failure(str(exc)) from exc
     emit_report(text, output)
@@ -224,12 +230,9 @@ def aggregation(cache: Path, split_cache: Path | None, scorer: str, train_cache:
     training = _one_set(train_cache, "ragtruth", scorer)
     command = report_command("aggregation", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
-    try:
-        text = aggregation_report(training, fusion_table(training, calibration), found,
-                                  {name: fusion_table(fs, calibration) for name, fs in found.items()}, command, seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise Failure(str(exc)) from exc
-    emit_report(text, output)
+    _render(lambda: aggregation_report(training, fusion_table(training, calibration), found,
+                                       {name: fusion_table(fs, calibration) for name, fs in found.items()}, command,
+                                       seed), output)
 
 
 def _one_set(folder: Path, benchmark: str, scorer: str, precision: str = "fp32") -> FeatureSet:
@@ -256,11 +259,7 @@ def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | N
     found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("ceiling", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["-o", output] if output else []))
-    try:
-        text = ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise Failure(str(exc)) from exc
-    emit_report(text, output)
+    _render(lambda: ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed), output)
 
 
 @click.command("text-classifier", context_settings=CONTEXT_SETTINGS)
@@ -281,11 +280,8 @@ def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_ca
     found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("text-classifier", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
-    try:
-        text = text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise Failure(str(exc)) from exc
-    emit_report(text, output)
+    _render(lambda: text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed),
+            output)
 
 
 @click.command("default-score", context_settings=CONTEXT_SETTINGS)
@@ -307,11 +303,8 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
     found = _benchmark_sets(cache, split_cache, scorer)
     command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
                              *(["-o", output] if output else []))
-    try:
-        text = default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed)
-    except (ValueError, FileNotFoundError) as exc:
-        raise Failure(str(exc)) from exc
-    emit_report(text, output)
+    _render(lambda: default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed),
+            output)
 
 
 def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int,

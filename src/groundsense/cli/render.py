@@ -76,6 +76,14 @@ def render_sentence(s: SentenceResult, cascade: dict | None, console: Console) -
         console.print(Text(f"      support: {where} (drop {s.support.drop:+.3f}): {excerpt}", style="cyan"))
 
 
+def answer_score_name(result: DetectionResult) -> str:
+    """What ``answer.score`` is: a fused cascade's mean of its two highest fused scores, the fused
+    score's length-aware noisy-OR of its sentences, or the most suspicious sentence's score."""
+    if any(s.fused is not None for s in result.sentences):
+        return "mean of its two highest fused scores"
+    return "length-aware noisy-OR of its sentences" if result.score_rule == "fused" else "most suspicious sentence"
+
+
 def render_summary(result: DetectionResult, console: Console) -> None:
     """The answer's verdict, warnings and what was cut."""
     a = result.answer
@@ -83,8 +91,8 @@ def render_summary(result: DetectionResult, console: Console) -> None:
         verdict = "not judged"
     elif a.threshold is None:
         verdict = "has unsupported sentences" if a.flagged else "all sentences supported"
-    else:  # the answer threshold decides, on the most suspicious sentence (docs/calibration.md)
-        on = "length-aware noisy-OR of its sentences" if result.score_rule == "fused" else "most suspicious sentence"
+    else:  # the answer threshold decides, on the answer's score (docs/output.md)
+        on = answer_score_name(result)
         reached = a.score is not None and a.score >= a.threshold
         compared = f"{on} {a.score:+.3f} {'≥' if reached else '<'} answer threshold {a.threshold:.3f}" \
             if a.score is not None else f"answer threshold {a.threshold:.3f}"

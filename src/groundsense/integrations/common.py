@@ -12,8 +12,9 @@ A sentence is *judged supported* when the detection scored it and did not flag i
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
 token cap) both count against the answer: the check fails closed. ``passing`` is true only when
 every sentence is judged supported (``score == 1``): the same verdict as ``result.answer.flagged``
-when the calibration's answer threshold is its sentence threshold (the shipped one's is), and more
-lenient only where a calibration's answer threshold is lower (docs/calibration.md).
+when the answer threshold is the sentence threshold (``--score sensitivity``'s shipped calibration),
+and more lenient where an answer can be flagged with no sentence flagged: the fused score's
+noisy-OR at its answer threshold, a calibration's lower answer threshold (docs/calibration.md).
 The *grounded answer* keeps only the sentences judged supported.
 
 Imports no framework: evidence items are read by duck typing (a string, a LangChain

@@ -48,9 +48,10 @@ class Adjudicator:
     """The verdicts of one detector configuration: ``config`` with its scorer resolved to a name
     and its calibration loaded (a :class:`Calibration`; ``None``: the shipped ones; ``False``: none).
 
-    Made, it has refused a calibration fitted on the other leave-one-out kind and a target recall
-    or precision that a calibration which may judge cannot meet, and warned when nothing will be
-    flagged for want of a calibration.
+    Made, it has resolved the score ``auto`` (``config`` then names ``fused`` or ``sensitivity``),
+    refused a calibration fitted on the other leave-one-out kind, settings the fused score cannot
+    honour, and a target recall or precision that a calibration or fusion which may judge cannot
+    meet, and warned when nothing will be flagged for want of a calibration.
     """
 
     def __init__(self, config: DetectorConfig):
@@ -188,10 +189,10 @@ class Adjudicator:
         lexical = [lexical_signals(text, words) for text in texts]
         values = {**values, **{name: np.array([row[name] for row in lexical]) for name in LEXICAL}}
         rule = self.rule(len(evidence.chunks))
-        ranks = None
+        ranks: list[dict[str, float]] | None = None  # per sentence, where a fusion scores
         if rule.fusion is not None:
-            signals = rule.fusion.signals(values)
-            ranks, score = rule.fusion.ranks(signals), rule.fusion.score(signals)  # ranks: a row per signal
+            signal_ranks = rule.fusion.ranks(rule.fusion.signals(values))  # a row per signal
+            score, ranks = rule.fusion.combined(signal_ranks), rule.fusion.named_ranks(signal_ranks)
         else:
             score = rule.calibration.score(rule.score_rule, values) if rule.calibration else gap_score(values)
         sentences = []
@@ -210,8 +211,7 @@ class Adjudicator:
                     support=_support(evidence, features.drops[i]) if scored else None,
                     status="scored" if scored else "unscored", reason=unscored[i],
                     absent=absent, in_cut_evidence=[term for term in absent if term in found_in_cut],
-                    ranks=dict(zip(rule.fusion.signal_names, map(float, ranks[:, i])))
-                    if ranks is not None and rule.fusion is not None and scored else None,
+                    ranks=ranks[i] if ranks is not None and scored else None,
                 )
             )
         return DetectionResult(

@@ -180,7 +180,14 @@ class RankFusion:
         """The fused score of sentences given each signal's ``values``: the mean of their
         :meth:`ranks`, or with ``weights`` the fitted log-odds ``intercept + sum(coefficient x
         rank)``; NaN where a signal is."""
-        ranks = self.ranks(values)
+        return self.combined(self.ranks(values))
+
+    def named_ranks(self, ranks: np.ndarray) -> list[dict[str, float]]:
+        """Per sentence, its :meth:`ranks` (a row per signal) by signal name."""
+        return [dict(zip(self.signal_names, map(float, column))) for column in np.asarray(ranks).T]
+
+    def combined(self, ranks: np.ndarray) -> np.ndarray:
+        """The fused score of sentences from their :meth:`ranks` (a row per signal), as :meth:`score`."""
         if self.weights is None:
             return ranks.mean(axis=0)
         coefficients = np.array([self.weights["coefficients"][name] for name in self.signal_names], dtype=float)
@@ -266,7 +273,9 @@ class RankFusion:
             forced = answer_scores(answer_ids, scores >= threshold, labels, np.max)[0] > 0
             decided = forced_scores(top, forced)
             answer_threshold, answer_rule = verdict_threshold(decided, unsupported, target_recall, target_precision)
-            quality["answer"] = threshold_quality(decided, unsupported, answer_threshold)
+            # the verdict's flags, and the noisy-OR's own ranking of the answers
+            quality["answer"] = {**threshold_quality(decided, unsupported, answer_threshold),
+                                 "auc": threshold_quality(top, unsupported, answer_threshold)["auc"]}
         elif unsupported.min() < unsupported.max():  # a top-two mean is on the sentences' scale, at most theirs
             answer_threshold, answer_rule = labelled_threshold(top, unsupported, target_recall, target_precision,
                                                                threshold)

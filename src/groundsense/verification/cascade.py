@@ -202,12 +202,12 @@ class Cascade(Detection):
             judge[chosen] = self.verify(request.question, chunks, [sentences[i].text for i in chosen])
         features = {name: np.array([_score(s.features.get(name)) for s in sentences])
                     for name in fusion.inputs}
-        signals = fusion.signals(features, judge)
-        fused, ranks = fusion.score(signals), fusion.ranks(signals)
+        signal_ranks = fusion.ranks(fusion.signals(features, judge))  # a row per signal
+        fused, ranks = fusion.combined(signal_ranks), fusion.named_ranks(signal_ranks)
         for i in chosen:
             flagged = bool(fused[i] >= fusion.threshold) if math.isfinite(fused[i]) else None
             sentences[i] = replace(sentences[i], verifier_score=float(judge[i]), fused=float(fused[i]), flagged=flagged,
-                                   ranks=dict(zip(fusion.signal_names, map(float, ranks[:, i]))))
+                                   ranks=ranks[i])
         answer = fused_answer(sentences, fused[chosen], fusion, fusion.answer_threshold)
         cascade = {"verifier": self.verifier_name, "escalate": 1.0, "threshold": fusion.threshold,
                    "n_escalated": len(chosen)}

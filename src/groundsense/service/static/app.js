@@ -140,7 +140,8 @@ function render(request, result) {
   // a fused answer is flagged by a flagged sentence too, whatever its noisy-OR
   const bar = a.threshold === null || a.threshold === undefined || a.score === null ? ""
     : ` (${a.flagged && !reached ? "a sentence is flagged; " : ""}`
-      + `${result.score_rule === "fused" ? "length-aware noisy-OR of its sentences" : "most suspicious sentence"}`
+      + `${result.sentences.some((s) => s.fused !== null && s.fused !== undefined) ? "mean of its two highest fused scores"
+        : result.score_rule === "fused" ? "length-aware noisy-OR of its sentences" : "most suspicious sentence"}`
       + ` ${a.score.toFixed(3)} ${reached ? "≥" : "<"} answer threshold ${a.threshold.toFixed(3)})`;
   $("verdict").textContent = `${verdicts[a.flagged]}${a.flagged === null ? "" : bar}`
     + ` — ${a.n_flagged} of ${a.n_sentences} sentences flagged, ${a.n_unscored} unscored`
