@@ -10,6 +10,12 @@ cached feature sets of the same answers, one scored in fp32 and one in bf16:
     PYTHONPATH=src python benchmarks/precision_agreement.py --cache results/precision/test \\
         --out benchmarks/precision_agreement.json
 
+The rule's figures judge both precisions by the fp32 calibration. What ships pairs each
+precision with its own calibration and fusion, so ``shipped_pairings`` reports the same
+agreement for those pairings: ``sensitivity`` under each precision's calibration, and the fused
+score, the default (issue #52), under each precision's lexical fusion (it needs the lexical
+signals: ``groundsense eval lexical ragtruth --cache CACHE``).
+
 The caches come from ``scripts/precision_caches.sh`` (RAGTruth test answers scored in both
 precisions on one device). Every answer both hold counts, dev and test partitions alike: the
 rule compares two numeric paths of one score and chooses nothing from the data.
@@ -27,24 +33,31 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import emit_json  # noqa: E402
 
-from groundsense.eval.caches.extract import load_cache
+from groundsense.eval.caches.extract import FeatureSet, load_cache
+from groundsense.eval.reports.default_score import product_judgements
+from groundsense.eval.reports.fusion import fusion_table
 from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, judged
 from groundsense.eval.statistics.bootstrap import source_bootstrap
 from groundsense.judging.calibration import shipped_calibration
+from groundsense.judging.fusion import shipped_lexical_fusion
 
 GOAL_AGREEMENT, GOAL_AUC = 0.99, 0.01
 KEY = ["case_id", "sentence_index"]
 
 
-def by_precision(cache: Path, scorer: str) -> dict[str, pd.DataFrame]:
-    """The full-mode feature tables of ``scorer`` under ``cache``, by precision, on the
-    sentences every precision holds, in one order."""
-    tables = {s.config.get("precision", "fp32"): s.rows for s in load_cache(cache, scorer)
-              if s.config["mode"] == "full" and s.benchmark == "ragtruth"}
-    if not {"fp32", "bf16"} <= set(tables):
-        sys.exit(f"{cache} needs full-mode RAGTruth caches of {scorer} in fp32 and bf16; it has {sorted(tables)}")
+def feature_sets(cache: Path, scorer: str) -> dict[str, FeatureSet]:
+    """The full-mode RAGTruth feature sets of ``scorer`` under ``cache``, by precision."""
+    sets = {s.config.get("precision", "fp32"): s for s in load_cache(cache, scorer)
+            if s.config["mode"] == "full" and s.benchmark == "ragtruth"}
+    if not {"fp32", "bf16"} <= set(sets):
+        sys.exit(f"{cache} needs full-mode RAGTruth caches of {scorer} in fp32 and bf16; it has {sorted(sets)}")
+    return {p: sets[p] for p in ("fp32", "bf16")}
+
+
+def on_common_sentences(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each precision's table on the sentences both hold, in one order."""
     common = tables["fp32"].set_index(KEY).index.intersection(tables["bf16"].set_index(KEY).index)
-    return {p: t.set_index(KEY).loc[common].reset_index() for p, t in tables.items() if p in ("fp32", "bf16")}
+    return {p: t.set_index(KEY).loc[common].reset_index() for p, t in tables.items()}
 
 
 def agreement(a: np.ndarray, b: np.ndarray) -> dict:
@@ -72,7 +85,8 @@ def main() -> None:
     calibration = shipped_calibration(args.scorer, args.k)
     if calibration is None:
         sys.exit(f"no shipped calibration for {args.scorer} at K={args.k}")
-    tables = by_precision(args.cache, args.scorer)
+    sets = feature_sets(args.cache, args.scorer)
+    tables = on_common_sentences({p: fs.rows for p, fs in sets.items()})
     judgements = {p: judged(calibration, t, OperatingPoint()) for p, t in tables.items()}
     scored = {p: j[j["score"].notna()] for p, j in judgements.items()}
     if not scored["fp32"][KEY].equals(scored["bf16"][KEY]):
@@ -105,7 +119,50 @@ def main() -> None:
     report["goals_met"] = bool(
         all(level["agreement"] >= GOAL_AGREEMENT for level in report["flag_agreement"].values())
         and all(level["within_goal"] for level in report["auc"].values()))
+    report["shipped_pairings"] = shipped_pairings(sets, args.scorer, args.k, args.seed)
     emit_json(report, args.out)
+
+
+def paired(sentences: dict[str, pd.DataFrame], answers: dict[str, pd.DataFrame], score: str, flag: str,
+           answer_score: str, seed: int) -> dict:
+    """Flag agreement, the largest score difference and paired AUC differences of one score, each
+    precision judged as it ships (``sentences``/``answers``: per precision, in one order)."""
+    first, second = sentences["fp32"], sentences["bf16"]
+    return {
+        "flag_agreement": {"sentence": agreement(first[flag].to_numpy(bool), second[flag].to_numpy(bool)),
+                           "answer": agreement(answers["fp32"][flag].to_numpy(bool),
+                                               answers["bf16"][flag].to_numpy(bool))},
+        "max_abs_score_difference": round(float(np.nanmax(np.abs(first[score].to_numpy(float)
+                                                                 - second[score].to_numpy(float)))), 4),
+        "auc": {"span": auc_difference(first["label"].to_numpy(), first[score].to_numpy(float),
+                                       second[score].to_numpy(float), first["source_id"].to_numpy(), seed),
+                "answer": auc_difference(answers["fp32"]["label"].to_numpy(),
+                                         answers["fp32"][answer_score].to_numpy(float),
+                                         answers["bf16"][answer_score].to_numpy(float),
+                                         answers["fp32"]["source_id"].to_numpy(), seed)},
+    }
+
+
+def shipped_pairings(sets: dict[str, FeatureSet], scorer: str, k: int, seed: int) -> dict:
+    """The agreement of the pairings that ship: each precision with its own calibration
+    (``sensitivity``) and with its own lexical fusion (the fused score, the default), each as
+    the product judges it (:func:`groundsense.eval.reports.default_score.product_judgements`)."""
+    judged_by: dict[str, dict[str, tuple[pd.DataFrame, pd.DataFrame]]] = {}
+    for precision, features in sets.items():
+        calibration = shipped_calibration(scorer, k, precision)
+        fusions = {mode: shipped_lexical_fusion(scorer, precision, mode) for mode in ("full", "two_pass")}
+        judged_by[precision] = product_judgements(fusion_table(features, calibration), calibration, fusions)
+    sentences = on_common_sentences({p: judged[0] for p, judged in judged_by.items()})
+    answers = {p: judged[1].loc[judged_by["fp32"][1].index] for p, judged in judged_by.items()}
+    for frame in answers.values():  # the baseline's answer score: its most suspicious sentence's
+        frame["base_top"] = np.nan
+    for precision in sentences:
+        top = sentences[precision].groupby("case_id", sort=False)["base_score"].max()
+        answers[precision]["base_top"] = top.reindex(answers[precision].index).to_numpy()
+    return {"sensitivity, each precision with its own calibration": paired(sentences, answers, "base_score",
+                                                                          "base_flag", "base_top", seed),
+            "fused (the default), each precision with its own fusion": paired(sentences, answers, "f", "f_flag",
+                                                                             "f", seed)}
 
 
 if __name__ == "__main__":
