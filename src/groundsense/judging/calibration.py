@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import InputError
 from ..features import GROUNDING
 from ..lexical import LEXICAL
-from .thresholds import compact_curve, labelled_threshold, target_threshold
+from .thresholds import compact_curve, curve_threshold, labelled_threshold
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -153,11 +153,7 @@ class Calibration:
                 "(`groundsense calibrate`) to pick a "
                 "target recall or precision"
             )
-        thresholds, precision, recall = np.asarray(curve, dtype=float).T
-        try:
-            return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
-        except InputError as exc:
-            raise InputError(f"the {score_rule} score: {exc}") from None
+        return curve_threshold(curve, target_recall, target_precision, score_rule)
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import InputError
 from .calibration import gap_score, json_text, sensitivity_score, threshold_quality
 from .fitting import REGULARISATION, fit_logistic
-from .thresholds import compact_curve, forced_scores, labelled_threshold, target_threshold, verdict_threshold
+from .thresholds import compact_curve, curve_threshold, forced_scores, labelled_threshold, verdict_threshold
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -202,11 +202,7 @@ class RankFusion:
             raise InputError("this fusion keeps no precision-recall curve (fitted without labels, adapted to a "
                              "domain, or by an older version): refit it on labelled rows to pick a target recall "
                              "or precision")
-        thresholds, precision, recall = np.asarray(curve, dtype=float).T
-        try:
-            return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
-        except InputError as exc:
-            raise InputError(f"the fused score: {exc}") from None
+        return curve_threshold(curve, target_recall, target_precision, "fused")
 
     def with_references(self, values: Mapping[str, np.ndarray]) -> RankFusion:
         """A copy whose references are taken from ``values`` (each signal over a domain's

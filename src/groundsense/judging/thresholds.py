@@ -56,6 +56,17 @@ def target_threshold(
     return float(thresholds[ok[0]]), f"precision >= {target_precision}"
 
 
+def curve_threshold(curve: list[list[float]], target_recall: float | None, target_precision: float | None,
+                    score_name: str) -> float:
+    """The threshold that met ``target_recall`` or ``target_precision`` on a stored
+    :func:`compact_curve`; a target it never reached is refused naming ``score_name``'s score."""
+    thresholds, precision, recall = np.asarray(curve, dtype=float).T
+    try:
+        return target_threshold(precision, recall, thresholds, target_recall, target_precision)[0]
+    except InputError as exc:
+        raise InputError(f"the {score_name} score: {exc}") from None
+
+
 def compact_curve(scores: np.ndarray, labels: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
     """``[threshold, precision, recall]`` at up to ``points`` thresholds spread evenly over the
     sorted scores (ascending), the lowest and highest included: what a calibration file keeps

@@ -36,7 +36,8 @@ def product_judgements(rows: pd.DataFrame, calibration: Calibration, fusions: Ma
     :func:`.operating.judged` gives them; ``two_pass``: the gap score at the calibration's gap
     thresholds); per answer (in order of first appearance), its label and source, F's
     length-aware noisy-OR and verdict (a sentence flagged, or the noisy-OR at the answer
-    threshold), and the baseline's verdict (its most suspicious sentence at its answer threshold)."""
+    threshold), and the baseline's score and verdict (its most suspicious sentence, at its answer
+    threshold)."""
     served = np.zeros(len(rows), dtype=bool) if two_pass else \
         np.array([calibration.serves(int(n)) for n in rows["n_chunks"]], dtype=bool)
     scored = {}
@@ -62,6 +63,7 @@ def product_judgements(rows: pd.DataFrame, calibration: Calibration, fusions: Ma
     answers = answer_labels(sentences).join(sentences.groupby("case_id", sort=False)[["f", "f_flag", "served"]]
                                             .apply(verdict))
     answers["base_flag"] = answer_outcomes(base)["flagged"].reindex(answers.index).astype(bool)
+    answers["base_score"] = sentences.groupby("case_id", sort=False)["base_score"].max().reindex(answers.index)
     return sentences, answers
 
 
@@ -88,8 +90,7 @@ def ranking_rows(sentences: pd.DataFrame, answers: pd.DataFrame, baseline: str, 
     sentence_scores = {DEFAULT: sentences["f"].to_numpy(float), baseline: sentences["base_score"].to_numpy(float),
                        OVERLAP: sentences["overlap_chunk"].to_numpy(float)}
     by = sentences.groupby("case_id", sort=False)
-    answer_scores = {DEFAULT: answers["f"].to_numpy(float),
-                     baseline: by["base_score"].max().reindex(answers.index).to_numpy(float),
+    answer_scores = {DEFAULT: answers["f"].to_numpy(float), baseline: answers["base_score"].to_numpy(float),
                      OVERLAP: by["overlap_chunk"].max().reindex(answers.index).to_numpy(float)}
     return (_ranking_row(sentences["label"].to_numpy(int), sentence_scores, sentences["source_id"].to_numpy(),
                          n_resamples, seed),
