@@ -170,7 +170,9 @@ def goals(ranking: Mapping[str, tuple[dict, dict]], flags: Sequence[Mapping[str,
         auc = round(sentence["_auc"], 3)  # as the bar: known to three decimals
         below = [level for level, row in (("sentence", sentence), ("answer", answer)) if row[f"_{OVERLAP}"]["hi"] < 0]
         met = auc >= bar and not below
-        lines.append(f"- {name}: F's sentence AUC {auc:.3f} against its protocol figure {bar:.3f}; significantly "
+        lines.append(f"- {name}: F's sentence AUC {auc:.3f} ({sentence['_auc']:.4f}) against its protocol figure "
+                     f"{bar:.3f}, compared at the figure's three decimals (a rule set after this page was first "
+                     "rendered); significantly "
                      f"below word overlap at {' and '.join(below) if below else 'neither level'}: "
                      f"**{'met' if met else 'not met'}**.")
     worse = [name for name, (_, answer) in ranking.items() if answer[f"_{SENSITIVITY}"]["hi"] < 0]
