@@ -16,11 +16,10 @@ A sentence's verdict latency is the time from writing the delta that completes i
 reading its verdict: it includes the wait for the next sentence to begin (a sentence is judged
 once its tokens are final) and, for the sentences judged at the close, runs from the end of the
 body to the result. After the last level, each answer's result is compared with the server's
-``/v1/detect`` on the whole answer with the same sentence spans (within 1e-4 in fp32; at bf16
-or int8 a stream's batched steps round differently from a whole answer's passes, so the
-difference is reported, not checked). Refusals (429/503), other failures and the largest score
-difference are reported per level; the exit status is 1 when a stream failed, was refused, or
-(fp32) differs from ``detect``. ``--seconds`` bounds each
+``/v1/detect`` on the whole answer with the same sentence spans (within 1e-4 at every precision:
+at bf16 or int8 a stream's close scores the finished answer as ``detect`` does). Refusals
+(429/503), other failures and the largest score difference are reported per level; the exit
+status is 1 when a stream failed, was refused, or differs from ``detect``. ``--seconds`` bounds each
 level: a client starts no answer after it.
 """
 
@@ -261,8 +260,7 @@ def main() -> int:
         "ready_after": after,
     }
     emit_json(report, args.out)
-    tolerance = TOLERANCE if args.precision == "fp32" else float("inf")
-    failed = any(lv["refused"] or lv["errors"] or (lv["max_difference_from_detect"] or 0) > tolerance
+    failed = any(lv["refused"] or lv["errors"] or (lv["max_difference_from_detect"] or 0) > TOLERANCE
                  or lv["answers"] == 0 for lv in report["levels"])
     return 1 if failed else 0
 

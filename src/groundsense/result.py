@@ -164,6 +164,15 @@ class ChunkSpan:
 
 
 @dataclass(frozen=True)
+class StreamedVerdict:
+    """A sentence's verdict as a stream gave it, before the stream closed."""
+
+    index: int
+    score: float | None
+    flagged: bool | None
+
+
+@dataclass(frozen=True)
 class DetectionResult:
     """Built once, by :meth:`Adjudicator.result <groundsense.judging.adjudicator.Adjudicator.result>`; a changed
     result (a cascade's verdicts) is a copy, made with :func:`dataclasses.replace`."""
@@ -187,11 +196,17 @@ class DetectionResult:
     # --token-rows``); not part of to_dict().
     tokens: TokenRows | None = None
     precision: str = "fp32"  # the scorer's numbers as run: "fp32", "bf16" or "int8"
+    threads: int | None = None  # the CPU threads that scored it; None on a GPU
+    # A stream's closing result only: each sentence's verdict as the stream gave it while the answer
+    # arrived. At fp32 these are the result's own; at bf16 the result is rescored as detect scores
+    # it, and these may differ from it within the published bound (docs/streaming.md, "Precision").
+    streamed: list[StreamedVerdict] | None = None
 
     def to_dict(self) -> dict:
         return {
             "scorer": self.scorer,
             "precision": self.precision,
+            "threads": self.threads,
             "mode": self.mode,
             "leave_one_out": self.leave_one_out,
             "score_rule": self.score_rule,
@@ -203,7 +218,8 @@ class DetectionResult:
             "chunks": [asdict(c) for c in self.chunks],
             "cascade": self.cascade,
             "warnings": list(self.warnings),
-        }
+        } | ({} if self.streamed is None else {"streamed": [
+            {**asdict(v), "score": _finite(v.score)} for v in self.streamed]})
 
     def to_df(self) -> pd.DataFrame:
         """One row per sentence with its features, score, flag, a cascade's ``verifier_score``,

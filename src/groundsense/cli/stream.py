@@ -95,8 +95,11 @@ def stream(question: str | None, question_file: str | None, context: str | None,
             _print_sentence(sentence, about, as_json, console)
             printed += 1
     result = checking.close()
-    # The rest; in the terminal also the printed sentences a cascade's close escalated (their verdict changed).
-    again = [] if as_json else [s for s in result.sentences[:printed] if s.verifier_score is not None]
+    # The rest; in the terminal also the printed sentences whose verdict close() changed: a cascade's
+    # escalated ones, and at bf16 those whose rescored flag differs (docs/streaming.md, "Precision").
+    streamed = {v.index: v.flagged for v in result.streamed or []}
+    again = [] if as_json else [s for s in result.sentences[:printed]
+                                if s.verifier_score is not None or streamed.get(s.index, s.flagged) != s.flagged]
     for sentence in again + result.sentences[printed:]:
         _print_sentence(sentence, result.cascade, as_json, console)
     if as_json:

@@ -215,7 +215,8 @@ class Adjudicator:
                 )
             )
         return DetectionResult(
-            scorer=display_name(self.config.scorer), precision=self.config.precision, mode=self.config.mode,
+            scorer=display_name(self.config.scorer), precision=self.config.precision, threads=scores.threads,
+            mode=self.config.mode,
             leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
             answer=answer_summary(sentences, rule.answer_threshold) if rule.fusion is None else
             fused_answer(sentences, np.array([s.score for s in sentences if s.status == "scored"], float), rule.fusion,

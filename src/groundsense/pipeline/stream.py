@@ -29,7 +29,7 @@ from ..inputs.prompt import PromptLayout
 from ..inputs.text import Span, is_blank, segment_sentences
 from ..inputs.validate import check_evidence, check_text
 from ..judging.adjudicator import Adjudicator
-from ..result import DetectionResult, SentenceResult
+from ..result import DetectionResult, SentenceResult, StreamedVerdict
 from ..scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .stream_tokens import FinalTokens
 
@@ -92,7 +92,10 @@ class DetectionStream:
         return self._judge(ended).sentences[-len(ended):] if ended else []
 
     def close(self) -> DetectionResult:
-        """Judge the sentences not returned yet; the whole answer's result."""
+        """Judge the sentences not returned yet; the whole answer's result. At a precision other
+        than fp32 the finished answer is scored once more as :meth:`Detector.detect` scores it, so
+        that the result is ``detect``'s exactly; ``result.streamed`` keeps the verdicts the
+        stream gave as the answer arrived (docs/streaming.md, "Precision")."""
         if self.closed:
             raise InputError("this stream is closed already")
         if is_blank(self.text):
@@ -100,10 +103,15 @@ class DetectionStream:
         self.closed = True
         self._tokens.advance(self.text, complete=True)
         self._score()
-        result = self._judge(self._pending_sentences(), final=True)
-        if not result.sentences:
+        streamed = self._judge(self._pending_sentences(), final=True)
+        if not streamed.sentences:
             raise InputError("the answer has no sentence to score")
-        return result
+        verdicts = [StreamedVerdict(s.index, s.score, s.flagged) for s in streamed.sentences]
+        if self.scorer.precision == "fp32":  # the stream's own scores are detect's (within 1e-4)
+            return replace(streamed, streamed=verdicts)
+        scores = self.scorer.score(self._prompt, leave_one_out=self.adjudicator.config.mode == "full")
+        scores = replace(scores, tokens_processed=scores.tokens_processed + self._conditions.tokens_processed)
+        return replace(self._result(scores, final=True), streamed=verdicts)
 
     @property
     def chunks(self) -> int:
@@ -140,11 +148,13 @@ class DetectionStream:
         """Freeze ``ended`` and judge every frozen sentence over the tokens scored so far (``final``:
         the whole answer's, with the scorer's warnings about its text)."""
         self._spans += ended
-        spans, n = self._spans, len(self._ids)
-        rows = self._conditions.rows
+        n, rows = len(self._ids), self._conditions.rows
         logp = np.concatenate(self._logp, axis=1) if self._logp else np.zeros((rows, 0))
         jsd = np.concatenate(self._jsd, axis=1) if self._jsd else np.zeros((rows, 0))
         self._prompt = replace(self._prompt, answer=EncodedAnswer(self._ids, self._offsets[:n], self._cut))
-        scores = TokenScores(logp, jsd, self._conditions.tokens_processed)
+        return self._result(TokenScores(logp, jsd, self._conditions.tokens_processed, self.scorer.threads), final)
+
+    def _result(self, scores: TokenScores, final: bool) -> DetectionResult:
+        """The frozen sentences judged on ``scores`` of the answer so far."""
         warnings = self.scorer.unfamiliar_text(self._prompt) if final else None
-        return self.adjudicator.result(self.text, spans, self.evidence, self._prompt, scores, warnings)
+        return self.adjudicator.result(self.text, self._spans, self.evidence, self._prompt, scores, warnings)

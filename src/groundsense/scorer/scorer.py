@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -85,6 +86,13 @@ class Scorer(PromptEncoder):
     def n_parameters(self) -> int:
         return n_parameters(self.model)
 
+    @property
+    def threads(self) -> int | None:
+        """The CPU threads its passes run now (torch's pool); None on another device. At bf16 the
+        thread count can change a score (docs/performance.md, "One answer, one score"), so
+        every result records it."""
+        return torch.get_num_threads() if self.device.type == "cpu" else None
+
     @torch.inference_mode()
     def score(
         self, prompt: EncodedPrompt, leave_one_out: bool = True, masked: bool = False,
@@ -103,9 +111,11 @@ class Scorer(PromptEncoder):
         """
         with self.passes.stopping(stop):
             if leave_one_out and masked:
-                return score_masked(self.condition_encoder, prompt, self.block_size)
-            rows = 2 + len(prompt.chunks) if leave_one_out else 2
-            return score_exact(self.condition_encoder, prompt, rows, self.block_size, self.batch_tails)
+                scores = score_masked(self.condition_encoder, prompt, self.block_size)
+            else:
+                rows = 2 + len(prompt.chunks) if leave_one_out else 2
+                scores = score_exact(self.condition_encoder, prompt, rows, self.block_size, self.batch_tails)
+        return replace(scores, threads=self.threads)
 
     @torch.inference_mode()
     def open_conditions(
@@ -121,4 +131,4 @@ class Scorer(PromptEncoder):
     def score_next(self, conditions: OpenConditions, ids: list[int]) -> TokenScores:
         """Score the answer's next tokens ``ids`` under every condition, extending each
         condition's cache by them: the rows of :meth:`score` for those tokens."""
-        return score_next(self.passes, conditions, ids, self.block_size)
+        return replace(score_next(self.passes, conditions, ids, self.block_size), threads=self.threads)

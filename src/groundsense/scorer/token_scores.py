@@ -19,6 +19,7 @@ class TokenScores:
     logp: np.ndarray  # [2 + K, T] (or [2, T] in two-pass mode)
     jsd: np.ndarray
     tokens_processed: int = field(default=0)
+    threads: int | None = None  # the CPU threads that computed them (None: not on a CPU)
 
 
 class ConditionRows:
