@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
-from groundsense.detection import Detection, check_detection
+from groundsense.detection import Detection, as_detection
 from groundsense.errors import InputError
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
@@ -94,7 +94,7 @@ def test_an_object_without_the_interface_is_refused_with_what_it_lacks():
             return None
 
     with pytest.raises(TypeError, match="lacks config, detect_checked, describe; subclass"):
-        check_detection(Half())
+        as_detection(Half())
     with pytest.raises(TypeError, match="not a groundsense Detection"):
         score_rows(Half(), [(1, {"answer": "a", "context": "b"})]).__next__()
 
@@ -110,9 +110,9 @@ def test_a_duck_typed_detection_must_subclass_or_register(detector):
             return {"kind": "duck", "scorer": None}
 
     with pytest.raises(TypeError, match="not a groundsense Detection: subclass .* Detection.register"):
-        check_detection(Duck())
+        as_detection(Duck())
     Detection.register(Duck)
-    assert check_detection(Duck()) is not None
+    assert as_detection(Duck()) is not None
 
 
 def test_a_detection_must_implement_the_hook_and_set_its_config():
@@ -133,7 +133,7 @@ def test_a_detection_must_implement_the_hook_and_set_its_config():
             return {"kind": "no-config", "scorer": None}
 
     with pytest.raises(TypeError, match="a NoConfig is a Detection without a config"):
-        check_detection(NoConfig())
+        as_detection(NoConfig())
 
 
 # -- a cascade through every entry point: the real scorer -------------------------------------
@@ -241,3 +241,10 @@ def test_an_integration_checks_through_a_cascade(detector, scorer):
     assert report.passing is all(s.flagged is False for s in report.result.sentences)
     with pytest.raises(Exception, match="no flag threshold"):
         check(row["answer"], row["passages"], detection=Wrapped(Detector(scorer, calibration=False)))
+
+
+def test_the_type_guards_old_name_still_works_with_a_warning():
+    import groundsense.detection
+
+    with pytest.warns(DeprecationWarning, match="now as_detection"):
+        assert groundsense.detection.check_detection is as_detection

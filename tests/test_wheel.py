@@ -84,6 +84,13 @@ def install():
         yield installed
 
 
+def test_the_wheel_marks_the_package_typed(install):
+    import zipfile
+
+    names = zipfile.ZipFile(install.wheel).namelist()
+    assert "groundsense/py.typed" in names  # PEP 561: users' type checkers read the package's hints
+
+
 def test_the_package_runs_from_the_venv_without_the_service_packages(install):
     where = subprocess.run(
         [str(install.venv / "bin" / "python"), "-c",

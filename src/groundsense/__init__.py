@@ -5,7 +5,18 @@
 """
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported when first used
+    from .config import DetectorConfig
+    from .detection import Detection
+    from .errors import GroundsenseError, InputError, ScorerUnavailable
+    from .judging.calibration import Calibration
+    from .pipeline.detector import Detector
+    from .result import DetectionResult
+    from .scorer import Scorer
+    from .verification.cascade import Cascade
+    from .verification.factory import make_detection
 
 __all__ = ["Detector", "DetectorConfig", "Detection", "make_detection", "Cascade", "DetectionResult", "Scorer",
            "Calibration", "GroundsenseError", "InputError", "ScorerUnavailable"]

@@ -11,7 +11,7 @@ default only the detection's own) and ``stream`` (by default refused). The plain
 :class:`~groundsense.verification.cascade.Cascade` implement it;
 ``groundsense.verification.make_detection(config)`` builds the one a config describes. `detect`,
 `batch`, `serve`, the stream, the Ray engine, the integrations and MCP take any
-:class:`Detection` (checked by :func:`check_detection`), so a later detector plugs in everywhere
+:class:`Detection` (checked by :func:`as_detection`), so a later detector plugs in everywhere
 at once; :func:`groundsense.testing.check_detection` checks that one keeps the contract.
 """
 
@@ -140,7 +140,7 @@ class Detection(ABC):
         raise InputError(f"this detection ({self.describe()['kind']}) cannot stream: use detect on the whole answer")
 
 
-def check_detection(detection: object) -> Detection:
+def as_detection(detection: object) -> Detection:
     """``detection`` itself, when it is a :class:`Detection` (a subclass, or a class given to
     ``Detection.register``) with a ``config``; else a clear :class:`TypeError`."""
     if not isinstance(detection, Detection):
@@ -154,3 +154,15 @@ def check_detection(detection: object) -> Detection:
         raise TypeError(f"a {type(detection).__name__} is a Detection without a config: set its config "
                         "(a groundsense.config.DetectorConfig; its k and mode are the detection's own)")
     return detection
+
+
+def __getattr__(name: str) -> object:
+    # The type guard's name until 2026-12 (one release): it is now as_detection, so that
+    # check_detection names only the conformance kit (groundsense.testing.check_detection).
+    if name == "check_detection":
+        import warnings
+
+        warnings.warn("groundsense.detection.check_detection is now as_detection; "
+                      "groundsense.testing.check_detection is the conformance kit", DeprecationWarning, stacklevel=2)
+        return as_detection
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,8 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeGuard
 
-from .detection import AnswerStream, Detection
-from .detection import check_detection as check_interface
+from .detection import AnswerStream, Detection, as_detection
 from .errors import InputError
 from .inputs.validate import MAX_K, check_row
 from .result import DetectionResult, SentenceResult
@@ -77,7 +76,7 @@ def check_detection(detection: object, row: Mapping[str, Any] | None = None, ser
     ``service=False`` skips the HTTP service. Raises :class:`ConformanceError` on the first
     violation."""
     try:
-        checked = check_interface(detection)
+        checked = as_detection(detection)
     except TypeError as exc:
         raise ConformanceError(str(exc)) from None
     kit = _Kit(checked, dict(EXAMPLE if row is None else row))

@@ -32,7 +32,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from ..config import DEFAULTS, DetectorConfig
-from ..detection import Detection, check_detection
+from ..detection import Detection, as_detection
 from ..errors import GroundsenseError, InputError
 from ..inputs.validate import CheckedRow
 from ..result import DetectionResult, SentenceResult, support_score
@@ -67,7 +67,7 @@ def _detection_for(config: DetectorConfig) -> Detection:
 def resolve_detection(detection: Detection | None) -> Detection:
     """``detection`` (any :class:`Detection`) itself, or the shared default; refuses one that cannot
     flag anything (its ``describe()`` gives no ``threshold``: no calibration)."""
-    detection = check_detection(detection if detection is not None else default_detection())
+    detection = as_detection(detection if detection is not None else default_detection())
     about = detection.describe()
     if about.get("threshold") is None:
         raise GroundsenseError(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..detection import Detection, check_detection
+from ..detection import Detection, as_detection
 from ..errors import InputError
 from ..inputs.files import decode, parse_json
 from ..inputs.validate import check_object
@@ -110,7 +110,7 @@ def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], pro
     gets its error record. ``detection``: any :class:`Detection` (a detector, a cascade)."""
     from ..progress import track
 
-    check_detection(detection)
+    as_detection(detection)
     rows = list(rows)
     for number, row in track(rows, "Scoring answers", enabled=progress):
         record = error_record(None, row) if isinstance(row, InputError) else run_row(detection, row)
@@ -133,7 +133,7 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
     if pending and callable(detection) and not isinstance(detection, Detection):
         detection = detection()  # before the output is opened: a detection that cannot be made leaves none
     with out.open("a", encoding="utf-8") as sink:  # created even when nothing is left to score
-        for record in score_rows(check_detection(detection), pending, progress) if pending else ():
+        for record in score_rows(as_detection(detection), pending, progress) if pending else ():
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             summary.written += 1

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from ..detection import Detection, check_detection
+from ..detection import Detection, as_detection
 from ..inputs.validate import CheckedRow
 from ..rows.runner import run_row
 from ..verification import check_verifier
@@ -28,7 +28,7 @@ class Scoring:
     name a verifier; one per K and mode through ``with_options``) and what it is."""
 
     def __init__(self, detection: Detection):
-        self.detection = check_detection(detection)
+        self.detection = as_detection(detection)
         self.about = detection.describe()
         self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import DetectorConfig
-from ..detection import AnswerStream, Detection, check_detection
+from ..detection import AnswerStream, Detection, as_detection
 from ..errors import InputError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
@@ -79,7 +79,7 @@ class Cascade(Detection):
                  fuse: bool | RankFusion | str | Path = False):
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
-        self.detector, self.verifier = check_detection(detector), verifier
+        self.detector, self.verifier = as_detection(detector), verifier
         if getattr(verifier, "scores_are_probabilities", True) is False:
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
                              "cascade cannot threshold them: use a judge or a classifier "
