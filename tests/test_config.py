@@ -37,8 +37,8 @@ def test_a_cuda_device_this_torch_cannot_reach_is_refused_before_loading():
 @pytest.mark.parametrize("path, left_out", [
     (["detect"], set()), (["stream"], set()), (["batch"], set()), (["serve"], set()),
     # fitting scores in full mode, uncalibrated (its own --target-recall/--target-precision fit thresholds,
-    # and its own --fuse and --verifier adapt a fused cascade's fusion)
-    (["calibrate"], {"mode", "score", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
+    # its own --score says which score --adapt adapts, and its own --fuse and --verifier adapt a fused cascade's fusion)
+    (["calibrate"], {"mode", "calibration", *VERIFIER_FIELDS} - {"fuse", "verifier"}),
     (["eval", "extract"], {"score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS}),
 ])
 def test_every_command_takes_every_setting(path, left_out):

@@ -117,7 +117,7 @@ def test_stream_replays_the_shipped_example(install):
     assert [s["flagged"] for s in events[-1]["result"]["sentences"]] == [False, False, True]
 
 
-def test_calibrate_adapts_the_shipped_calibration_to_a_small_file(install):
+def test_calibrate_adapts_the_shipped_fusions_and_calibration_to_a_small_file(install):
     rows = [
         {"question": "How long is the main span?",
          "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
@@ -130,9 +130,17 @@ def test_calibrate_adapts_the_shipped_calibration_to_a_small_file(install):
     (install.work / "small.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     done = install.run("calibrate", "--adapt", "shipped", "small.jsonl", "-o", "adapted.json", "--no-progress")
     assert done.returncode == 0, done.stderr[-3000:]
-    adapted = json.loads((install.work / "adapted.json").read_text())
+    adapted = json.loads((install.work / "adapted.json").read_text())  # the default score's: its lexical fusions
+    assert adapted["kind"] == "lexical fusions" and adapted["full"]["made_with"]["adaptation"]["answers"] == 3
+    assert "re-estimated from 3 answers" in done.stderr and "warning: only 3 answers" in done.stderr
+    detected = install.run("detect", "--fusion", "adapted.json", "--json", input=json.dumps(rows[0]))
+    assert detected.returncode == 0 and json.loads(detected.stdout)["score_rule"] == "fused", detected.stderr[-3000:]
+    done = install.run("calibrate", "--adapt", "shipped", "--score", "sensitivity", "small.jsonl", "-o",
+                       "calibration.json", "--no-progress")
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapted = json.loads((install.work / "calibration.json").read_text())
     assert adapted["made_with"]["answers"] == 3 and adapted["made_with"]["adaptation"]["method"] == "restandardise"
-    assert "from 3 answers: flags" in done.stderr and "warning: only 3 answers" in done.stderr
+    assert "from 3 answers: flags" in done.stderr
 
 
 def test_eval_without_the_data_says_where_to_get_it(install):

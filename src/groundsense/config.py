@@ -19,7 +19,7 @@ from .inputs.validate import MODES, PRECISIONS, check_k
 
 if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads the config
     from .judging.calibration import Calibration
-    from .judging.fusion import RankFusion
+    from .judging.fusion import LexicalFusions, RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
 # The sentence scores: ``fused``, the lexical fusion, and ``sensitivity`` (the calibrated score of
@@ -63,7 +63,9 @@ class DetectorConfig:
     checked where verifiers are known, by ``groundsense.verification.check_verifier``.
     ``fuse``: verify every sentence instead, and flag by the fused score of the detector's and the
     judge's signals (docs/verifiers.md, "A fused cascade"), ranked against ``fusion`` (a file or
-    ``RankFusion``; ``None``: the one shipped for the verifier).
+    ``RankFusion``; ``None``: the one shipped for the verifier). Without a verifier, ``fusion`` is
+    the fused score's own: :class:`~groundsense.judging.fusion.LexicalFusions` or a file of them,
+    as ``groundsense calibrate --adapt`` writes them for a domain, in place of the shipped ones.
     """
 
     scorer: str | None = None
@@ -83,7 +85,7 @@ class DetectorConfig:
     verifier_threshold: float = 0.5
     verifier_url: str | None = None
     fuse: bool = False
-    fusion: RankFusion | str | Path | None = None
+    fusion: RankFusion | LexicalFusions | str | Path | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -124,16 +126,19 @@ class DetectorConfig:
                 raise InputError(f"{name} must be a non-empty string, not {value!r}")
         if not isinstance(self.fuse, bool):
             raise InputError(f"fuse must be true or false, not {self.fuse!r}")
-        if self.fusion is not None and not self.fuse:
-            raise InputError("a fusion file only applies to a fused cascade: add --fuse (GROUNDSENSE_FUSE=1)")
+        if self.fusion is not None and not self.fuse and self.verifier is not None:
+            raise InputError("with a verifier, a fusion file applies to a fused cascade: add --fuse "
+                             "(GROUNDSENSE_FUSE=1), or drop --verifier to score with lexical fusions from "
+                             "`groundsense calibrate --adapt`")
         if self.fuse:
             defaults = {f.name: f.default for f in fields(self)}
             unused = [name for name in ("escalate", "verifier_threshold") if getattr(self, name) != defaults[name]]
             if unused:
                 raise InputError(f"{', '.join(unused)} do not apply to a fused cascade: it verifies every sentence and "
                                  "flags at its fusion's thresholds; drop them, or drop --fuse")
-        if self.verifier is None:
-            given = [f.name for f in fields(self) if f.name in VERIFIER_FIELDS and getattr(self, f.name) != f.default]
+        if self.verifier is None:  # a fusion without a verifier: the fused score's lexical fusions
+            given = [f.name for f in fields(self) if f.name in VERIFIER_FIELDS and f.name != "fusion"
+                     and getattr(self, f.name) != f.default]
             if given:
                 raise InputError(f"{', '.join(given)} only apply to a cascade: name its verifier too "
                                  "(--verifier / GROUNDSENSE_VERIFIER, e.g. judge:qwen2.5-coder-1.5b-instruct)")
@@ -144,8 +149,11 @@ class DetectorConfig:
         return self.target_recall, self.target_precision
 
     def without_verifier(self) -> DetectorConfig:
-        """The detector's part: this config with the :data:`VERIFIER_FIELDS` at their defaults."""
-        defaults: dict[str, Any] = {f.name: f.default for f in fields(self) if f.name in VERIFIER_FIELDS}
+        """The detector's part: this config with the :data:`VERIFIER_FIELDS` at their defaults, but a
+        ``fusion`` that is not a fused cascade's: the detector's own lexical fusions."""
+        kept = () if self.fuse else ("fusion",)
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(self)
+                                    if f.name in VERIFIER_FIELDS and f.name not in kept}
         return replace(self, **defaults)
 
 

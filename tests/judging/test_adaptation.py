@@ -178,6 +178,46 @@ def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
     assert targeted.exit_code == 2 and "reads no labels" in targeted.output
 
 
+@pytest.mark.slow  # scores with the real scorer
+def test_calibrate_adapt_writes_the_fused_scores_fusions_by_default(tmp_path, cli_scorer):
+    from groundsense.judging.fusion import LexicalFusions
+
+    rows = [
+        {"question": "How long is the main span?",
+         "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
+         "answer": "Its main span is 4,200 feet long. It was painted gold in 1990."},
+        {"context": "The clinic opens at 8 am on weekdays. It is closed on public holidays. Bring your insurance "
+                    "card. The pharmacy closes at 6 pm. Parking is free for the first hour.",
+         "answer": "The clinic opens at 8 am. It also opens on Sundays."},
+    ]
+    source, output = tmp_path / "mine.jsonl", tmp_path / "fusions.json"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = CliRunner().invoke
+    out = run(cli, ["calibrate", str(source), "--adapt", "shipped", "-o", str(output), "--no-progress"])
+    if cli_scorer.name != "smollm2-135m-instruct":  # the tiny scorer: the shipped fusions are the real one's
+        assert out.exit_code == 2 and "holds the fusions of scorer smollm2-135m-instruct" in out.output
+        return
+    assert out.exit_code == 0, out.output
+    assert "re-estimated from 2 answers" in out.stderr and f"Detect with --fusion {output}" in out.stderr
+    adapted, shipped = LexicalFusions.load(output), LexicalFusions.shipped("smollm2-135m-instruct", "fp32")
+    # the full-mode fusion from the context's answer (5 chunks) and the 2-passage one, which its statistics serve
+    assert adapted.full.references != shipped.full.references and adapted.full.threshold == shipped.full.threshold
+    assert adapted.two_pass.made_with["adaptation"]["n_sentences"] == 4
+    detected = run(cli, ["detect", "--fusion", str(output), "--json"], input=json.dumps(rows[0]))
+    assert detected.exit_code == 0, detected.output
+    result = json.loads(detected.output)
+    assert result["score_rule"] == "fused" and result["threshold"] == pytest.approx(adapted.full.threshold)
+    shipped_result = json.loads(run(cli, ["detect", "--json"], input=json.dumps(rows[0])).output)
+    assert [s["score"] for s in result["sentences"]] != [s["score"] for s in shipped_result["sentences"]]
+    refused = run(cli, ["detect", "--fusion", str(output), "--score", "sensitivity"], input=json.dumps(rows[0]))
+    assert refused.exit_code == 2 and "pass one of the two" in refused.output
+    old = run(cli, ["calibrate", str(source), "--adapt", "shipped", "--score", "sensitivity", "-o",
+                    str(tmp_path / "calibration.json"), "--no-progress"])
+    assert old.exit_code == 0 and Calibration.load(tmp_path / "calibration.json").made_with["adaptation"]
+    method = run(cli, ["calibrate", str(source), "--adapt", str(output), "--method", "quantile", "-o", str(output)])
+    assert method.exit_code == 2 and "--score sensitivity" in method.output
+
+
 @pytest.mark.slow  # the real detector
 def test_adapting_on_detections_made_in_python(detector):
     from groundsense.config import DetectorConfig

@@ -121,7 +121,7 @@ def test_a_fused_cascade_neither_streams_nor_scores_without_exact_leave_one_out(
 def test_the_config_refuses_what_does_not_apply_to_a_fused_cascade():
     with pytest.raises(InputError, match="only apply to a cascade"):
         DetectorConfig(fuse=True)
-    with pytest.raises(InputError, match="only applies to a fused cascade"):
+    with pytest.raises(InputError, match="with a verifier, a fusion file applies to a fused cascade"):
         DetectorConfig(verifier="judge:x", fusion="f.json")
     with pytest.raises(InputError, match="escalate do not apply to a fused cascade"):
         DetectorConfig(verifier="judge:x", fuse=True, escalate=0.5)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..config import DetectorConfig
+from ..config import SCORES, DetectorConfig
 from ..errors import InputError
 from ..judging.adaptation import DEFAULT_METHOD, METHODS
 from ..judging.calibration import Calibration
@@ -82,9 +82,14 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
               help="With --adapt: adapt a fused cascade's fusion (BASE: `shipped` or a fusion file) instead: every "
                    "sentence goes to its judge, and the references are re-estimated (docs/verifiers.md).")
 @fused_verifier_option
+@click.option("--score", type=click.Choice(SCORES), default="auto", show_default=True,
+              help="With --adapt: which score's file to adapt: fused (the default score's lexical fusions, for "
+                   "detect --fusion), sensitivity (a calibration, for detect --calibration), or auto: fused where "
+                   "BASE is `shipped` and lexical fusions ship for the scorer at its precision, or BASE is a fusion "
+                   "file; else sensitivity.")
 def calibrate(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
               target_precision: float | None, flag_rate: float, base: str | None, method: str, fuse: bool,
-              verifier: str | None, **detector_options: Any) -> None:
+              verifier: str | None, score: str, **detector_options: Any) -> None:
     """Fit standardisation statistics and flag thresholds on a set of answers.
 
     SOURCE is batch input (JSONL). Rows may carry "labels": a list of {"start", "end"}
@@ -96,10 +101,13 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     the sentence threshold flags --flag-rate of sentences. Never calibrate on the answers
     you will score.
 
-    With --adapt, what the labelled BASE calibration learned stays and what depends on the
-    domain is re-estimated from SOURCE's answers, whose labels (if any) are not read: use a
-    few hundred answers of your own, unlabelled. It reports how many answers it saw and how
-    stable the estimate is (a bootstrap over the answers).
+    With --adapt, what the labelled BASE learned stays and what depends on the domain is
+    re-estimated from SOURCE's answers, whose labels (if any) are not read: use a few hundred
+    answers of your own, unlabelled. For the default fused score (BASE `shipped`, or a fusion
+    file) that is its lexical fusions' references, the thresholds kept in rank space: detect
+    with --fusion OUTPUT. With --score sensitivity (or BASE a calibration file) it is the
+    calibration's statistics or thresholds (--method), and it reports how stable the estimate
+    is (a bootstrap over the answers): detect with --calibration OUTPUT.
 
     With --adapt and --fuse, a fused cascade's fusion (BASE: `shipped` or a fusion file) is
     adapted instead: its judge scores every sentence of SOURCE, the references of its signals
@@ -127,6 +135,9 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "
                              "target at detect time only with a labelled calibration, or drop --adapt and label "
                              "the rows")
+        if adapts_fusions(base, score, detector_options):
+            adapt_fusions(source, features, no_progress, base, method, output, detector_options)
+            return
         # read first: a bad base fails before the scorer loads
         labelled_base = adaptation_base(base, detector_options["precision"], detector_options["device"])
         _, features = score_rows(source, features, no_progress, detector_options, check=lambda d: check_base(
@@ -140,6 +151,51 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)
+
+
+def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
+    """Whether ``--adapt BASE`` adapts the fused score's lexical fusions (else a calibration): as
+    ``--score`` says; ``auto``: where BASE is a fusion file, or ``shipped`` with lexical fusions
+    shipped for the scorer at its precision."""
+    import json
+
+    from ..judging.fusion import LexicalFusions
+    from ..scorer.loading import pick_device, resolve_precision
+    from ..weights import display_name
+
+    if base == "shipped":
+        precision = resolve_precision(options["precision"], pick_device(options["device"]))
+        found = precision != "int8" and LexicalFusions.shipped(display_name(options["scorer"]), precision) is not None
+    else:
+        try:
+            found = json.loads(Path(base).read_text()).get("kind") == LexicalFusions.KIND
+        except (OSError, ValueError, AttributeError) as exc:
+            raise InputError(f"cannot read --adapt {base}: {exc}") from exc
+    if score == "fused" and not found:
+        raise InputError(f"--score fused adapts lexical fusions, and --adapt {base} "
+                         + ("holds none" if base != "shipped" else "has none shipped for this scorer and precision")
+                         + ": pass a fusion file, or --score sensitivity")
+    if score == "sensitivity" and base != "shipped" and found:
+        raise InputError(f"--adapt {base} holds lexical fusions, which score by the fused score: drop --score "
+                         "sensitivity, or pass a calibration file")
+    return found if score == "auto" else score == "fused"
+
+
+def adapt_fusions(source: Path, features: Path | None, no_progress: bool, base: str, method: str, output: Path,
+                  options: dict[str, Any]) -> None:
+    """``calibrate --adapt`` for the fused score: score ``source`` and write its adapted lexical fusions."""
+    from ..scorer.loading import pick_device, resolve_precision
+    from ..weights import display_name
+    from .fusion_calibration import check_lexical_base, lexical_base, write_adapted_lexical
+
+    if method != DEFAULT_METHOD:
+        raise InputError(f"--method {method} adapts a calibration's score (--score sensitivity); the fused score's "
+                         "references are re-estimated as they are")
+    precision = resolve_precision(options["precision"], pick_device(options["device"]))
+    fusions = lexical_base(base, display_name(options["scorer"]), precision)  # read before the scorer loads
+    _, features = score_rows(source, features, no_progress, options, check=lambda d: check_lexical_base(
+        fusions, base, plain_detector(d).scorer.name, plain_detector(d).config.precision))
+    write_adapted_lexical(fusions, source, features, precision, output)
 
 
 def adaptation_base(base: str, precision: str = "fp32", device: str | None = None) -> Calibration:

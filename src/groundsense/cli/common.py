@@ -129,9 +129,11 @@ SETTINGS = (
     _Setting("fuse", ("--fuse",), "With --verifier (a judge): verify every sentence and flag by the fused score of "
              "the detector's, the judge's and the lexical signals (docs/verifiers.md, \"A fused cascade\"); no stream.",
              flag=True),
-    _Setting("fusion", ("--fusion",), "With --fuse: a fusion file from `groundsense calibrate --adapt shipped "
-             "--fuse` or `groundsense fit --fuse`.",
-             click.Path(exists=True, dir_okay=False), shown="the one shipped for the verifier", metavar="FILE"),
+    _Setting("fusion", ("--fusion",), "A fusion file. Without --verifier: the fused score's lexical fusions for "
+             "your domain, from `groundsense calibrate --adapt`; with --fuse: a fused cascade's, from `groundsense "
+             "calibrate --adapt shipped --fuse` or `groundsense fit --fuse`.",
+             click.Path(exists=True, dir_okay=False), shown="the shipped ones (with --fuse: the verifier's)",
+             metavar="FILE"),
 )
 
 

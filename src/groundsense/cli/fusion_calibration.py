@@ -1,6 +1,7 @@
-"""`groundsense calibrate --adapt shipped --fuse`: a fused cascade's references re-estimated on a
-team's unlabelled rows (:meth:`~groundsense.judging.fusion.RankFusion.adapted`); and the
-base fusion and scoring options that `groundsense fit --fuse` shares with it."""
+"""`groundsense calibrate --adapt`'s fusions: the default fused score's lexical fusions, and with
+``--fuse`` a fused cascade's, their references re-estimated on a team's unlabelled rows
+(:meth:`~groundsense.judging.fusion.RankFusion.adapted`); and the base fusion and scoring options
+that `groundsense fit --fuse` shares with it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
+import numpy as np
 
 from ..errors import InputError
-from ..judging.fusion import RankFusion
+from ..judging.calibration import shipped_calibration
+from ..judging.fusion import LexicalFusions, RankFusion
 from ..verification.fusion import SHIPPED_JUDGE, fusion_for
 from .calibration_data import read_scored
 
@@ -40,3 +43,54 @@ def write_adapted(base: RankFusion, source: Path, features: Path, output: Path) 
     click.echo(f"wrote {output}: {base.verifier} fused over {made['n_sentences']} sentences of {answers} answers; "
                f"sentences flagged at fused >= {fusion.threshold:.4f}, answers at a top-two mean >= "
                f"{fusion.answer_threshold:.4f} (rank space, as the base)", err=True)
+
+
+def lexical_base(base: str, scorer: str, precision: str) -> LexicalFusions:
+    """The lexical fusions ``--adapt`` names: ``shipped`` (the scorer's, at ``precision``) or a file."""
+    if base != "shipped":
+        return LexicalFusions.load(base)
+    fusions = LexicalFusions.shipped(scorer, precision)
+    if fusions is None:
+        raise InputError(f"groundsense ships no lexical fusions for scorer {scorer} at {precision}: adapt its "
+                         "calibration instead (--score sensitivity)")
+    return fusions
+
+
+def check_lexical_base(fusions: LexicalFusions, base: str, scorer: str, precision: str) -> None:
+    """Refuse fusions made for another scorer or precision than the rows are scored at."""
+    if (fusions.scorer, fusions.precision) != (scorer, precision):
+        raise InputError(f"--adapt {base} holds the fusions of scorer {fusions.scorer} at {fusions.precision}, and "
+                         f"the rows would be scored by {scorer} at {precision}: pass -m {fusions.scorer} --precision "
+                         f"{fusions.precision}")
+
+
+def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, precision: str, output: Path) -> None:
+    """Re-estimate both lexical fusions' references from ``features`` (``source``'s rows scored in
+    full mode) and write them to ``output``: the full-mode fusion's from the sentences of answers
+    scored in a chunk count its ``sensitivity`` statistics serve (kept as they were where there
+    are none), the two-pass fusion's, which ranks the gap, from every sentence."""
+    from ..judging.adaptation import FEW_ANSWERS
+
+    scored = read_scored(source, features)
+    if not len(scored.answers):
+        raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")
+    answers = scored.made_with["answers"]
+    served = [c for c in np.unique(scored.chunk_counts) if shipped_calibration(base.scorer, int(c), precision)]
+    in_served = np.isin(scored.chunk_counts, served)
+    provenance = {"source": source.name, "answers": answers}
+    full = base.full
+    if in_served.any():
+        values = {name: value[in_served] for name, value in scored.features.items()}
+        full = full.adapted(full.signals(values), **provenance)
+    two_pass = base.two_pass.adapted(base.two_pass.signals(scored.features), **provenance)
+    LexicalFusions(full, two_pass).save(output)
+    click.echo(f"wrote {output}: the fused score's references re-estimated from {answers} answers "
+               f"({two_pass.made_with['adaptation']['n_sentences']} sentences; "
+               + (f"{full.made_with['adaptation']['n_sentences']} of them in answers scored in "
+                  f"{', '.join(map(str, served))} chunks, for full mode's" if in_served.any() else
+                  "none scored in a chunk count full mode's statistics serve, whose references are kept")
+               + f"); thresholds kept in rank space. Detect with --fusion {output}", err=True)
+    if scored.labels is not None:
+        click.echo("  (the rows' labels were not read)", err=True)
+    if answers < FEW_ANSWERS:
+        click.echo(f"warning: only {answers} answers: the estimate is loose; adapt on a few hundred", err=True)

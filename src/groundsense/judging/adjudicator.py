@@ -29,7 +29,7 @@ from ..result import AnswerSummary, ChunkSpan, DetectionResult, SentenceResult, 
 from ..scorer import EncodedPrompt, TokenScores
 from ..weights import display_name
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
-from .fusion import RankFusion, shipped_lexical_fusion
+from .fusion import LexicalFusions, RankFusion, shipped_lexical_fusion
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class Adjudicator:
                         "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         self._fusions: dict[str, RankFusion | None] = {}
+        self._given_fusions = self._check_given_fusions()
         _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
         if config.score == "auto":
             config = self.config = replace(config, score="fused" if self._fused_serves() else "sensitivity")
@@ -103,11 +104,34 @@ class Adjudicator:
         are that calibration's), else two-pass mode's, which ranks the gap; None where none is
         shipped for the scorer at its precision."""
         mode = "full" if self.calibration_for(chunks)[1] == "sensitivity" else "two_pass"
+        if self._given_fusions is not None:
+            return self._given_fusions.for_mode(mode)
         if mode not in self._fusions:
             scorer = display_name(self.config.scorer)
             self._fusions[mode] = shipped_lexical_fusion(scorer, self.config.precision, mode) \
                 if self.config.precision in ("fp32", "bf16") else None
         return self._fusions[mode]
+
+    def _check_given_fusions(self) -> LexicalFusions | None:
+        """The lexical fusions the config names (``fusion`` without a verifier: a domain's, from
+        ``calibrate --adapt``), loaded and checked against the settings; None: the shipped ones."""
+        config = self.config
+        if config.fusion is None or config.fuse:
+            return None
+        if isinstance(config.fusion, RankFusion):
+            raise InputError("a fusion without a verifier must be the fused score's lexical fusions (a LexicalFusions, "
+                             "or a file `groundsense calibrate --adapt` wrote), not one RankFusion")
+        fusions = config.fusion if isinstance(config.fusion, LexicalFusions) else LexicalFusions.load(config.fusion)
+        if config.score == "sensitivity" or config.calibration is not None:
+            raise InputError("a fusion file holds the fused score's references and thresholds, and "
+                             + ("--score sensitivity" if config.score == "sensitivity" else "a calibration file")
+                             + " flags by the sensitivity score: pass one of the two")
+        scorer = display_name(config.scorer)
+        if (fusions.scorer, fusions.precision) != (scorer, config.precision):
+            raise InputError(f"the fusion file was made for scorer {fusions.scorer} at {fusions.precision}, and this "
+                             f"detector runs {scorer} at {config.precision}: detect with -m {fusions.scorer} "
+                             f"--precision {fusions.precision}, or adapt the fusions again at these settings")
+        return fusions
 
     def _fused_serves(self) -> bool:
         """Whether the fused score serves the config: no calibration file (or ``False``) is given,
@@ -161,7 +185,8 @@ class Adjudicator:
         """What judges an answer scored in ``chunks`` chunks: the score rule, its calibration's
         source (``given``, ``shipped`` or None: nothing is flagged) and the two thresholds."""
         rule = self.rule(chunks)
-        source = "given" if isinstance(self.config.calibration, Calibration) else "shipped"
+        given = isinstance(self.config.calibration, Calibration) or self._given_fusions is not None
+        source = "given" if given else "shipped"
         return {"score_rule": rule.score_rule,
                 "calibration": None if rule.calibration is None and rule.fusion is None else source,
                 "threshold": rule.threshold, "answer_threshold": rule.answer_threshold}

@@ -286,21 +286,32 @@ class RankFusion:
                        curves={"sentence": compact_curve(scores, labels)})
 
     def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.text())
+
+    def text(self) -> str:
         """Indented JSON, each reference and curve on one line; ``weights``, ``answer_rule`` and
         ``curves`` only when there are some (a fusion without is written as before they existed)."""
         data = asdict(self)
         for optional in ("weights", "answer_rule", "curves"):
             if data[optional] is None:
                 del data[optional]
-        Path(path).write_text(json_text(data, "references", "curves"))
+        return json_text(data, "references", "curves")
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
+        data = _read_json(path)
+        if data.get("kind") == LexicalFusions.KIND:
+            raise InputError(f"{path} holds the fused score's lexical fusions (from `groundsense calibrate --adapt`), "
+                             "not a fused cascade's fusion: pass it to detect with --fusion, without --verifier")
+        return cls.from_dict(data, path)
+
+    @classmethod
+    def from_dict(cls, data: dict, path: object) -> RankFusion:
+        """The fusion ``data`` (a file's JSON) holds, checked; ``path`` names it in errors."""
         try:
-            data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
-            data["sensitivity_stats"] = {f: tuple(v) for f, v in data["sensitivity_stats"].items()}
+            data = {**data, "sensitivity_stats": {f: tuple(v) for f, v in data["sensitivity_stats"].items()}}
             fusion = cls(**data)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise InputError(f"cannot read fusion file {path}: {exc}") from exc
         names = fusion.signal_names
         known = [SIGNALS, *LEXICAL_FUSION_SIGNALS.values()]
@@ -332,6 +343,71 @@ class RankFusion:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _read_json(path: str | Path | Traversable) -> dict:
+    try:
+        data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read fusion file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"cannot read fusion file {path}: it holds no JSON object")
+    return data
+
+
+@dataclass(frozen=True)
+class LexicalFusions:
+    """The fused score's two lexical fusions, as ``groundsense calibrate --adapt`` writes them for
+    a domain: ``full`` ranks ``sensitivity`` (answers scored in the chunk count its statistics
+    serve), ``two_pass`` the gap (two-pass mode, and other chunk counts). One file holds both, so
+    that one ``--fusion`` serves every answer the default score judges."""
+
+    full: RankFusion
+    two_pass: RankFusion
+
+    KIND = "lexical fusions"
+
+    def __post_init__(self) -> None:
+        for mode in ("full", "two_pass"):
+            names = getattr(self, mode).signal_names
+            if set(names) != set(LEXICAL_FUSION_SIGNALS[mode]) or getattr(self, mode).verifier is not None:
+                raise InputError(f"the {mode} lexical fusion must rank {', '.join(LEXICAL_FUSION_SIGNALS[mode])}, "
+                                 f"not {', '.join(names)}")
+        if self.full.scorer != self.two_pass.scorer:
+            raise InputError(f"the two lexical fusions are of two scorers: {self.full.scorer}, {self.two_pass.scorer}")
+
+    @property
+    def scorer(self) -> str:
+        return self.full.scorer
+
+    @property
+    def precision(self) -> str:
+        return str(self.full.made_with.get("precision", "fp32"))
+
+    def for_mode(self, mode: str) -> RankFusion:
+        return self.full if mode == "full" else self.two_pass
+
+    @classmethod
+    def shipped(cls, scorer: str, precision: str) -> LexicalFusions | None:
+        full, two_pass = (shipped_lexical_fusion(scorer, precision, mode) for mode in ("full", "two_pass"))
+        return cls(full, two_pass) if full is not None and two_pass is not None else None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(f'{{"kind": {json.dumps(self.KIND)},\n"full": {self.full.text().rstrip()},\n'
+                              f'"two_pass": {self.two_pass.text().rstrip()}}}\n')
+
+    @classmethod
+    def load(cls, path: str | Path) -> LexicalFusions:
+        data = _read_json(path)
+        if data.get("kind") != cls.KIND:
+            what = f"a fused cascade's fusion (judge {data['verifier']})" if data.get("verifier") else "no fusions"
+            raise InputError(f"{path} holds {what}, not the fused score's lexical fusions (`groundsense calibrate "
+                             "--adapt` writes those)" + (": detect with --verifier and --fuse to use it"
+                                                         if data.get("verifier") else ""))
+        if not isinstance(data.get("full"), dict) or not isinstance(data.get("two_pass"), dict):
+            raise InputError(f"cannot read fusion file {path}: it needs a 'full' and a 'two_pass' fusion")
+        return cls(RankFusion.from_dict(data["full"], f"{path} (full)"),
+                   RankFusion.from_dict(data["two_pass"], f"{path} (two_pass)"))
 
 
 def lexical_fusion_name(scorer: str, precision: str, mode: str) -> str:

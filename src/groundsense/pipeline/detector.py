@@ -14,6 +14,7 @@ from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
 from ..judging.adjudicator import Adjudicator
 from ..judging.calibration import Calibration
+from ..judging.fusion import LexicalFusions
 from ..result import DetectionResult
 from ..scorer import Scorer
 from .stream import DetectionStream
@@ -39,7 +40,9 @@ class Detector(Detection):
     faster, approximate ``bf16`` or ``int8`` (docs/performance.md); int8 needs its own calibration.
     ``score``: ``auto`` (``fused`` where a shipped fusion serves these settings, else
     ``sensitivity``), ``fused`` (the lexical fusion) or ``sensitivity`` (the calibration's); see
-    :class:`DetectorConfig`.
+    :class:`DetectorConfig`. ``fusion``: the fused score's lexical fusions adapted to a domain
+    (:class:`~groundsense.judging.fusion.LexicalFusions` or the file ``groundsense calibrate
+    --adapt`` wrote) in place of the shipped ones.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept
     as ``detector.config``; :meth:`from_config` builds a detector from one. It is a
@@ -63,12 +66,13 @@ class Detector(Detection):
         target_precision: float | None = None,
         precision: str = DEFAULTS.precision,
         score: str = DEFAULTS.score,
+        fusion: LexicalFusions | str | Path | None = None,
     ):
         config = DetectorConfig(  # checked before the scorer loads
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
             calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
-            score=score,
+            score=score, fusion=fusion,
         )
         self._build(config, scorer if isinstance(scorer, Scorer) else None, {})
 

@@ -43,9 +43,10 @@ def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
     # named in DetectorConfig's hints, imported there for typing only
     from ..judging.calibration import Calibration
-    from ..judging.fusion import RankFusion
+    from ..judging.fusion import LexicalFusions, RankFusion
 
-    values, types = {}, get_type_hints(kind, localns={"Calibration": Calibration, "RankFusion": RankFusion})
+    hinted = {"Calibration": Calibration, "RankFusion": RankFusion, "LexicalFusions": LexicalFusions}
+    values, types = {}, get_type_hints(kind, localns=hinted)
     for f in fields(kind):
         if f.default is MISSING:
             continue

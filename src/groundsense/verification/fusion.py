@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
-from ..judging.fusion import FOLDER, RankFusion
+from ..judging.fusion import FOLDER, LexicalFusions, RankFusion
 
 SHIPPED_JUDGE = "judge:qwen2.5-coder-1.5b-instruct"  # the verifier of the one shipped fusion
 
@@ -25,7 +25,7 @@ def shipped_fusion(verifier: str) -> RankFusion | None:
     return RankFusion.load(path) if path.is_file() else None
 
 
-def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> RankFusion:
+def fusion_for(verifier: str, given: RankFusion | LexicalFusions | str | Path | None = None) -> RankFusion:
     """The fusion a fused cascade to ``verifier`` (its name, a spec) ranks with: ``given`` (a
     :class:`RankFusion` or a file), else the one shipped for it; refused when there is none or
     when it was made for another verifier (its references hold that judge's scores)."""
@@ -37,6 +37,9 @@ def fusion_for(verifier: str, given: RankFusion | str | Path | None = None) -> R
                              "pass a fusion file (--fusion) that `groundsense calibrate --adapt shipped --fuse` (or, "
                              "on labelled rows, `groundsense fit --fuse`) made with it")
         return shipped
+    if isinstance(given, LexicalFusions):
+        raise InputError("a fused cascade ranks with its judge's fusion, not the fused score's lexical fusions: "
+                         "drop --fuse to score with these, or pass the judge's fusion file")
     fusion = given if isinstance(given, RankFusion) else RankFusion.load(given)
     if fusion.verifier != verifier:
         raise InputError(f"the fusion was made for verifier {fusion.verifier}, not {verifier}: its references hold "
