@@ -70,3 +70,11 @@ def test_adapting_both_takes_each_ones_references_and_keeps_the_thresholds(shipp
     assert (adapted.full.threshold, adapted.two_pass.answer_threshold) == (shipped.full.threshold,
                                                                            shipped.two_pass.answer_threshold)
     assert adapted.full.made_with["adaptation"]["answers"] == 50 and adapted.precision == "fp32"
+
+
+def test_without_a_served_sentence_full_modes_fusion_is_kept(shipped):
+    rng = np.random.default_rng(1)
+    features = {name: rng.uniform(size=50) for name in shipped.full.inputs + shipped.two_pass.inputs}
+    adapted = shipped.adapted(features, np.zeros(50, dtype=bool), source="mine.jsonl")
+    assert adapted.full == shipped.full and adapted.two_pass.references != shipped.two_pass.references
+    assert adapted.two_pass.made_with["adaptation"]["n_sentences"] == 50

@@ -77,13 +77,9 @@ def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, pr
     answers = scored.made_with["answers"]
     served = [c for c in np.unique(scored.chunk_counts) if shipped_calibration(base.scorer, int(c), precision)]
     in_served = np.isin(scored.chunk_counts, served)
-    provenance = {"source": source.name, "answers": answers}
-    full = base.full
-    if in_served.any():
-        values = {name: value[in_served] for name, value in scored.features.items()}
-        full = full.adapted(full.signals(values), **provenance)
-    two_pass = base.two_pass.adapted(base.two_pass.signals(scored.features), **provenance)
-    LexicalFusions(full, two_pass).save(output)
+    adapted = base.adapted(scored.features, in_served, source=source.name, answers=answers)
+    adapted.save(output)
+    full, two_pass = adapted.full, adapted.two_pass
     click.echo(f"wrote {output}: the fused score's references re-estimated from {answers} answers "
                f"({two_pass.made_with['adaptation']['n_sentences']} sentences; "
                + (f"{full.made_with['adaptation']['n_sentences']} of them in answers scored in "

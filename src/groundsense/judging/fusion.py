@@ -392,6 +392,18 @@ class LexicalFusions:
         full, two_pass = (shipped_lexical_fusion(scorer, precision, mode) for mode in ("full", "two_pass"))
         return cls(full, two_pass) if full is not None and two_pass is not None else None
 
+    def adapted(self, features: Mapping[str, np.ndarray], served: np.ndarray, **provenance: object) -> LexicalFusions:
+        """Both fusions' references re-estimated from a domain's unlabelled sentences (``features``:
+        name -> array over them), the thresholds kept in rank space (:meth:`RankFusion.adapted`):
+        full mode's from the ``served`` ones (answers in a chunk count its ``sensitivity``
+        statistics serve; kept as it was where there are none), two-pass mode's, which ranks the
+        gap, from all."""
+        full = self.full
+        if np.any(served):
+            full = full.adapted(full.signals({name: np.asarray(v)[served] for name, v in features.items()}),
+                                **provenance)
+        return LexicalFusions(full, self.two_pass.adapted(self.two_pass.signals(features), **provenance))
+
     def save(self, path: str | Path) -> None:
         Path(path).write_text(f'{{"kind": {json.dumps(self.KIND)},\n"full": {self.full.text().rstrip()},\n'
                               f'"two_pass": {self.two_pass.text().rstrip()}}}\n')
