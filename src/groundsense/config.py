@@ -130,6 +130,10 @@ class DetectorConfig:
             raise InputError("with a verifier, a fusion file applies to a fused cascade: add --fuse "
                              "(GROUNDSENSE_FUSE=1), or drop --verifier to score with lexical fusions from "
                              "`groundsense calibrate --adapt`")
+        if self.fusion is not None and not self.fuse and (self.score == "sensitivity" or self.calibration is not None):
+            asks = "--score sensitivity" if self.score == "sensitivity" else "--calibration (calibration=)"
+            raise InputError(f"a fusion file holds the fused score's references and thresholds, and {asks} asks for "
+                             f"the sensitivity score: drop --fusion or {asks.split(' (')[0]}")
         if self.fuse:
             defaults = {f.name: f.default for f in fields(self)}
             unused = [name for name in ("escalate", "verifier_threshold") if getattr(self, name) != defaults[name]]

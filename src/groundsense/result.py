@@ -164,8 +164,8 @@ class ChunkSpan:
 
 
 @dataclass(frozen=True)
-class StreamedVerdict:
-    """A sentence's verdict as a stream gave it, before the stream closed."""
+class InFlightVerdict:
+    """A sentence's verdict as a stream's ``feed`` returned it, before the stream closed."""
 
     index: int
     score: float | None
@@ -197,10 +197,10 @@ class DetectionResult:
     tokens: TokenRows | None = None
     precision: str = "fp32"  # the scorer's numbers as run: "fp32", "bf16" or "int8"
     threads: int | None = None  # the CPU threads that scored it; None on a GPU
-    # A stream's closing result only: each sentence's verdict as the stream gave it while the answer
-    # arrived. At fp32 these are the result's own; at bf16 the result is rescored as detect scores
-    # it, and these may differ from it within the published bound (docs/streaming.md, "Precision").
-    streamed: list[StreamedVerdict] | None = None
+    # A stream's closing result only: the verdicts its feed returned while the answer arrived (the
+    # sentences judged at the close have none). In fp32 they are the result's own; in bf16 the
+    # result is scored again as detect scores it, and they may differ (docs/streaming.md, "Precision").
+    in_flight: list[InFlightVerdict] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -218,8 +218,8 @@ class DetectionResult:
             "chunks": [asdict(c) for c in self.chunks],
             "cascade": self.cascade,
             "warnings": list(self.warnings),
-        } | ({} if self.streamed is None else {"streamed": [
-            {**asdict(v), "score": _finite(v.score)} for v in self.streamed]})
+        } | ({} if self.in_flight is None else {"in_flight": [
+            {**asdict(v), "score": _finite(v.score)} for v in self.in_flight]})
 
     def to_df(self) -> pd.DataFrame:
         """One row per sentence with its features, score, flag, a cascade's ``verifier_score``,

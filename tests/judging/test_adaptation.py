@@ -210,12 +210,14 @@ def test_calibrate_adapt_writes_the_fused_scores_fusions_by_default(tmp_path, cl
     shipped_result = json.loads(run(cli, ["detect", "--json"], input=json.dumps(rows[0])).output)
     assert [s["score"] for s in result["sentences"]] != [s["score"] for s in shipped_result["sentences"]]
     refused = run(cli, ["detect", "--fusion", str(output), "--score", "sensitivity"], input=json.dumps(rows[0]))
-    assert refused.exit_code == 2 and "pass one of the two" in refused.output
+    assert refused.exit_code == 2 and "drop --fusion or --score sensitivity" in refused.output
     old = run(cli, ["calibrate", str(source), "--adapt", "shipped", "--score", "sensitivity", "-o",
                     str(tmp_path / "calibration.json"), "--no-progress"])
     assert old.exit_code == 0 and Calibration.load(tmp_path / "calibration.json").made_with["adaptation"]
     method = run(cli, ["calibrate", str(source), "--adapt", str(output), "--method", "quantile", "-o", str(output)])
     assert method.exit_code == 2 and "--score sensitivity" in method.output
+    labelled = run(cli, ["calibrate", str(source), "--score", "fused", "-o", str(tmp_path / "x.json")])
+    assert labelled.exit_code == 2 and "add --adapt" in labelled.output
 
 
 @pytest.mark.slow  # the real detector

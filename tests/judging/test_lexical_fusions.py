@@ -8,6 +8,7 @@ import pytest
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
+from groundsense.judging.calibration import Calibration, shipped_calibration
 from groundsense.judging.fusion import LexicalFusions, RankFusion
 from groundsense.verification.fusion import fusion_for, shipped_fusion
 
@@ -43,6 +44,14 @@ def test_each_kind_of_fusion_file_is_refused_where_the_other_belongs(tmp_path, s
         fusion_for("judge:qwen2.5-coder-1.5b-instruct", LexicalFusions.load(lexical))
     with pytest.raises(InputError, match="the full lexical fusion must rank sensitivity"):
         LexicalFusions(shipped.two_pass, shipped.full)
+    with pytest.raises(InputError, match="two settings"):
+        LexicalFusions(shipped.full, LexicalFusions.shipped(SCORER, "bf16").two_pass)
+    calibration = tmp_path / "calibration.json"
+    shipped_calibration(SCORER, None).save(calibration)
+    with pytest.raises(InputError, match="is a calibration.*--calibration"):
+        LexicalFusions.load(calibration)
+    with pytest.raises(InputError, match="is a fusion file, not a calibration: pass it with --fusion"):
+        Calibration.load(lexical)
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"kind": "lexical fusions", "full": {}}))
     with pytest.raises(InputError, match="needs a 'full' and a 'two_pass' fusion"):

@@ -302,3 +302,27 @@ def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes
     assert one.tokens_processed == kept.tokens_processed < slow.tokens_processed
     assert np.abs(one.logp - slow.logp).max() <= 1e-4 and np.abs(one.jsd - slow.jsd).max() <= 1e-4
     assert np.abs(one.logp - kept.logp).max() <= 1e-4  # fp32 noise between the two paths: the exactness bar
+
+
+def test_a_bf16_streams_close_is_detects_result_and_keeps_what_feed_returned(tiny_scorer):
+    """In bf16 a stream's steps round otherwise than detect's passes: the close scores the answer
+    again, so its result is detect's exactly, and ``in_flight`` keeps the verdicts feed gave."""
+    import copy
+
+    import torch
+
+    from groundsense import Scorer
+
+    model = copy.deepcopy(tiny_scorer.model).to(torch.bfloat16)
+    scorer = Scorer.from_model(model, tiny_scorer.tokenizer, "tiny-random-llama", precision="bf16")
+    detector = Detector(scorer, calibration=False, k=2)
+    passages = ["The bridge opened in 1937 after four years of work.", "Its main span is 4,200 feet long."]
+    answer = "The bridge opened in 1937. Its main span is 4,200 feet. It was painted gold in 1990."
+    stream = detector.stream(passages=passages)
+    fed = [s for start in range(0, len(answer), 4) for s in stream.feed(answer[start : start + 4])]
+    result = stream.close()
+    spans = [(s.start, s.end) for s in result.sentences]
+    reference = detector.detect(answer, passages=passages, sentences=spans)
+    assert result.precision == "bf16" and fed
+    assert [(v.index, v.score) for v in result.in_flight] == [(s.index, s.score) for s in fed]
+    assert {k: v for k, v in result.to_dict().items() if k != "in_flight"} == reference.to_dict()

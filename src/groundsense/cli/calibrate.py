@@ -116,6 +116,9 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     """
     from .calibration_data import fit_from_batch
 
+    if score != "auto" and (not base or fuse):
+        raise InputError("--score says which score's file --adapt adapts: add --adapt (fitting on labels writes a "
+                         "calibration, and --fuse adapts a fused cascade's fusion)")
     if fuse and not base:
         raise InputError("--fuse adapts a fusion to unlabelled rows: add --adapt shipped (or a fusion file)")
     if verifier and not fuse:

@@ -5,6 +5,7 @@ that `groundsense fit --fuse` shares with it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,6 +72,12 @@ def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, pr
     are none), the two-pass fusion's, which ranks the gap, from every sentence."""
     from ..judging.adaptation import FEW_ANSWERS
 
+    records = [json.loads(line) for line in features.read_text(encoding="utf-8").splitlines()]
+    made = {(r.get("scorer"), r.get("precision", "fp32")) for r in records if "error" not in r}
+    if made - {(base.scorer, precision)}:  # a resumed batch output may hold answers scored otherwise
+        raise InputError(f"{features} holds answers scored by {', '.join(f'{s} at {p}' for s, p in sorted(made))}, "
+                         f"and the fusions are adapted for {base.scorer} at {precision}: move it away (or pass "
+                         "--features elsewhere) to score the rows again")
     scored = read_scored(source, features)
     if not len(scored.answers):
         raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")

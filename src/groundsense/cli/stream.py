@@ -88,19 +88,19 @@ def stream(question: str | None, question_file: str | None, context: str | None,
         about = detection.describe(checking.chunks)
         render_header(about["scorer"], about["mode"], about["leave_one_out"], about["score_rule"], about["threshold"],
                       console)
-    printed = 0
+    printed: list[SentenceResult] = []
     for piece in pieces:
         for sentence in checking.feed(piece):
             # A cascade's stream verifies a flagged sentence as it ends: its description names the verifier.
             _print_sentence(sentence, about, as_json, console)
-            printed += 1
+            printed.append(sentence)
     result = checking.close()
-    # The rest; in the terminal also the printed sentences whose verdict close() changed: a cascade's
-    # escalated ones, and at bf16 those whose rescored flag differs (docs/streaming.md, "Precision").
-    streamed = {v.index: v.flagged for v in result.streamed or []}
-    again = [] if as_json else [s for s in result.sentences[:printed]
-                                if s.verifier_score is not None or streamed.get(s.index, s.flagged) != s.flagged]
-    for sentence in again + result.sentences[printed:]:
+    # The rest; in the terminal also the printed sentences whose verdict close() changed: verified at the
+    # close by a cascade, or (bf16) flagged otherwise once scored again (docs/streaming.md, "Precision").
+    again = [] if as_json else [
+        final for shown, final in zip(printed, result.sentences)
+        if (final.flagged, final.verifier_score is None) != (shown.flagged, shown.verifier_score is None)]
+    for sentence in again + result.sentences[len(printed):]:
         _print_sentence(sentence, result.cascade, as_json, console)
     if as_json:
         click.echo(json.dumps({"event": "result", "result": result.to_dict()}, ensure_ascii=False))

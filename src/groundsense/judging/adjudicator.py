@@ -68,7 +68,7 @@ class Adjudicator:
                         "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         self._fusions: dict[str, RankFusion | None] = {}
-        self._given_fusions = self._check_given_fusions()
+        self._given_fusions = self._load_given_fusions()
         _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
         if config.score == "auto":
             config = self.config = replace(config, score="fused" if self._fused_serves() else "sensitivity")
@@ -112,7 +112,7 @@ class Adjudicator:
                 if self.config.precision in ("fp32", "bf16") else None
         return self._fusions[mode]
 
-    def _check_given_fusions(self) -> LexicalFusions | None:
+    def _load_given_fusions(self) -> LexicalFusions | None:
         """The lexical fusions the config names (``fusion`` without a verifier: a domain's, from
         ``calibrate --adapt``), loaded and checked against the settings; None: the shipped ones."""
         config = self.config
@@ -122,10 +122,6 @@ class Adjudicator:
             raise InputError("a fusion without a verifier must be the fused score's lexical fusions (a LexicalFusions, "
                              "or a file `groundsense calibrate --adapt` wrote), not one RankFusion")
         fusions = config.fusion if isinstance(config.fusion, LexicalFusions) else LexicalFusions.load(config.fusion)
-        if config.score == "sensitivity" or config.calibration is not None:
-            raise InputError("a fusion file holds the fused score's references and thresholds, and "
-                             + ("--score sensitivity" if config.score == "sensitivity" else "a calibration file")
-                             + " flags by the sensitivity score: pass one of the two")
         scorer = display_name(config.scorer)
         if (fusions.scorer, fusions.precision) != (scorer, config.precision):
             raise InputError(f"the fusion file was made for scorer {fusions.scorer} at {fusions.precision}, and this "

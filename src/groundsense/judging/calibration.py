@@ -176,6 +176,10 @@ class Calibration:
     def load(cls, path: str | Path | Traversable) -> Calibration:
         try:
             data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
+            if isinstance(data, dict) and ("references" in data or data.get("kind") == "lexical fusions"):
+                raise InputError(f"{path} is a fusion file, not a calibration: pass it with --fusion (Python: "
+                                 "fusion=), or make a calibration with `groundsense calibrate --adapt shipped "
+                                 "--score sensitivity`")
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
             calibration = cls(**data)
         except (OSError, ValueError, TypeError, KeyError) as exc:

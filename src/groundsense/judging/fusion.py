@@ -369,12 +369,16 @@ class LexicalFusions:
 
     def __post_init__(self) -> None:
         for mode in ("full", "two_pass"):
-            names = getattr(self, mode).signal_names
-            if set(names) != set(LEXICAL_FUSION_SIGNALS[mode]) or getattr(self, mode).verifier is not None:
+            fusion: RankFusion = getattr(self, mode)
+            if fusion.verifier is not None:
+                raise InputError(f"the {mode} lexical fusion is a fused cascade's (judge {fusion.verifier}): detect "
+                                 "with it by --verifier and --fuse")
+            if set(fusion.signal_names) != set(LEXICAL_FUSION_SIGNALS[mode]):
                 raise InputError(f"the {mode} lexical fusion must rank {', '.join(LEXICAL_FUSION_SIGNALS[mode])}, "
-                                 f"not {', '.join(names)}")
-        if self.full.scorer != self.two_pass.scorer:
-            raise InputError(f"the two lexical fusions are of two scorers: {self.full.scorer}, {self.two_pass.scorer}")
+                                 f"not {', '.join(fusion.signal_names)}")
+        made = [(f.scorer, f.made_with.get("precision", "fp32")) for f in (self.full, self.two_pass)]
+        if made[0] != made[1]:
+            raise InputError(f"the two lexical fusions were made for two settings: {made[0]} and {made[1]}")
 
     @property
     def scorer(self) -> str:
@@ -412,10 +416,13 @@ class LexicalFusions:
     def load(cls, path: str | Path) -> LexicalFusions:
         data = _read_json(path)
         if data.get("kind") != cls.KIND:
-            what = f"a fused cascade's fusion (judge {data['verifier']})" if data.get("verifier") else "no fusions"
-            raise InputError(f"{path} holds {what}, not the fused score's lexical fusions (`groundsense calibrate "
-                             "--adapt` writes those)" + (": detect with --verifier and --fuse to use it"
-                                                         if data.get("verifier") else ""))
+            if data.get("verifier"):
+                raise InputError(f"{path} holds a fused cascade's fusion (judge {data['verifier']}), not the fused "
+                                 "score's lexical fusions: detect with --verifier and --fuse to use it")
+            if "stats" in data:
+                raise InputError(f"{path} is a calibration, not the fused score's lexical fusions: pass it with "
+                                 "--calibration (it flags by the sensitivity score)")
+            raise InputError(f"{path} holds no lexical fusions (`groundsense calibrate --adapt` writes them)")
         if not isinstance(data.get("full"), dict) or not isinstance(data.get("two_pass"), dict):
             raise InputError(f"cannot read fusion file {path}: it needs a 'full' and a 'two_pass' fusion")
         return cls(RankFusion.from_dict(data["full"], f"{path} (full)"),

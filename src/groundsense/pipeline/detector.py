@@ -77,15 +77,18 @@ class Detector(Detection):
         self._build(config, scorer if isinstance(scorer, Scorer) else None, {})
 
     def _build(self, config: DetectorConfig, scorer: Scorer | None, siblings: dict[tuple[int, str], Detector]) -> None:
-        """The one way a detector is made: ``config``'s scorer loaded (unless ``scorer`` is given)
-        and its calibration file read; ``siblings``, the detectors by K and mode that share it."""
-        self.scorer = scorer or Scorer(config.scorer, device=config.device, precision=config.precision)
-        calibration = config.calibration
+        """The one way a detector is made: its calibration and fusion files read, then ``config``'s
+        scorer loaded (unless ``scorer`` is given); ``siblings``, the detectors by K and mode that share it."""
+        calibration, fusion = config.calibration, config.fusion
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
-        # What this detector was built from (its siblings, :meth:`with_options`, too): the
-        # scorer by the name it resolved to and at its precision, a calibration file loaded.
-        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration)
+        if isinstance(fusion, (str, Path)):  # the fused score's own (a fused cascade's is the cascade's)
+            fusion = LexicalFusions.load(fusion)
+        self.scorer = scorer or Scorer(config.scorer, device=config.device, precision=config.precision)
+        # What this detector was built from (its siblings, :meth:`with_options`, too): the scorer by
+        # the name it resolved to and at its precision, the calibration and fusion files loaded.
+        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration,
+                              fusion=fusion)
         self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
         self.config = self.adjudicator.config  # its score resolved (``auto``: ``fused`` or ``sensitivity``)
         self._siblings = siblings

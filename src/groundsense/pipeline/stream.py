@@ -29,7 +29,7 @@ from ..inputs.prompt import PromptLayout
 from ..inputs.text import Span, is_blank, segment_sentences
 from ..inputs.validate import check_evidence, check_text
 from ..judging.adjudicator import Adjudicator
-from ..result import DetectionResult, SentenceResult, StreamedVerdict
+from ..result import DetectionResult, InFlightVerdict, SentenceResult
 from ..scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .stream_tokens import FinalTokens
 
@@ -75,6 +75,7 @@ class DetectionStream:
         self._jsd: list[np.ndarray] = []
         self._cut = 0  # tokens past the cap
         self._spans: list[Span] = []  # judged sentences
+        self._in_flight: list[InFlightVerdict] = []  # what feed returned
         self.closed = False
 
     def feed(self, delta: str) -> list[SentenceResult]:
@@ -89,13 +90,18 @@ class DetectionStream:
         waiting = len(self._tokens.ids) - len(self._ids)
         if ended or waiting >= self.score_every or (waiting and _MAY_END.search(self.text)):
             self._score()
-        return self._judge(ended).sentences[-len(ended):] if ended else []
+        if not ended:
+            return []
+        finished = self._judge(ended).sentences[-len(ended):]
+        self._in_flight += [InFlightVerdict(s.index, s.score, s.flagged) for s in finished]
+        return finished
 
     def close(self) -> DetectionResult:
-        """Judge the sentences not returned yet; the whole answer's result. At a precision other
-        than fp32 the finished answer is scored once more as :meth:`Detector.detect` scores it, so
-        that the result is ``detect``'s exactly; ``result.streamed`` keeps the verdicts the
-        stream gave as the answer arrived (docs/streaming.md, "Precision")."""
+        """Judge the sentences not returned yet; the whole answer's result, with ``in_flight``, the
+        verdicts :meth:`feed` returned. At a precision other than fp32 the finished answer is
+        scored once more as :meth:`Detector.detect` scores it (the evidence's kept encodings
+        reused where the scorer kept them), so that the result is ``detect``'s on the same
+        sentence spans at the same thread count (docs/streaming.md, "Precision")."""
         if self.closed:
             raise InputError("this stream is closed already")
         if is_blank(self.text):
@@ -103,15 +109,16 @@ class DetectionStream:
         self.closed = True
         self._tokens.advance(self.text, complete=True)
         self._score()
-        streamed = self._judge(self._pending_sentences(), final=True)
-        if not streamed.sentences:
+        stream_result = self._judge(self._pending_sentences(), final=True)
+        if not stream_result.sentences:
             raise InputError("the answer has no sentence to score")
-        verdicts = [StreamedVerdict(s.index, s.score, s.flagged) for s in streamed.sentences]
         if self.scorer.precision == "fp32":  # the stream's own scores are detect's (within 1e-4)
-            return replace(streamed, streamed=verdicts)
+            return replace(stream_result, in_flight=self._in_flight)
+        streamed_tokens = self._conditions.tokens_processed
+        self._conditions.caches = []  # the answer-extended caches, freed before the answer is scored again
         scores = self.scorer.score(self._prompt, leave_one_out=self.adjudicator.config.mode == "full")
-        scores = replace(scores, tokens_processed=scores.tokens_processed + self._conditions.tokens_processed)
-        return replace(self._result(scores, final=True), streamed=verdicts)
+        scores = replace(scores, tokens_processed=scores.tokens_processed + streamed_tokens)
+        return replace(self._result(scores, final=True), in_flight=self._in_flight)
 
     @property
     def chunks(self) -> int:

@@ -42,7 +42,7 @@ from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
 from ..judging.adjudicator import answer_summary, fused_answer
 from ..judging.fusion import RankFusion
-from ..result import DetectionResult, SentenceResult, StreamedVerdict
+from ..result import DetectionResult, InFlightVerdict, SentenceResult
 from .fusion import check_scorer, fusion_for
 from .verifier import Verifier
 
@@ -228,7 +228,7 @@ class CascadeStream:
     def __init__(self, cascade: Cascade, inner: AnswerStream, request: _AnswerRequest) -> None:
         self.cascade, self.inner, self.request = cascade, inner, request
         self.known: dict[int, float] = {}  # sentence index -> the verifier's score, decided while streaming
-        self.given: dict[int, StreamedVerdict] = {}  # sentence index -> the verdict feed returned
+        self.in_flight: list[InFlightVerdict] = []  # the verdicts feed returned, the verifier's where it decided
         self.spent_before = _usage(cascade.verifier)
 
     @property
@@ -252,14 +252,12 @@ class CascadeStream:
             scores = self.cascade.verify(self.request.question, chunks, [s.text for s in flagged])
             self.known.update((s.index, score) for s, score in zip(flagged, scores))
         returned = [self.cascade.decided(s, self.known[s.index]) if s.index in self.known else s for s in finished]
-        self.given.update((s.index, StreamedVerdict(s.index, s.score, s.flagged)) for s in returned)
+        self.in_flight += [InFlightVerdict(s.index, s.score, s.flagged) for s in returned]
         return returned
 
     def close(self) -> DetectionResult:
         result = self.cascade._escalated([(self.request, self.inner.close())], self.known, self.spent_before)[0]
-        if result.streamed is None:
-            return result
-        return replace(result, streamed=[self.given.get(v.index, v) for v in result.streamed])
+        return replace(result, in_flight=self.in_flight)
 
     async def afeed(self, delta: str) -> list[SentenceResult]:
         return await asyncio.to_thread(self.feed, delta)
