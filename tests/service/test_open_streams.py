@@ -20,6 +20,17 @@ def test_a_stream_past_the_limit_is_refused_until_one_ends():
     assert len(streams) == 2 and third is not second
 
 
+def test_a_stream_the_load_leaves_no_room_for_is_refused():
+    from groundsense.service.worker import Load
+
+    streams = OpenStreams(4)
+    first = streams.admit(Load(steps=0.9, other=0.05, seconds=30))  # none open: admitted
+    with pytest.raises(StepFailed) as refused:
+        streams.admit(Load(steps=0.6, other=0.1, seconds=30))
+    assert refused.value.status == 429 and "at capacity" in refused.value.message
+    assert streams.admit(Load(steps=0.2, other=0.1, seconds=30)) is not first
+
+
 def test_a_dropped_stream_frees_its_place():
     """A stream whose opening failed, or whose client left before the response began, holds
     its ticket nowhere: the place is free again without a release."""

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from groundsense.service.worker import PATIENCE_S, QueueFull, ScoringWorker
+from groundsense.service.worker import LOAD_WINDOW_S, PATIENCE_S, Load, QueueFull, ScoringWorker
 
 
 @pytest.fixture
@@ -53,6 +53,35 @@ def test_new_work_that_waited_its_patience_goes_first(worker):
     for future in futures:
         future.result(timeout=10)
     assert order == ["new", "step"]
+
+
+def test_overdue_new_work_and_steps_take_turns(worker):
+    """A backlog of new work that has waited its patience goes one job at a time, each followed by
+    the steps' turn: neither kind starves the other."""
+    order: list[str] = []
+    release = blocked(worker)
+    futures = [worker.submit(recorder(order, f"new {i}")) for i in (1, 2)]
+    time.sleep(PATIENCE_S + 0.1)
+    futures += [worker.submit(recorder(order, f"step {i}"), step=True) for i in (1, 2)]
+    release.set()
+    for future in futures:
+        future.result(timeout=10)
+    assert order == ["new 1", "step 1", "new 2", "step 2"]
+
+
+def test_the_load_is_the_share_of_the_window_spent_on_each_kind(worker):
+    worker.submit(lambda _: time.sleep(0.3), step=True).result(timeout=10)
+    worker.submit(lambda _: time.sleep(0.6)).result(timeout=10)
+    load = worker.load()
+    assert load.seconds == LOAD_WINDOW_S
+    assert 0.3 <= load.steps * LOAD_WINDOW_S < 0.6 and 0.6 <= load.other * LOAD_WINDOW_S < 1.2
+
+
+def test_a_stream_is_admitted_while_one_more_fits():
+    assert Load(steps=0.9, other=0.1, seconds=30).room_for_a_stream(0) is None  # no stream's cost to go by
+    assert Load(steps=0.2, other=0.1, seconds=30).room_for_a_stream(2) is None  # 0.2 + 0.1 + 0.1
+    refused = Load(steps=0.5, other=0.2, seconds=30).room_for_a_stream(2)  # 0.5 + 0.2 + 0.25
+    assert refused is not None and "at capacity" in refused and "retry when a stream ends" in refused
 
 
 def test_a_full_queue_refuses_new_work_but_not_steps(worker):

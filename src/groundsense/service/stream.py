@@ -7,8 +7,9 @@ The response is NDJSON too, written as the request arrives: ``{"event": "sentenc
 "result": {...}}`` (the same JSON as ``/v1/detect``). The body is read while the response is
 written, so a client that sends deltas as its LLM emits them gets each verdict meanwhile.
 
-Before the first event the usual statuses apply (422 bad first line, 429 queue full or
-``max_streams`` streams already open, 503 scorer not ready, 413 body too large). Once the
+Before the first event the usual statuses apply (422 bad first line, 429 queue full,
+``max_streams`` streams already open, or the scorer's measured load leaving no room for one more
+stream (:meth:`.worker.Load.room_for_a_stream`), 503 scorer not ready, 413 body too large). Once the
 response has begun, a failure ends it with
 ``{"event": "error", "status": ..., "error": "..."}`` and no result: a stream that ends
 without a ``result`` event was not judged (fail closed). Every scoring step (opening the
@@ -40,7 +41,7 @@ from ..rows.runner import internal_error
 from .limits import BodyTooLarge
 from .observe import RequestRecord, current_record
 from .settings import ServiceSettings
-from .worker import QueueFull, ScoringWorker
+from .worker import Load, QueueFull, ScoringWorker
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -117,10 +118,14 @@ class OpenStreams:
         self.limit = limit
         self._tickets: weakref.WeakSet[object] = weakref.WeakSet()
 
-    def admit(self) -> object:
+    def admit(self, load: Load | None = None) -> object:
+        """A ticket, or :class:`StepFailed` 429 when ``limit`` streams are open or when the
+        worker's ``load`` leaves no room for one more (:meth:`Load.room_for_a_stream`)."""
         if len(self._tickets) >= self.limit:
             raise StepFailed(429, f"{self.limit} streams are open, as many as this server takes "
                                   "(groundsense serve --max-streams): retry when one ends")
+        if load is not None and (full := load.room_for_a_stream(len(self._tickets))):
+            raise StepFailed(429, full)
         ticket = _Ticket()
         self._tickets.add(ticket)
         return ticket
@@ -142,7 +147,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
     errors before the response begins propagate (the app maps them to statuses)."""
     if reason := worker.unavailable():
         raise StepFailed(503, reason)
-    ticket = open_streams.admit()
+    ticket = open_streams.admit(worker.load())
     lines = ndjson_lines(request)
     first = await anext(lines, None)
     if first is None:

@@ -8,8 +8,14 @@ Two kinds of job wait: new work (a whole request, or the opening of a stream) an
 steps of streams already admitted (each delta, the close). A stream has at most one step
 waiting, so steps are never refused, and they run before new work: a verdict due to a
 reader does not wait behind another request's evidence encoding. New work that has waited
-:data:`PATIENCE_S` runs next all the same, so that busy streams cannot starve it. Steps
-run in the order they came, which interleaves concurrent streams step by step.
+:data:`PATIENCE_S` runs next all the same, so that busy streams cannot starve it, but one job
+at a time: the steps then have their turn, so that a backlog of new work cannot starve the
+streams either. Steps run in the order they came, which interleaves concurrent streams step by step.
+
+The worker also measures its load: the share of the last :data:`LOAD_WINDOW_S` seconds it spent
+on streams' steps and on other work (:meth:`ScoringWorker.load`). The service admits a new
+stream only while that load leaves room for one more (:meth:`Load.room_for_a_stream`), so that a
+stream it admits gets every verdict instead of a late 504.
 """
 
 from __future__ import annotations
@@ -21,11 +27,37 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 PATIENCE_S = 1.0  # new work waits at most this long behind stream steps (plus the job running)
+LOAD_WINDOW_S = 30.0  # the recent past the worker's load is measured over
+ADMIT_LOAD = 0.8  # the busy share, one more stream's included, up to which a stream is admitted
+
+
+@dataclass(frozen=True)
+class Load:
+    """The share of the recent past (``seconds`` of it) the worker spent on streams' steps and
+    on other work (requests, and the opening of streams)."""
+
+    steps: float
+    other: float
+    seconds: float
+
+    def room_for_a_stream(self, open_streams: int) -> str | None:
+        """Why one more stream would not be served in time, or None to admit it: the load with
+        one more stream, costing what the open ones cost on average, above :data:`ADMIT_LOAD`.
+        With no stream open there is no cost to go by, and a stream is admitted."""
+        if not open_streams:
+            return None
+        per_stream = self.steps / open_streams
+        if self.steps + self.other + per_stream <= ADMIT_LOAD:
+            return None
+        return (f"the scorer is at capacity: in the last {self.seconds:.0f} s it was busy "
+                f"{self.steps + self.other:.0%} of the time ({open_streams} open streams' steps {self.steps:.0%}), "
+                f"and one more stream would need about {per_stream:.0%}: retry when a stream ends")
 
 
 class QueueFull(Exception):
@@ -45,6 +77,9 @@ class ScoringWorker:
         self.load_error: BaseException | None = None
         self.state: Any = None  # what ``load`` returned, used only on the worker thread
         self.running = False  # a job is on the scorer now
+        self._done: deque[tuple[float, float, bool]] = deque()  # (ended, seconds, a step?) of recent jobs
+        self._current: tuple[float, bool] | None = None  # (started, a step?) of the running job
+        self._overtook = False  # the last job was new work run before waiting steps
 
     def start(self) -> None:
         self._thread.start()
@@ -93,17 +128,38 @@ class ScoringWorker:
         future = self.submit(job, step)
         return await asyncio.wait_for(asyncio.wrap_future(future), timeout=timeout_s)
 
-    def _next(self) -> tuple[Callable, Future] | None:
-        """The job to run next (None: stop): a step, unless new work has waited its patience
-        or no step waits."""
+    def load(self) -> Load:
+        """The share of the last :data:`LOAD_WINDOW_S` seconds spent on steps and on other work,
+        the running job's time so far included (a service younger than that counts the time
+        before as idle)."""
+        now = time.monotonic()
+        with self._changed:
+            since = now - LOAD_WINDOW_S
+            while self._done and self._done[0][0] <= since:
+                self._done.popleft()
+            busy = {True: 0.0, False: 0.0}
+            for ended, seconds, step in self._done:
+                busy[step] += min(seconds, ended - since)
+            if self._current is not None:
+                started, step = self._current
+                busy[step] += now - max(started, since)
+        return Load(busy[True] / LOAD_WINDOW_S, busy[False] / LOAD_WINDOW_S, LOAD_WINDOW_S)
+
+    def _next(self) -> tuple[Callable, Future, bool] | None:
+        """The job to run next and whether it is a step (None: stop): a step, unless new work
+        has waited its patience or no step waits."""
         with self._changed:
             while not (self._new or self._steps or self._stopping):
                 self._changed.wait()
             if self._stopping:
                 return None
-            overdue = self._new and time.monotonic() - self._new[0][0] >= PATIENCE_S
-            _, job, future = (self._new if overdue or not self._steps else self._steps).popleft()
-            return job, future
+            # one overdue job of new work at a time: then the steps' turn, so that under a backlog of
+            # new work a step still waits for at most one new job (and the steps before it)
+            overdue = self._new and time.monotonic() - self._new[0][0] >= PATIENCE_S and not self._overtook
+            step = bool(self._steps) and not overdue
+            self._overtook = not step and bool(self._steps)
+            _, job, future = (self._steps if step else self._new).popleft()
+            return job, future, step
 
     def _run(self) -> None:
         try:
@@ -113,16 +169,23 @@ class ScoringWorker:
             log.exception("the scorer failed to load")
             self.load_error = exc
         while (item := self._next()) is not None:
-            job, future = item
+            job, future, step = item
             if not future.set_running_or_notify_cancel():
                 continue  # the request timed out while queued
             if self.load_error is not None:
                 future.set_exception(self.load_error)
                 continue
             self.running = True
+            with self._changed:
+                self._current = (time.monotonic(), step)
             try:
                 future.set_result(job(self.state))
             except BaseException as exc:
                 future.set_exception(exc)
             finally:
                 self.running = False
+                with self._changed:
+                    started, _ = self._current
+                    ended = time.monotonic()
+                    self._done.append((ended, ended - started, step))
+                    self._current = None
