@@ -1,5 +1,6 @@
 """How many threads the scorer runs: the CPUs the process may use, read from its affinity mask and
-its cgroup's CPU quota (fake cgroup files here), or GROUNDSENSE_THREADS."""
+its cgroup's CPU quota (fake cgroup files here), no more than are idle (a fake /proc/stat), or
+GROUNDSENSE_THREADS."""
 
 import os
 
@@ -9,7 +10,8 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.errors import InputError
-from groundsense.scorer.threads import THREADS_VARIABLE, cgroup_cpu_quota, size_threads, usable_cpus
+from groundsense.scorer import threads
+from groundsense.scorer.threads import THREADS_VARIABLE, cgroup_cpu_quota, idle_cpus, size_threads, usable_cpus
 
 
 @pytest.fixture
@@ -77,3 +79,32 @@ def test_threads_on_the_command_line_reach_the_scorers_it_loads(monkeypatch, tor
     assert result.exit_code == 0, result.output
     assert os.environ[THREADS_VARIABLE] == "1" and torch.get_num_threads() == 1
     assert "GROUNDSENSE_THREADS" in CliRunner().invoke(cli, ["--help"]).output
+
+
+def proc_stat(*cpus: tuple[int, int]) -> str:
+    """A /proc/stat whose cpuN lines have these (idle, busy) tick counts."""
+    lines = ["cpu  9 9 9 9 9 0 0 0 0 0"]
+    lines += [f"cpu{n} {busy} 0 0 {idle} 0 0 0 0 0 0" for n, (idle, busy) in enumerate(cpus)]
+    return "\n".join(lines + ["intr 1 2 3"]) + "\n"
+
+
+def test_a_cpu_busy_more_than_half_the_sample_is_not_idle():
+    samples = iter([proc_stat((100, 100), (100, 100), (100, 100)),
+                    proc_stat((190, 110), (120, 180), (100, 100))])  # cpu0 idle 90%, cpu1 20%, cpu2 no ticks
+    assert idle_cpus({0, 1, 2}, seconds=0, read=lambda: next(samples)) == 1
+    samples = iter([proc_stat((100, 100), (100, 100)), proc_stat((190, 110), (190, 110))])
+    assert idle_cpus({1}, seconds=0, read=lambda: next(samples)) == 1  # only the process's own CPUs count
+    assert idle_cpus({0}, seconds=0, read=lambda: "not a stat file") is None
+
+
+def test_the_scorer_runs_no_more_threads_than_idle_cpus(monkeypatch, torch_threads):
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    torch.set_num_threads(2)
+    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: 1)  # a busy neighbour on one of the two
+    assert size_threads() == 1
+    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: 0)
+    assert size_threads() == 1  # at least one
+    torch.set_num_threads(2)
+    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: None)  # unreadable counters: the mask decides
+    assert size_threads() == 2

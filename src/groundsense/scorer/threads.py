@@ -5,13 +5,15 @@ quota, or on a machine that another job shares, that is more threads than the pr
 they wait on each other: beside one busy neighbour, a 2-thread ``detect`` on 2 cores ran 25 to
 90 times slower than at 1 thread. So a scorer loaded for the CPU runs
 :data:`THREADS_VARIABLE` threads where it is set (``groundsense --threads`` sets it), else at
-most :func:`usable_cpus`.
+most :func:`usable_cpus`, and no more than were idle when it loaded (:func:`idle_cpus`).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
@@ -70,6 +72,38 @@ def _quota(folder: Path) -> float | None:
     return None
 
 
+PROC_STAT = Path("/proc/stat")
+IDLE_SAMPLE_S = 0.2  # how long the CPUs' idle time is sampled when a scorer loads
+
+
+def idle_cpus(cpus: set[int], seconds: float = IDLE_SAMPLE_S,
+              read: Callable[[], str] = lambda: PROC_STAT.read_text()) -> int | None:
+    """How many of ``cpus`` (their numbers) were idle more than half of the next ``seconds``, by
+    the kernel's counters (``/proc/stat``, read by ``read``); None where they cannot be read."""
+    def sample() -> dict[int, tuple[int, int]]:
+        counters = {}
+        for line in read().splitlines():
+            name, *values = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                ticks = [int(v) for v in values]
+                counters[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))  # idle and iowait, all
+        return counters
+
+    try:
+        before = sample()
+        time.sleep(seconds)
+        after = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if not before:
+        return None
+    idle = 0
+    for cpu, (idle_then, total_then) in before.items():
+        idle_now, total_now = after.get(cpu, (idle_then, total_then))
+        idle += total_now > total_then and (idle_now - idle_then) / (total_now - total_then) > 0.5
+    return idle
+
+
 def configured_threads() -> int | None:
     """:data:`THREADS_VARIABLE` as a thread count, or None where it is not set."""
     value = os.environ.get(THREADS_VARIABLE, "").strip()
@@ -83,11 +117,16 @@ def configured_threads() -> int | None:
 
 def size_threads() -> int:
     """Set torch's thread count for the CPU: :func:`configured_threads` where set, else torch's
-    own count capped at :func:`usable_cpus` (a lower count set before, e.g. by
-    ``OMP_NUM_THREADS``, stays). Returns the count."""
+    own count capped at :func:`usable_cpus` and at the CPUs idle now (:func:`idle_cpus`, at
+    least one; a lower count set before, e.g. by ``OMP_NUM_THREADS``, stays). Returns the count."""
     import torch
 
-    threads = configured_threads() or min(torch.get_num_threads(), usable_cpus())
+    threads = configured_threads()
+    if threads is None:
+        threads = min(torch.get_num_threads(), usable_cpus())
+        if threads > 1 and hasattr(os, "sched_getaffinity"):
+            idle = idle_cpus(os.sched_getaffinity(0))
+            threads = threads if idle is None else max(1, min(threads, idle))
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     return threads
