@@ -1,51 +1,24 @@
 """What the routes share: one :class:`Service` per app, in ``app.state.service``, handed to a
-route through the :data:`ServiceDep` dependency."""
+route through the :data:`ServiceDep` dependency; its worker's state is a :class:`.scoring.Scoring`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from ..detection import Detection, as_detection
-from ..inputs.validate import CheckedRow
-from ..rows.runner import run_row
+from ..detection import Detection
 from ..verification import check_verifier
 from ..weights import display_name
 from .drain import Drain
 from .metrics import Metrics
 from .observe import RequestRecord, request_log
+from .scoring import Scoring
 from .settings import ServiceSettings
 from .stream import OpenStreams
 from .worker import ScoringWorker
-
-
-class Scoring:
-    """What the worker thread owns: the detection (a detector, or a cascade when the settings
-    name a verifier; one per K and mode through ``with_options``) and what it is."""
-
-    def __init__(self, detection: Detection):
-        self.detection = as_detection(detection)
-        self.about = detection.describe()
-        self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
-
-    @classmethod
-    def from_settings(cls, settings: ServiceSettings) -> Scoring:
-        from ..verification import make_detection
-
-        return cls(make_detection(settings.detection))
-
-    def timed(self, rows: list[CheckedRow], stop: Callable[[], bool], request_id: str) -> list[dict]:
-        """Each row's record (:func:`row_runner.run_row`, internal errors hidden behind ``request_id``),
-        in order, until ``stop()``."""
-        started = time.perf_counter()
-        results = [run_row(self.detection, row, stop, request_id) for row in rows]
-        elapsed = (time.perf_counter() - started) / max(len(rows), 1)
-        self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * elapsed
-        return results
 
 
 @dataclass(frozen=True)

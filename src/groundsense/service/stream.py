@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from ..detection import AnswerStream
     from ..result import SentenceResult
-    from .state import Scoring
+    from .scoring import Scoring
 
 log = logging.getLogger(__name__)
 
