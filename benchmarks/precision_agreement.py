@@ -12,7 +12,8 @@ cached feature sets of the same answers, one scored in fp32 and one in bf16:
 
 The rule's figures judge both precisions by the fp32 calibration. What ships pairs each
 precision with its own calibration and fusion, so ``shipped_pairings`` reports the same
-agreement for those pairings: ``sensitivity`` under each precision's calibration, and the fused
+agreement for those pairings, and each pairing's flags against the labels (precision, recall,
+F1 and flag rate, and the paired F1 difference): ``sensitivity`` under each precision's calibration, and the fused
 score, the default (issue #52), under each precision's lexical fusion (it needs the lexical
 signals: ``groundsense eval lexical ragtruth --cache CACHE``).
 
@@ -36,7 +37,7 @@ from speed import emit_json  # noqa: E402
 from groundsense.eval.caches.extract import FeatureSet, load_cache
 from groundsense.eval.reports.default_score import product_judgements
 from groundsense.eval.reports.fusion import fusion_table
-from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, judged
+from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, flag_intervals, judged, paired_f1
 from groundsense.eval.statistics.bootstrap import source_bootstrap
 from groundsense.judging.calibration import shipped_calibration
 from groundsense.judging.fusion import shipped_lexical_fusion
@@ -140,7 +141,22 @@ def paired(sentences: dict[str, pd.DataFrame], answers: dict[str, pd.DataFrame],
                                          answers["fp32"][answer_score].to_numpy(float),
                                          answers["bf16"][answer_score].to_numpy(float),
                                          answers["fp32"]["source_id"].to_numpy(), seed)},
+        "held_out_flags": {level: flags_of(frames, flag, seed)
+                           for level, frames in (("sentence", sentences), ("answer", answers))},
     }
+
+
+def flags_of(frames: dict[str, pd.DataFrame], flag: str, seed: int) -> dict:
+    """Each precision's flags against the labels (none of these answers was fitted on): precision,
+    recall, F1 and flag rate with 95% source-level intervals, and the paired interval of F1,
+    bf16 − fp32."""
+    y, sources = frames["fp32"]["label"].to_numpy(int), frames["fp32"]["source_id"].to_numpy()
+    flagged = {p: frame[flag].to_numpy(bool) for p, frame in frames.items()}
+    f1 = paired_f1(y, flagged["bf16"], flagged["fp32"], sources, seed=seed)[2]
+    return {**{p: {metric: [round(v, 4) for v in values]
+                   for metric, values in flag_intervals(y, flagged[p], sources, seed=seed).items()}
+               for p in ("fp32", "bf16")},
+            "f1_bf16_minus_fp32": [round(v, 4) for v in f1]}
 
 
 def shipped_pairings(sets: dict[str, FeatureSet], scorer: str, k: int, seed: int) -> dict:

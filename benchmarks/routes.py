@@ -183,17 +183,19 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--per-source", type=int, default=2, help="answers per source (they share evidence)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--routes", default=",".join(ROUTES), help=f"routes to run now (of {', '.join(ROUTES)})")
+    parser.add_argument("--routes", default=",".join(ROUTES),
+                        help=f"routes to run now (of {', '.join(ROUTES)}); empty: report on what the cache holds")
     parser.add_argument("--cache", type=Path, default=Path("results/routes"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    unknown = set(args.routes.split(",")) - set(ROUTES)
+    chosen = [route for route in args.routes.split(",") if route]
+    unknown = set(chosen) - set(ROUTES)
     if unknown:
         parser.error(f"unknown routes {sorted(unknown)}: choose from {', '.join(ROUTES)}")
     args.cache.mkdir(parents=True, exist_ok=True)
     cases = pick_cases(load_test_cases(), args.cases, args.per_source, args.seed)
     detector = Detector()
-    for route in (r for r in ROUTES if r in args.routes.split(",")):
+    for route in (r for r in ROUTES if r in chosen):
         path = args.cache / f"{route}.jsonl"
         if route in ("detect-2", "detect-1", "stream-2"):
             threads = int(route[-1])
