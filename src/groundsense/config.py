@@ -36,8 +36,8 @@ class DetectorConfig:
 
     ``scorer``: a built-in name, a local model directory or a Hugging Face id (``None``: the
     embedded default). ``k``: the chunks a context string is split into (passages are chunks
-    as given). ``mode``: ``full`` (K+2 conditions, the ``sensitivity`` detector) or
-    ``two_pass`` (the ``gap`` detector). ``leave_one_out`` (full mode): ``exact`` or the
+    as given). ``mode``: ``full`` (K+2 conditions, the ``sensitivity`` score rule) or
+    ``two_pass`` (the ``gap`` score rule). ``leave_one_out`` (full mode): ``exact`` or the
     cheaper, approximate ``masked``. ``calibration``: a file or :class:`Calibration`; ``None``
     for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
     ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being

@@ -25,8 +25,8 @@ class Detector(Detection):
 
     ``scorer``: a :class:`Scorer`, a scorer name (built-in, directory or Hugging Face id)
     or ``None`` for the embedded default. ``mode="full"`` scores K+2 conditions and the
-    ``sensitivity`` detector; ``"two_pass"`` scores only full and no context, with the
-    ``gap`` detector. ``calibration`` is a file or :class:`Calibration`; by default the
+    ``sensitivity`` score rule; ``"two_pass"`` scores only full and no context, with the
+    ``gap`` score rule. ``calibration`` is a file or :class:`Calibration`; by default the
     one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
     scored in, and without one nothing is flagged (with a warning; ``calibration=False`` asks
     for no calibration and no warning): ``detector.adjudicator``, a
@@ -35,7 +35,7 @@ class Detector(Detection):
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
     of the full context (cheaper; see docs/performance.md). The shipped calibrations are
-    fitted on exact features, so masked mode uses them for the ``gap`` detector only; for
+    fitted on exact features, so masked mode uses them for the ``gap`` score rule only; for
     ``sensitivity`` pass a calibration fitted with masked features. ``precision``: ``fp32``, or the
     faster, approximate ``bf16`` or ``int8`` (docs/performance.md); int8 needs its own calibration.
     ``score``: ``auto`` (``fused`` where a shipped fusion serves these settings, else

@@ -110,7 +110,7 @@ def scorer_report(benchmark: str, sets: Sequence[FeatureSet], command: str, timi
         f"# Which scorer, at what cost: {benchmark}", "", f"`{command}`", "",
         "Each feature set cached for this benchmark, on its seeded source-level test partition. Span AUC: "
         "sentences (label: unsupported); answer AUC: answers (label: an unsupported scored sentence), scored by "
-        "their most suspicious sentence. The standardised sum is the `sensitivity` detector, with its statistics "
+        "their most suspicious sentence. The standardised sum is the `sensitivity` score rule, with its statistics "
         "fitted on the set's dev partition; it needs full mode. A timed two-pass configuration with no set of its "
         "own takes the gap figures of its scorer's full-mode set, which come from the same two passes (the key "
         "column says so). 95% source-level bootstrap intervals "

@@ -99,7 +99,7 @@ def method_scores(dev: pd.DataFrame, test: pd.DataFrame, seed: int = 0) -> dict[
 
     ``length`` scores longer sentences as more suspicious: a longer sentence carries more
     claims, so more chances to overlap an unsupported span. ``standardised sum`` is the
-    library's ``sensitivity`` detector; ``LightGBM`` (the six grounding features) and
+    library's ``sensitivity`` score rule; ``LightGBM`` (the six grounding features) and
     ``LightGBM + baselines`` (with surprisal and length) are the paper's trained scores.
     """
     return {
