@@ -19,7 +19,9 @@ body to the result. After the last level, each answer's result is compared with 
 ``/v1/detect`` on the whole answer with the same sentence spans (within 1e-4 at every precision:
 at bf16 or int8 a stream's close scores the finished answer as ``detect`` does). Refusals
 (429/503), other failures and the largest score difference are reported per level; the exit
-status is 1 when a stream failed, was refused, or differs from ``detect``. ``--seconds`` bounds each
+status is 1 when a stream failed or differs from ``detect``. A refusal is not a failure: since
+issue #53 the server refuses a stream at once when its measured load leaves no room for one more
+(docs/service.md), which at two or more K+2 streams on two cores it does. ``--seconds`` bounds each
 level: a client starts no answer after it.
 """
 
@@ -260,7 +262,7 @@ def main() -> int:
         "ready_after": after,
     }
     emit_json(report, args.out)
-    failed = any(lv["refused"] or lv["errors"] or (lv["max_difference_from_detect"] or 0) > TOLERANCE
+    failed = any(lv["errors"] or (lv["max_difference_from_detect"] or 0) > TOLERANCE
                  or lv["answers"] == 0 for lv in report["levels"])
     return 1 if failed else 0
 

@@ -95,16 +95,17 @@ def test_a_cpu_busy_more_than_half_the_sample_is_not_idle():
     samples = iter([proc_stat((100, 100), (100, 100)), proc_stat((190, 110), (190, 110))])
     assert idle_cpus({1}, seconds=0, read=lambda: next(samples)) == 1  # only the process's own CPUs count
     assert idle_cpus({0}, seconds=0, read=lambda: "not a stat file") is None
+    assert idle_cpus({0}, seconds=0, read=lambda: proc_stat((100, 100))) is None  # counters that never move
 
 
-def test_the_scorer_runs_no_more_threads_than_idle_cpus(monkeypatch, torch_threads):
+def test_the_first_scorer_runs_no_more_threads_than_idle_cpus(monkeypatch, torch_threads):
     monkeypatch.delenv(THREADS_VARIABLE, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    for idle, expected in ((1, 1), (0, 1), (None, 2)):  # a busy neighbour; all busy: at least one; unreadable
+        monkeypatch.setattr(threads, "_sampled", False)
+        monkeypatch.setattr(threads, "idle_cpus", lambda cpus, idle=idle: idle)
+        torch.set_num_threads(2)
+        assert size_threads() == expected
     torch.set_num_threads(2)
-    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: 1)  # a busy neighbour on one of the two
-    assert size_threads() == 1
-    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: 0)
-    assert size_threads() == 1  # at least one
-    torch.set_num_threads(2)
-    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: None)  # unreadable counters: the mask decides
-    assert size_threads() == 2
+    monkeypatch.setattr(threads, "idle_cpus", lambda cpus: 1)
+    assert size_threads() == 2  # a later load in the process samples no more (its own work would count)

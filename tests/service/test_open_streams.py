@@ -23,7 +23,7 @@ def test_a_stream_past_the_limit_is_refused_until_one_ends():
 def test_a_stream_the_load_leaves_no_room_for_is_refused():
     from groundsense.service.worker import Load
 
-    streams = OpenStreams(4)
+    streams = OpenStreams(4, admit_load=0.8)
     first = streams.admit(Load(steps=0.9, other=0.05, seconds=30))  # none open: admitted
     with pytest.raises(StepFailed) as refused:
         streams.admit(Load(steps=0.6, other=0.1, seconds=30))
@@ -46,3 +46,31 @@ def test_the_limit_comes_from_the_flag_or_the_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_MAX_STREAMS", "2")
     assert ServiceSettings.from_env().max_streams == 2
     assert ServiceSettings.from_env(max_streams=7).max_streams == 7
+
+
+def test_the_stream_route_refuses_at_once_what_the_load_leaves_no_room_for(tiny_scorer, monkeypatch):
+    """Through the app: a second stream, while the worker's load is full, gets 429 with
+    Retry-After before any event; the first stream is unaffected."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from groundsense.pipeline.detector import Detector
+    from groundsense.service.app import create_app
+    from groundsense.service.worker import Load, ScoringWorker
+
+    monkeypatch.setattr(ScoringWorker, "load", lambda self: Load(steps=0.7, other=0.2, seconds=30, streams=1))
+    detector = Detector(tiny_scorer, calibration=False)
+    head = {"question": "How long?", "passages": ["The span is 4,200 feet."]}
+    body = "".join(json.dumps(line) + "\n" for line in [head, {"delta": "It is 4,200 feet. "}])
+    with TestClient(create_app(ServiceSettings(), detection=lambda: detector)) as client:
+        while client.get("/readyz").status_code != 200:
+            pass
+        streams = client.app.state.service.open_streams
+        held = streams.admit()  # one stream open: the stubbed load leaves no room for another
+        refused = client.post("/v1/detect/stream", content=body, headers={"content-type": "application/x-ndjson"})
+        assert refused.status_code == 429 and refused.headers["retry-after"]
+        assert "at capacity" in refused.json()["error"]
+        streams.release(held)
+        admitted = client.post("/v1/detect/stream", content=body, headers={"content-type": "application/x-ndjson"})
+        assert admitted.status_code == 200 and '"event": "result"' in admitted.text

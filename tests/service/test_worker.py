@@ -70,18 +70,22 @@ def test_overdue_new_work_and_steps_take_turns(worker):
 
 
 def test_the_load_is_the_share_of_the_window_spent_on_each_kind(worker):
-    worker.submit(lambda _: time.sleep(0.3), step=True).result(timeout=10)
+    worker.submit(lambda _: time.sleep(0.3), step=True, stream=1).result(timeout=10)
+    worker.submit(lambda _: time.sleep(0.1), step=True, stream=2).result(timeout=10)
     worker.submit(lambda _: time.sleep(0.6)).result(timeout=10)
     load = worker.load()
-    assert load.seconds == LOAD_WINDOW_S
-    assert 0.3 <= load.steps * LOAD_WINDOW_S < 0.6 and 0.6 <= load.other * LOAD_WINDOW_S < 1.2
+    assert load.seconds == LOAD_WINDOW_S and load.streams == 2
+    assert 0.4 <= load.steps * LOAD_WINDOW_S < 0.8 and 0.6 <= load.other * LOAD_WINDOW_S < 1.2
 
 
 def test_a_stream_is_admitted_while_one_more_fits():
-    assert Load(steps=0.9, other=0.1, seconds=30).room_for_a_stream(0) is None  # no stream's cost to go by
-    assert Load(steps=0.2, other=0.1, seconds=30).room_for_a_stream(2) is None  # 0.2 + 0.1 + 0.1
-    refused = Load(steps=0.5, other=0.2, seconds=30).room_for_a_stream(2)  # 0.5 + 0.2 + 0.25
+    assert Load(steps=0.9, other=0.1, seconds=30).room_for_a_stream(0, 0.8) is None  # no stream's cost to go by
+    assert Load(steps=0.2, other=0.1, seconds=30, streams=2).room_for_a_stream(2, 0.8) is None  # 0.2 + 0.1 + 0.1
+    refused = Load(steps=0.5, other=0.2, seconds=30, streams=2).room_for_a_stream(2, 0.8)  # 0.5 + 0.2 + 0.25
     assert refused is not None and "at capacity" in refused and "retry when a stream ends" in refused
+    # streams that ran steps lately and closed share the cost: one open stream is not charged for five
+    assert Load(steps=0.5, other=0.1, seconds=30, streams=5).room_for_a_stream(1, 0.8) is None  # 0.5 + 0.1 + 0.1
+    assert Load(steps=0.5, other=0.2, seconds=30, streams=2).room_for_a_stream(2, 0) is None  # 0: no load limit
 
 
 def test_a_full_queue_refuses_new_work_but_not_steps(worker):

@@ -40,6 +40,10 @@ def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> N
 @click.option("--max-streams", type=click.IntRange(min=1), default=None,
               help="Streams open at once before 429; each holds its evidence's caches in memory "
                    "[env GROUNDSENSE_MAX_STREAMS; 4].")
+@click.option("--admit-load", type=click.FloatRange(min=0), default=None, metavar="SHARE",
+              help="Admit a stream only while the scorer's measured load, one more stream's included, stays at or "
+                   "under this share of its time; 0 admits by --max-streams only (docs/service.md) "
+                   "[env GROUNDSENSE_ADMIT_LOAD; 0.8].")
 @click.option("--timeout", "timeout_s", type=float, default=None,
               help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
 @click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")

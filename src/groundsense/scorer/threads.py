@@ -5,7 +5,8 @@ quota, or on a machine that another job shares, that is more threads than the pr
 they wait on each other: beside one busy neighbour, a 2-thread ``detect`` on 2 cores ran 25 to
 90 times slower than at 1 thread. So a scorer loaded for the CPU runs
 :data:`THREADS_VARIABLE` threads where it is set (``groundsense --threads`` sets it), else at
-most :func:`usable_cpus`, and no more than were idle when it loaded (:func:`idle_cpus`).
+most :func:`usable_cpus`, and no more than were idle when the process's first scorer loaded
+(:func:`idle_cpus`).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def idle_cpus(cpus: set[int], seconds: float = IDLE_SAMPLE_S,
         for line in read().splitlines():
             name, *values = line.split()
             if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
-                ticks = [int(v) for v in values]
+                ticks = [int(v) for v in values[:8]]  # user .. steal (guest time is counted in user already)
                 counters[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))  # idle and iowait, all
         return counters
 
@@ -95,13 +96,14 @@ def idle_cpus(cpus: set[int], seconds: float = IDLE_SAMPLE_S,
         after = sample()
     except (OSError, ValueError, IndexError):
         return None
-    if not before:
+    ticked = {cpu: (after[cpu][0] - idle, after[cpu][1] - total) for cpu, (idle, total) in before.items()
+              if cpu in after and after[cpu][1] > total}
+    if not ticked:  # no counter moved (a sandbox's static /proc/stat): nothing to go by
         return None
-    idle = 0
-    for cpu, (idle_then, total_then) in before.items():
-        idle_now, total_now = after.get(cpu, (idle_then, total_then))
-        idle += total_now > total_then and (idle_now - idle_then) / (total_now - total_then) > 0.5
-    return idle
+    return sum(idle / total > 0.5 for idle, total in ticked.values())
+
+
+_sampled = False  # whether this process sized its threads by the idle CPUs already
 
 
 def configured_threads() -> int | None:
@@ -117,14 +119,19 @@ def configured_threads() -> int | None:
 
 def size_threads() -> int:
     """Set torch's thread count for the CPU: :func:`configured_threads` where set, else torch's
-    own count capped at :func:`usable_cpus` and at the CPUs idle now (:func:`idle_cpus`, at
-    least one; a lower count set before, e.g. by ``OMP_NUM_THREADS``, stays). Returns the count."""
+    own count capped at :func:`usable_cpus` and, the first time in a process, at the CPUs idle
+    then (:func:`idle_cpus`, at least one); a lower count set before (``OMP_NUM_THREADS``, an
+    earlier load) stays. Returns the count."""
     import torch
 
+    global _sampled
     threads = configured_threads()
     if threads is None:
         threads = min(torch.get_num_threads(), usable_cpus())
-        if threads > 1 and hasattr(os, "sched_getaffinity"):
+        if threads > 1 and not _sampled and hasattr(os, "sched_getaffinity"):
+            # once a process: a later load (a judge beside a detector at work) would count the
+            # process's own threads as a neighbour's, and torch's count is the whole process's
+            _sampled = True
             idle = idle_cpus(os.sched_getaffinity(0))
             threads = threads if idle is None else max(1, min(threads, idle))
     if threads != torch.get_num_threads():

@@ -18,6 +18,8 @@ class ServiceSettings:
     queue_size: int = 8  # requests waiting for the scorer; more get 429
     timeout_s: float = 120.0  # per request, queueing included
     max_streams: int = 4  # streams open at once (each holds its conditions' caches); more get 429
+    # the worker's load (one more stream's included) up to which a stream is admitted; 0: by max_streams only
+    admit_load: float = 0.8
     max_body_bytes: int = 2_000_000
     max_batch_items: int = 32
     allowed_hosts: str | None = None  # comma-separated Host names to accept (Starlette's TrustedHostMiddleware)

@@ -36,7 +36,7 @@ class Service:
         check_verifier(settings.detection)
         load = (lambda: Scoring(detection())) if detection else (lambda: Scoring.from_settings(settings))
         worker = ScoringWorker(load, settings.queue_size)
-        open_streams = OpenStreams(settings.max_streams)
+        open_streams = OpenStreams(settings.max_streams, settings.admit_load)
         metrics = Metrics(display_name(settings.detection.scorer), lambda: worker.pending, lambda: len(open_streams))
         return cls(settings, worker, open_streams, metrics, Drain(settings.grace_s))
 

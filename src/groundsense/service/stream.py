@@ -92,14 +92,14 @@ def event(kind: str, **fields: Any) -> bytes:
 class StreamSteps:
     """Runs a stream's scoring steps on the worker, under the service's timeout."""
 
-    def __init__(self, worker: ScoringWorker, settings: ServiceSettings) -> None:
-        self.worker, self.settings = worker, settings
+    def __init__(self, worker: ScoringWorker, settings: ServiceSettings, ticket: object) -> None:
+        self.worker, self.settings, self.stream = worker, settings, id(ticket)
 
     async def run(self, job: Callable[[Any], Any], admitted: bool) -> Any:
         """``job(state)`` on the worker. Not yet ``admitted``: new work, a 429 at once when the
         queue is full; admitted: a step of the stream."""
         try:
-            return await self.worker.run(job, self.settings.timeout_s, step=admitted)
+            return await self.worker.run(job, self.settings.timeout_s, step=admitted, stream=self.stream)
         except QueueFull:
             raise StepFailed(429, "the scorer is busy: too many requests are waiting") from None
         except asyncio.TimeoutError:
@@ -114,17 +114,17 @@ class OpenStreams:
     holds it: until its events end, or until it is dropped (its opening failed, or the client
     left before the response began)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, limit: int, admit_load: float = 0.0) -> None:
+        self.limit, self.admit_load = limit, admit_load
         self._tickets: weakref.WeakSet[object] = weakref.WeakSet()
 
     def admit(self, load: Load | None = None) -> object:
         """A ticket, or :class:`StepFailed` 429 when ``limit`` streams are open or when the
-        worker's ``load`` leaves no room for one more (:meth:`Load.room_for_a_stream`)."""
+        worker's ``load`` leaves no room for one more at ``admit_load`` (:meth:`Load.room_for_a_stream`)."""
         if len(self._tickets) >= self.limit:
             raise StepFailed(429, f"{self.limit} streams are open, as many as this server takes "
                                   "(groundsense serve --max-streams): retry when one ends")
-        if load is not None and (full := load.room_for_a_stream(len(self._tickets))):
+        if load is not None and (full := load.room_for_a_stream(len(self._tickets), self.admit_load)):
             raise StepFailed(429, full)
         ticket = _Ticket()
         self._tickets.add(ticket)
@@ -153,7 +153,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
     if first is None:
         raise InputError("the body is empty: send the evidence as the first line, then answer deltas")
     head = check_stream_head(first)
-    steps = StreamSteps(worker, settings)
+    steps = StreamSteps(worker, settings, ticket)
 
     def start(state: Scoring) -> AnswerStream:
         return state.detection.with_options(**head.options).stream(**head.arguments)

@@ -9,13 +9,14 @@ steps of streams already admitted (each delta, the close). A stream has at most 
 waiting, so steps are never refused, and they run before new work: a verdict due to a
 reader does not wait behind another request's evidence encoding. New work that has waited
 :data:`PATIENCE_S` runs next all the same, so that busy streams cannot starve it, but one job
-at a time: the steps then have their turn, so that a backlog of new work cannot starve the
-streams either. Steps run in the order they came, which interleaves concurrent streams step by step.
+at a time, alternating with one step: a backlog of new work slows the streams (the k-th waiting
+step may wait for k new jobs) but cannot starve them. Steps run in the order they came, which
+interleaves concurrent streams step by step.
 
 The worker also measures its load: the share of the last :data:`LOAD_WINDOW_S` seconds it spent
 on streams' steps and on other work (:meth:`ScoringWorker.load`). The service admits a new
-stream only while that load leaves room for one more (:meth:`Load.room_for_a_stream`), so that a
-stream it admits gets every verdict instead of a late 504.
+stream only while that load leaves room for one more (:meth:`Load.room_for_a_stream`), so that
+at a steady load a stream it admits gets its verdicts instead of a late 504.
 """
 
 from __future__ import annotations
@@ -34,30 +35,30 @@ log = logging.getLogger(__name__)
 
 PATIENCE_S = 1.0  # new work waits at most this long behind stream steps (plus the job running)
 LOAD_WINDOW_S = 30.0  # the recent past the worker's load is measured over
-ADMIT_LOAD = 0.8  # the busy share, one more stream's included, up to which a stream is admitted
 
 
 @dataclass(frozen=True)
 class Load:
-    """The share of the recent past (``seconds`` of it) the worker spent on streams' steps and
-    on other work (requests, and the opening of streams)."""
+    """The share of the last ``seconds`` the worker spent on streams' steps and on other work
+    (requests, and the opening of streams), and how many streams ran steps in that time."""
 
     steps: float
     other: float
     seconds: float
+    streams: int = 0
 
-    def room_for_a_stream(self, open_streams: int) -> str | None:
-        """Why one more stream would not be served in time, or None to admit it: the load with
-        one more stream, costing what the open ones cost on average, above :data:`ADMIT_LOAD`.
-        With no stream open there is no cost to go by, and a stream is admitted."""
-        if not open_streams:
+    def room_for_a_stream(self, open_streams: int, limit: float) -> str | None:
+        """Why one more stream would not be served in time, or None to admit it: the load with one
+        more stream, at the average cost of the streams that ran steps lately, above ``limit``
+        (0: no limit). With no stream open there is no cost to go by, and a stream is admitted."""
+        if not open_streams or not limit:
             return None
-        per_stream = self.steps / open_streams
-        if self.steps + self.other + per_stream <= ADMIT_LOAD:
+        per_stream = self.steps / max(self.streams, open_streams)
+        if self.steps + self.other + per_stream <= limit:
             return None
         return (f"the scorer is at capacity: in the last {self.seconds:.0f} s it was busy "
-                f"{self.steps + self.other:.0%} of the time ({open_streams} open streams' steps {self.steps:.0%}), "
-                f"and one more stream would need about {per_stream:.0%}: retry when a stream ends")
+                f"{self.steps + self.other:.0%} of the time (streams' steps {self.steps:.0%}), and one more "
+                f"stream would need about {per_stream:.0%}: retry when a stream ends")
 
 
 class QueueFull(Exception):
@@ -68,8 +69,9 @@ class ScoringWorker:
     def __init__(self, load: Callable[[], Any], queue_size: int):
         self._load = load
         self.queue_size = queue_size
-        self._new: deque[tuple[float, Callable, Future]] = deque()  # (queued at, job, future), oldest first
-        self._steps: deque[tuple[float, Callable, Future]] = deque()
+        # (queued at, job, future, the stream a step is of), oldest first
+        self._new: deque[tuple[float, Callable, Future, int | None]] = deque()
+        self._steps: deque[tuple[float, Callable, Future, int | None]] = deque()
         self._changed = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="groundsense-scorer", daemon=True)
@@ -77,8 +79,8 @@ class ScoringWorker:
         self.load_error: BaseException | None = None
         self.state: Any = None  # what ``load`` returned, used only on the worker thread
         self.running = False  # a job is on the scorer now
-        self._done: deque[tuple[float, float, bool]] = deque()  # (ended, seconds, a step?) of recent jobs
-        self._current: tuple[float, bool] | None = None  # (started, a step?) of the running job
+        self._done: deque[tuple[float, float, int | None]] = deque()  # (ended, seconds, stream or None) of recent jobs
+        self._current: tuple[float, int | None] | None = None  # (started, stream or None) of the running job
         self._overtook = False  # the last job was new work run before waiting steps
 
     def start(self) -> None:
@@ -88,7 +90,7 @@ class ScoringWorker:
         """Cancel the queued jobs, let the running one finish, and end the thread (a
         process must not exit while the model is mid-computation on it)."""
         with self._changed:
-            for _, _, future in (*self._new, *self._steps):
+            for _, _, future, _ in (*self._new, *self._steps):
                 future.cancel()
             self._new.clear()
             self._steps.clear()
@@ -109,23 +111,25 @@ class ScoringWorker:
         """Jobs waiting, of both kinds."""
         return len(self._new) + len(self._steps)
 
-    def submit(self, job: Callable[[Any], Any], step: bool = False) -> Future:
+    def submit(self, job: Callable[[Any], Any], step: bool = False, stream: int | None = None) -> Future:
         """Queue ``job(state)``: as new work, or raise :class:`QueueFull` when ``queue_size``
-        jobs wait already; as a ``step`` of an admitted stream, always."""
+        jobs wait already; as a ``step`` of an admitted stream (``stream`` names it, for the
+        load's count of streams), always."""
         future: Future = Future()
         with self._changed:
             if not step and self.pending >= self.queue_size:
                 raise QueueFull
-            (self._steps if step else self._new).append((time.monotonic(), job, future))
+            (self._steps if step else self._new).append((time.monotonic(), job, future, stream if step else None))
             self._changed.notify()
         return future
 
-    async def run(self, job: Callable[[Any], Any], timeout_s: float, step: bool = False) -> Any:
+    async def run(self, job: Callable[[Any], Any], timeout_s: float, step: bool = False,
+                  stream: int | None = None) -> Any:
         """``job(state)``'s result, within ``timeout_s`` (queueing included); new work (not a
         ``step``) raises :class:`QueueFull` at once when the queue is full. Running out of time
         raises :class:`asyncio.TimeoutError` and cancels a queued job (a running one stops only
         where the job checks a stop flag)."""
-        future = self.submit(job, step)
+        future = self.submit(job, step, stream)
         return await asyncio.wait_for(asyncio.wrap_future(future), timeout=timeout_s)
 
     def load(self) -> Load:
@@ -134,32 +138,37 @@ class ScoringWorker:
         before as idle)."""
         now = time.monotonic()
         with self._changed:
-            since = now - LOAD_WINDOW_S
-            while self._done and self._done[0][0] <= since:
-                self._done.popleft()
-            busy = {True: 0.0, False: 0.0}
-            for ended, seconds, step in self._done:
-                busy[step] += min(seconds, ended - since)
+            self._forget(now)
+            jobs = list(self._done)
             if self._current is not None:
-                started, step = self._current
-                busy[step] += now - max(started, since)
-        return Load(busy[True] / LOAD_WINDOW_S, busy[False] / LOAD_WINDOW_S, LOAD_WINDOW_S)
+                started, stream = self._current
+                jobs.append((now, now - started, stream))
+        since = now - LOAD_WINDOW_S
+        steps = sum(min(seconds, ended - since) for ended, seconds, stream in jobs if stream is not None)
+        other = sum(min(seconds, ended - since) for ended, seconds, stream in jobs if stream is None)
+        streams = len({stream for _, _, stream in jobs if stream is not None})
+        return Load(steps / LOAD_WINDOW_S, other / LOAD_WINDOW_S, LOAD_WINDOW_S, streams)
 
-    def _next(self) -> tuple[Callable, Future, bool] | None:
-        """The job to run next and whether it is a step (None: stop): a step, unless new work
-        has waited its patience or no step waits."""
+    def _forget(self, now: float) -> None:
+        """Drop the jobs that ended before the load's window (the lock held)."""
+        while self._done and self._done[0][0] <= now - LOAD_WINDOW_S:
+            self._done.popleft()
+
+    def _next(self) -> tuple[Callable, Future, int | None] | None:
+        """The job to run next and the stream it is a step of (None: stop): a step, unless new
+        work has waited its patience or no step waits."""
         with self._changed:
             while not (self._new or self._steps or self._stopping):
                 self._changed.wait()
             if self._stopping:
                 return None
-            # one overdue job of new work at a time: then the steps' turn, so that under a backlog of
-            # new work a step still waits for at most one new job (and the steps before it)
+            # one overdue job of new work at a time, then a step: a backlog of new work and the steps
+            # take turns
             overdue = self._new and time.monotonic() - self._new[0][0] >= PATIENCE_S and not self._overtook
             step = bool(self._steps) and not overdue
             self._overtook = not step and bool(self._steps)
-            _, job, future = (self._steps if step else self._new).popleft()
-            return job, future, step
+            _, job, future, stream = (self._steps if step else self._new).popleft()
+            return job, future, stream
 
     def _run(self) -> None:
         try:
@@ -169,7 +178,7 @@ class ScoringWorker:
             log.exception("the scorer failed to load")
             self.load_error = exc
         while (item := self._next()) is not None:
-            job, future, step = item
+            job, future, stream = item
             if not future.set_running_or_notify_cancel():
                 continue  # the request timed out while queued
             if self.load_error is not None:
@@ -177,7 +186,7 @@ class ScoringWorker:
                 continue
             self.running = True
             with self._changed:
-                self._current = (time.monotonic(), step)
+                self._current = (time.monotonic(), stream)
             try:
                 future.set_result(job(self.state))
             except BaseException as exc:
@@ -187,5 +196,6 @@ class ScoringWorker:
                 with self._changed:
                     started, _ = self._current
                     ended = time.monotonic()
-                    self._done.append((ended, ended - started, step))
+                    self._done.append((ended, ended - started, stream))
                     self._current = None
+                    self._forget(ended)
