@@ -182,8 +182,8 @@ def goals(ranking: Mapping[str, tuple[dict, dict]], flags: Sequence[Mapping[str,
     tofu = next(row["_f1"] for row in flags if row["set"] == "tofueval" and row["level"] == "sentence")
     (f_f1, *_), (s_f1, *_) = tofu[0], tofu[1]
     lines.append(f"- TofuEval's sentence flag F1: F {f_f1:.3f} against `sensitivity`'s {s_f1:.3f} (shipped "
-                 f"thresholds): **{'met' if f_f1 >= s_f1 else 'not met'}**. (`sensitivity` adapted to TofuEval: "
-                 "docs/results/adaptation.md.)")
+                 f"thresholds): **{'met' if f_f1 >= s_f1 else 'not met'}**. (Both adapted to TofuEval: "
+                 "[below](#adapted-to-each-benchmark).)")
     return lines
 
 
