@@ -1,6 +1,7 @@
 """The soak (benchmarks/soak.py) in short: its mixed detect, batch and stream load at the
 measured capacity of a real `groundsense serve` process for 30 seconds, with every check of
-the long run: RSS growth under 5%, no stream slot left open, only documented statuses (each
+the long run: the RSS at its peak and at the end held to the RSS after warm-up (the long run holds
+them to the RSS 5 minutes in), no stream slot left open, only documented statuses (each
 refusal with Retry-After), every 200 complete, every route answered, a normal request after.
 
 The RSS bound is the long run's: a 30 s run's samples stayed within -2.2% / +0.6% of the RSS
