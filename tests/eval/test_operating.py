@@ -114,8 +114,8 @@ def test_the_commands_fit_a_calibration_from_a_cache_and_report_its_flags(tmp_pa
     assert fitted.exit_code == 0, fitted.output
     calibration = Calibration.load(tmp_path / "c.json")
     assert calibration.scorer == "tiny" and calibration.made_with["answers"] == 150
-    report = runner.invoke(cli, ["eval", "operating", "--cache", str(tmp_path / "test"), "--calibration",
-                                 str(tmp_path / "c.json"), "--resamples", "100"])
+    report = runner.invoke(cli, ["eval", "operating", "--score", "sensitivity", "--cache", str(tmp_path / "test"),
+                                 "--calibration", str(tmp_path / "c.json"), "--resamples", "100"])
     assert report.exit_code == 0, report.output
     assert "## tofueval (test/" in report.output and "| --target-recall 0.8 | sentence |" in report.output
     wrong = runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "test"), "--scorer", "tiny",
@@ -143,8 +143,8 @@ def test_a_fitted_file_reading_lexical_signals_is_judged_where_they_are_stored_a
     fit_detector(values, rows["label"].to_numpy(), rows["case_id"].to_numpy(), "tiny", 5,
                  made_with={"chunk_counts": [3]}, names=(*GROUNDING, "surprisal", *LEXICAL)).save(tmp_path / "f.json")
     runner = CliRunner()
-    commands = [[command, "--cache", str(tmp_path / "test"), "--calibration", str(tmp_path / "f.json"), "--resamples",
-                 "100"] for command in ("operating", "adaptation")]
+    commands = [[*command, "--cache", str(tmp_path / "test"), "--calibration", str(tmp_path / "f.json"),
+                 "--resamples", "100"] for command in (["operating", "--score", "sensitivity"], ["adaptation"])]
 
     refused = runner.invoke(cli, ["eval", *commands[0]])
     assert refused.exit_code == 2, refused.output

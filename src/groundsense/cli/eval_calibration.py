@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..errors import InputError
 from ..eval.data.benchmarks import BENCHMARKS
 from .common import (
     CONTEXT_SETTINGS,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..eval.caches.extract import FeatureSet
+    from ..judging.fusion import LexicalFusions
 
 
 @click.command("calibrate", context_settings=CONTEXT_SETTINGS)
@@ -76,23 +78,63 @@ def held_out_options(calibration_help: str) -> Callable[[CommandFunction], Comma
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@held_out_options("Calibration file to judge with")
-def operating(caches: tuple[Path, ...], calibration: Path | None, output: Path | None, resamples: int, seed: int,
-              partial: bool) -> None:
-    """Precision, recall and F1 of a calibration's flags on held-out answers, per benchmark, for
-    sentences and for the answer verdict, at the fitted thresholds and at the operating points
-    `detect --target-recall/--target-precision` offers, with source-level intervals; and on each
-    benchmark's test partition, the same calibration adapted without labels on its dev partition."""
-    from ..eval.reports.adapted_operating import adapted_section
-    from ..eval.reports.operating import operating_report
+@held_out_options("Calibration file to judge with (--score sensitivity; with fused, the one whose chunk counts "
+                  "full mode's fusion serves)")
+@click.option("--score", type=click.Choice(["fused", "sensitivity"]), default="fused", show_default=True,
+              help="The score rule whose flag is judged: the default (fused) or the previous default.")
+@click.option("--fusion", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Lexical fusions file to judge with (--score fused; `calibrate --adapt` writes one) "
+                   "[default: the one shipped for the default scorer at --precision].")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="The precision the held-out answers were scored in (`eval extract --precision`): the feature sets "
+                   "read, and the shipped calibration and fusions they are judged by.")
+def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fusion: Path | None, precision: str,
+              output: Path | None, resamples: int, seed: int, partial: bool) -> None:
+    """Precision, recall and F1 of a score rule's flags on held-out answers, per benchmark, for
+    sentences and for the answer verdict, at the shipped thresholds, beside word overlap flagging
+    as many, and at the operating points `detect --target-recall/--target-precision` offers,
+    with source-level intervals.
+
+    The default (fused) score is judged on each benchmark's test partition (its signals were
+    chosen on the dev partitions), RAGTruth's tasks apart. With --score sensitivity, every
+    held-out answer of each benchmark is judged, and so is, on each test partition, the
+    calibration adapted without labels on its dev partition."""
     from ..judging.calibration import Calibration
     from ..weights import DEFAULT_SCORER
 
-    fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
-    command = report_command("operating", *_report_arguments(caches, calibration, partial, output))
-    sets = held_out_sets(caches, fitted.scorer, partial)
+    if fusion and score != "fused":
+        raise InputError("--fusion names the fused score's lexical fusions: drop it, or drop --score sensitivity")
+    fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None, precision)
+    chosen = [*(["--score", score] if score != "fused" else []), *(["--fusion", fusion] if fusion else []),
+              *(["--precision", precision] if precision != "fp32" else [])]
+    command = report_command("operating", *_report_arguments(caches, calibration, partial, output, chosen))
+    if score == "fused":
+        from ..eval.reports.fused_operating import fused_operating_report
+
+        fusions = _fused_operating_fusions(fusion, fitted.scorer, precision)
+        found = {b: s for b, (_, s) in _first_sets(caches, fitted.scorer, partial, precision).items()}
+        emit_report(fused_operating_report(found, fitted, {"full": fusions.full, "two_pass": fusions.two_pass},
+                                           command, resamples, seed), output)
+        return
+    from ..eval.reports.adapted_operating import adapted_section
+    from ..eval.reports.operating import operating_report
+
+    sets = held_out_sets(caches, fitted.scorer, partial, precision)
     text = operating_report(sets, fitted, command, resamples, seed)
     emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
+
+
+def _fused_operating_fusions(path: Path | None, scorer: str, precision: str) -> LexicalFusions:
+    """The lexical fusions ``path`` holds, or those shipped for ``scorer`` at ``precision``."""
+    from ..judging.fusion import LexicalFusions
+
+    fusions = LexicalFusions.load(path) if path else LexicalFusions.shipped(scorer, precision)
+    if fusions is None:
+        raise Failure(f"no lexical fusions ship for scorer {scorer} at {precision}: give --fusion FILE")
+    if (fusions.scorer, fusions.precision) != (scorer, precision):
+        raise InputError(f"{path} was made for scorer {fusions.scorer} at {fusions.precision}, the answers are judged "
+                         f"for {scorer} at {precision}: give files of one scorer and --precision")
+    return fusions
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -113,7 +155,8 @@ def adaptation(caches: tuple[Path, ...], calibration: Path | None, output: Path 
                 output)
 
 
-def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[str, pd.DataFrame]:
+def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision: str = "fp32"
+                  ) -> dict[str, pd.DataFrame]:
     """Benchmark label -> its sentences, from the first cache holding a full-mode, exact set of it,
     their lexical signals joined on where `groundsense eval lexical` stored them (the word-overlap
     baseline, and what a fitted calibration's score may read)."""
@@ -121,20 +164,23 @@ def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[
 
     try:
         return {f"{b} ({cache.name}/{s.key})": lexical_columns(s, s.sentences)
-                for b, (cache, s) in _first_sets(caches, scorer, partial).items()}
+                for b, (cache, s) in _first_sets(caches, scorer, partial, precision).items()}
     except ValueError as exc:  # stored lexical signals that miss some of the set's sentences
         raise Failure(str(exc)) from exc
 
 
-def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool) -> dict[str, tuple[Path, FeatureSet]]:
-    """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set) from the first cache holding one."""
+def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision: str = "fp32"
+                ) -> dict[str, tuple[Path, FeatureSet]]:
+    """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set scored in ``precision``) from the
+    first cache holding one."""
     chosen: dict[str, tuple[Path, FeatureSet]] = {}
     for cache in caches:
         for s in load_sets(cache, scorer, partial):
-            if s.full_exact:
+            if s.full_exact_at(precision):
                 chosen.setdefault(s.benchmark, (cache, s))
     if not chosen:
-        raise Failure(f"no full-mode, exact {scorer} feature set under {', '.join(map(str, caches))}")
+        raise Failure(f"no full-mode, exact {scorer} feature set scored in {precision} under "
+                      f"{', '.join(map(str, caches))}")
     return chosen
 
 
@@ -166,6 +212,7 @@ def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, par
 
 
 def _report_arguments(caches: tuple[Path, ...], calibration: Path | None, partial: bool,
-                      output: Path | None) -> list[object]:
+                      output: Path | None, chosen: list[object] | None = None) -> list[object]:
+    """A report's command line: its caches, calibration and --partial, the ``chosen`` options, then -o."""
     return [*(a for c in caches for a in ("--cache", c)), *(["--calibration", calibration] if calibration else []),
-            *(["--partial"] if partial else []), *(["-o", output] if output else [])]
+            *(["--partial"] if partial else []), *(chosen or []), *(["-o", output] if output else [])]

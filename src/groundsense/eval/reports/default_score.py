@@ -12,14 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import InputError
 from ...judging.calibration import Calibration
 from ...judging.fusion import LexicalFusions, RankFusion
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from .fusion import Domain, answer_labels, fusion_table, test_sets
-from .operating import POINTS, OperatingPoint, answer_outcomes, flag_intervals, judged, paired_f1
+from .operating import OperatingPoint, answer_outcomes, flag_intervals, judged, paired_f1
 from .tables import interval_text, markdown_table
 
 DEFAULT, SENSITIVITY, OVERLAP = "F", "sensitivity", "word overlap"
@@ -116,46 +115,6 @@ def flag_rows(label: str, sentences: pd.DataFrame, answers: pd.DataFrame, baseli
     return rows
 
 
-TARGETS = [point for point in POINTS if point != OperatingPoint()]  # `operating`'s, the fused curve's here
-
-
-def target_thresholds(fusions: Mapping[str, RankFusion]) -> pd.DataFrame:
-    """Each target's sentence threshold on each mode's fusion curve (NaN where it is not reached)."""
-    rows = {}
-    for point in TARGETS:
-        row = {}
-        for mode, fusion in fusions.items():
-            try:
-                row[f"{mode.replace('_', '-')} fusion"] = fusion.target_threshold(point.target_recall,
-                                                                                  point.target_precision)
-            except InputError:
-                row[f"{mode.replace('_', '-')} fusion"] = np.nan
-        rows[point.name] = row
-    return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def target_rows(label: str, sentences: pd.DataFrame, answers: pd.DataFrame, fusions: Mapping[str, RankFusion],
-                n_resamples: int, seed: int) -> list[dict[str, Any]]:
-    """F's flags at each target (:data:`TARGETS`) that both fusions reached: sentences at the
-    target's threshold on their fusion's curve, answers flagged when a sentence is."""
-    rows = []
-    for point in TARGETS:
-        try:
-            at = {mode: fusion.target_threshold(point.target_recall, point.target_precision)
-                  for mode, fusion in fusions.items()}
-        except InputError:  # a target a fusion's training sentences never reached
-            continue
-        flagged = sentences["f"].to_numpy(float) >= np.where(sentences["served"], at["full"], at["two_pass"])
-        by_answer = sentences.assign(flag=flagged).groupby("case_id", sort=False)["flag"].max()
-        for level, frame, flags in (("sentence", sentences, flagged),
-                                    ("answer", answers, by_answer.reindex(answers.index).to_numpy(bool))):
-            metrics = flag_intervals(frame["label"].to_numpy(int), flags, frame["source_id"].to_numpy(), n_resamples,
-                                     seed)
-            rows.append({"set": label, "operating point": point.name, "level": level,
-                         **{m: interval_text(*values) for m, values in metrics.items()}})
-    return rows
-
-
 def _public(rows: Sequence[Mapping[str, Any]], index: str | None = None) -> pd.DataFrame:
     """A table of ``rows`` without their private (``_``) entries."""
     frame = pd.DataFrame([{k: v for k, v in row.items() if not k.startswith("_")} for row in rows])
@@ -245,23 +204,19 @@ def adapted_goal(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def judged_sets(domains: Sequence[Domain], calibration: Calibration, fusions: Mapping[str, RankFusion],
                 two_pass: bool, n_resamples: int, seed: int
-                ) -> tuple[dict[str, tuple[dict, dict]], list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """Per test set (:func:`.fusion.test_sets`): its ranking rows, its flag rows, its rows at the
-    target operating points (full mode only) and its size."""
+                ) -> tuple[dict[str, tuple[dict, dict]], list[dict[str, Any]], list[str]]:
+    """Per test set (:func:`.fusion.test_sets`): its ranking rows, its flag rows and its size."""
     baseline = GAP if two_pass else SENSITIVITY
     ranking: dict[str, tuple[dict, dict]] = {}
     flags: list[dict[str, Any]] = []
-    targets: list[dict[str, Any]] = []
     sizes: list[str] = []
     for _, rows, label in test_sets(domains):
         sentences, answers = product_judgements(rows, calibration, fusions, two_pass)
         ranking[label] = ranking_rows(sentences, answers, baseline, n_resamples, seed)
         flags += flag_rows(label, sentences, answers, baseline, n_resamples, seed)
-        if not two_pass:
-            targets += target_rows(label, sentences, answers, fusions, n_resamples, seed)
         sizes.append(f"{label} {len(answers):,} answers" + ("" if two_pass else
                      f" ({int((~answers['served']).sum()):,} by two-pass mode's fusion)"))
-    return ranking, flags, targets, sizes
+    return ranking, flags, sizes
 
 
 def _tables(ranking: Mapping[str, tuple[dict, dict]], flags: Sequence[Mapping[str, Any]], baseline: str
@@ -287,8 +242,8 @@ def default_score_report(sets: Mapping[str, FeatureSet], calibration: Calibratio
     goals, and two-pass mode."""
     domains = [Domain(name, *partitioned(fusion_table(features, calibration), seed))
                for name, features in sets.items()]
-    ranking, flags, targets, sizes = judged_sets(domains, calibration, fusions, False, n_resamples, seed)
-    two_pass_ranking, two_pass_flags, _, _ = judged_sets(domains, calibration, fusions, True, n_resamples, seed)
+    ranking, flags, sizes = judged_sets(domains, calibration, fusions, False, n_resamples, seed)
+    two_pass_ranking, two_pass_flags, _ = judged_sets(domains, calibration, fusions, True, n_resamples, seed)
     adapted = adapted_rows(domains, calibration, fusions, n_resamples, seed)
     made = fusions["full"].made_with
     return "\n".join([
@@ -306,13 +261,8 @@ def default_score_report(sets: Mapping[str, FeatureSet], calibration: Calibratio
         "## Full mode (the default)", "", *_tables(ranking, flags, SENSITIVITY),
         "## The issue's goals", "", *goals(ranking, flags), "",
         "## Other operating points", "",
-        "`--target-recall` and `--target-precision` move the sentence threshold along the precision-recall curve of "
-        "the training sentences that each fusion file keeps (full mode's where the calibration serves the answer's "
-        "chunk count, two-pass mode's elsewhere); the answer is then flagged when a sentence is. A target a "
-        "fusion's training sentences never reached is left out. The thresholds:", "",
-        markdown_table(target_thresholds(fusions)), "",
-        "F's flags at them, on the same test partitions:", "",
-        markdown_table(_public(targets, "set")), "",
+        "`--target-recall` and `--target-precision`, and the shipped flag beside word overlap flagging as many, on "
+        "the same test partitions: [operating.md](operating.md) (`groundsense eval operating`).", "",
         "## Adapted to each benchmark", "",
         "Protocol: docs/detector-selection.md (\"F adapted to a domain: its held-out flags\"), written before any "
         "figure here was computed. Each benchmark in turn is the domain: `calibrate --adapt` reads its dev "
