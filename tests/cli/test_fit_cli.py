@@ -33,6 +33,7 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
     output = labelled.with_name("detector.json")
     refused = run("fit", str(labelled), "-o", str(output), "--no-progress")
     assert "5-fold cross-validation over 5 sources" in refused.stdout  # the rows' source field groups them
+    assert "default: the default score (the shipped fused score at fp32)" in refused.stdout
     assert "| fitted − default |" in refused.stdout
     # 5 answers are far too few for the AUC difference's interval to clear 0
     assert refused.exit_code == 1, refused.output
@@ -47,6 +48,7 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
     assert made["answers"] == 5 and made["labelled"] is True
     cv = made["cross_validation"]
     assert cv["groups"] == 5 and cv["grouped_by"] == "source" and cv["better"] is False and cv["folds"] == 5
+    assert cv["default"] == "fused (fp32)"
     assert set(cv["auc"]) == {"fitted", "default", "fitted − default"}
     weights = detector["weights"]
     assert set(weights["coefficients"]) == set(LOGISTIC_SIGNALS) == set(weights["stats"])  # lexical signals too
@@ -64,6 +66,25 @@ def test_fit_refuses_a_fit_that_is_not_better_and_writes_it_under_force(labelled
         assert after["score"] == pytest.approx(log_odds, abs=1e-6)  # the weights' combination of its features
         assert after["score"] != pytest.approx(before["score"], abs=1e-3)  # not the shipped four-feature sum
         assert after["flagged"] is (after["score"] >= fitted["threshold"])
+
+
+def test_fit_against_the_shipped_calibration_judges_the_same_fit_by_sensitivity(labelled):
+    """`--score sensitivity`: the check's default is the shipped calibration's score, and the
+    written weights are the same fit (the default only decides whether it is written)."""
+    against_fused = labelled.with_name("against-fused.json")
+    assert run("fit", str(labelled), "-o", str(against_fused), "--no-progress", "--force").exit_code == 0
+    fused = json.loads(against_fused.read_text())
+    output = labelled.with_name("against-sensitivity.json")
+    forced = run("fit", str(labelled), "--score", "sensitivity", "-o", str(output), "--no-progress", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "default: the shipped calibration" in forced.stdout
+    written = json.loads(output.read_text())
+    shipped = "ragtruth/smollm2-135m-instruct__full-k5-tokens-87bbb99b"  # the shipped calibration's source
+    assert written["made_with"]["cross_validation"]["default"] == shipped
+    assert written["weights"] == fused["weights"] and written["thresholds"] == fused["thresholds"]
+    cv = written["made_with"]["cross_validation"]
+    assert cv["auc"]["fitted"] == fused["made_with"]["cross_validation"]["auc"]["fitted"]  # the same fitted side
+    assert cv["auc"]["default"] != fused["made_with"]["cross_validation"]["auc"]["default"]
 
 
 def test_fit_without_lexical_signals_and_on_features_an_older_version_wrote(labelled):

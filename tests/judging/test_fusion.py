@@ -338,3 +338,17 @@ def test_a_fusion_file_of_unknown_signals_answer_rule_or_curves_is_refused(chang
     (tmp_path / "bad.json").write_text(json.dumps({**data, **change}))
     with pytest.raises(InputError, match=message):
         RankFusion.load(tmp_path / "bad.json")
+
+
+def test_the_lexical_fusions_score_a_served_sentence_by_full_modes_fusion_and_any_other_by_two_pass_modes():
+    from groundsense.judging.fusion import LexicalFusions
+
+    shipped = LexicalFusions.shipped("smollm2-135m-instruct", "fp32")
+    rng = np.random.default_rng(4)
+    features = {name: rng.normal(size=6) for name in ("gap", "jsd_noctx", "drop_max", "jsd_loo_max")}
+    features |= {name: rng.uniform(size=6) for name in ("overlap_chunk", "stem_novel", "bigram_novel")}
+    served = np.array([True, False, True, False, True, False])
+    scores = shipped.score(features, served)
+    full, two_pass = (f.score(f.signals(features)) for f in (shipped.full, shipped.two_pass))
+    assert scores.tolist() == np.where(served, full, two_pass).tolist()
+    assert (full != two_pass).all()  # the two fusions rank different signals

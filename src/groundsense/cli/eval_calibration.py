@@ -111,7 +111,7 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
     if score == "fused":
         from ..eval.reports.fused_operating import fused_operating_report
 
-        fusions = _fused_operating_fusions(fusion, fitted.scorer, precision)
+        fusions = _lexical_fusions(fusion, fitted.scorer, precision)
         found = {b: s for b, (_, s) in _first_sets(caches, fitted.scorer, partial, precision).items()}
         emit_report(fused_operating_report(found, fitted, {"full": fusions.full, "two_pass": fusions.two_pass},
                                            command, resamples, seed), output)
@@ -124,7 +124,7 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
     emit_report(f"{text}\n{adapted_section(sets, fitted, resamples, seed)}", output)
 
 
-def _fused_operating_fusions(path: Path | None, scorer: str, precision: str) -> LexicalFusions:
+def _lexical_fusions(path: Path | None, scorer: str, precision: str) -> LexicalFusions:
     """The lexical fusions ``path`` holds, or those shipped for ``scorer`` at ``precision``."""
     from ..judging.fusion import LexicalFusions
 
@@ -190,8 +190,11 @@ def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the Markdown report here [default: standard output].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@click.option("--score", type=click.Choice(["fused", "sensitivity"]), default="fused", show_default=True,
+              help="The training-free score the fit is judged against: the default (fused) score, as `fit` judges "
+                   "it, or the calibrated sensitivity (`fit --score sensitivity`).")
 @partial_option
-def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, partial: bool) -> None:
+def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, score: str, partial: bool) -> None:
     """How many labelled answers `groundsense fit` needs to beat the shipped score: on each
     benchmark's dev partition (never its test partition), 50, 100, 200 and 500 answers drawn 20
     times, fitted, and judged on the dev answers of the sources not drawn (span AUC and F1).
@@ -202,10 +205,11 @@ def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, par
     chosen = _first_sets(caches, DEFAULT_SCORER, partial)
     sets = {f"{b} ({cache.name}/{s.key})": s for b, (cache, s) in chosen.items()}
     command = report_command("learning-curve", *(a for c in caches for a in ("--cache", c)),
-                             *(["--seed", seed] if seed else []), *(["--partial"] if partial else []),
-                             *(["-o", output] if output else []))
+                             *(["--seed", seed] if seed else []), *(["--score", score] if score != "fused" else []),
+                             *(["--partial"] if partial else []), *(["-o", output] if output else []))
+    fusions = _lexical_fusions(None, DEFAULT_SCORER, "fp32") if score == "fused" else None
     try:
-        text = learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed)
+        text = learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed, fusions)
     except (ValueError, FileNotFoundError) as exc:  # lexical signals not stored, or stale
         raise Failure(str(exc)) from exc
     emit_report(text, output)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import numpy as np
 
+from ..config import SCORES
 from ..errors import InputError
 from .calibrate import fused_verifier_option, score_rows, scoring_options
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options, plain_detector
@@ -33,9 +34,12 @@ if TYPE_CHECKING:
 @click.option("--fusion", "base", default=None, metavar="BASE.json",
               help="With --fuse: the fusion to start from (its judge and sensitivity statistics; the references, "
                    "weights and thresholds are fitted anew) [default: the shipped one].")
+@click.option("--score", type=click.Choice(SCORES), default="auto", show_default=True,
+              help="The training-free score the fit must beat: fused (the default score), sensitivity (the shipped "
+                   "calibration's), or auto: fused where lexical fusions ship for the scorer at its precision.")
 def fit(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
         target_precision: float | None, force: bool, no_lexical: bool, fuse: bool, verifier: str | None,
-        base: str | None, **detector_options: Any) -> None:
+        base: str | None, score: str, **detector_options: Any) -> None:
     """Fit a detector on labelled answers: a logistic regression over each sentence's features
     and lexical signals, with thresholds, as a calibration file that `--calibration` takes everywhere.
 
@@ -46,7 +50,8 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     for a fit that pays off (docs/calibration.md).
 
     Before writing, 5-fold source-grouped cross-validation compares the fit with the
-    training-free score (the shipped calibration's) on the same sentences: span AUC and F1, each
+    training-free score (--score: the default, fused score where it ships, as `detect` computes
+    it; else the shipped calibration's) on the same sentences: span AUC and F1, each
     at its best-F1 threshold on the training folds, with 95% intervals of the difference
     (bootstrap over sources). The rule: the file is written when the AUC difference's interval
     lies above 0; otherwise nothing is written and the command exits 1, unless --force. The
@@ -77,25 +82,26 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
                           f"; to adapt a fusion to unlabelled rows, `groundsense calibrate {source} --adapt shipped "
                           "--fuse`)" if fuse else ")"))
     if fuse:
+        if score != "auto":
+            raise InputError("--score names the score a detector fit must beat; a fused cascade's fit is checked "
+                             "against its ranks' average: drop one of --score and --fuse")
         _fit_fusion(source, features, no_progress, output, target_recall, target_precision, force, verifier,
                     base or "shipped", detector_options)
         return
-    _fit_detector(source, features, no_progress, output, target_recall, target_precision, force, no_lexical,
+    _fit_detector(source, features, no_progress, output, target_recall, target_precision, force, no_lexical, score,
                   detector_options)
 
 
 def _fit_detector(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
-                  target_precision: float | None, force: bool, no_lexical: bool,
+                  target_precision: float | None, force: bool, no_lexical: bool, score: str,
                   detector_options: dict[str, Any]) -> None:
-    """The detector's logistic fit, checked against the shipped calibration's score."""
+    """The detector's logistic fit, checked against the training-free score ``score`` names
+    (:func:`_default_score`)."""
     from ..eval.reports.few_labels import compare, cross_validate, logistic_sides
     from ..judging.calibration import (
         LOGISTIC_FEATURES,
         LOGISTIC_SIGNALS,
         complete_rows,
-        sensitivity_score,
-        shipped_calibration,
-        standardisation,
     )
     from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
     from ..lexical import LEXICAL
@@ -110,21 +116,20 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
         raise InputError(f"{lacking} of the {len(scored.labels)} scored sentences in {features} lack the lexical "
                          f"signals (an older groundsense scored them): delete it to score {source} again, or pass "
                          "--no-lexical to fit over the scorer's features only")
-    base = shipped_calibration(detector.scorer.name, None, detector.config.precision)
     rows = fitted_rows(scored.features, names)
     values = {name: v[rows] for name, v in scored.features.items()}
     labels = scored.labels[rows]
-    default = (base.score("sensitivity", values) if base else sensitivity_score(standardisation(values), values))
+    default, named, recorded = _default_score(score, detector.scorer.name, detector.config.precision, values,
+                                              scored.chunk_counts[rows], features)
     comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default, names)))
-    grouped = _checked(comparison, scored, output, force, "the shipped calibration" if base else
-                       "the four-feature sum standardised on these rows")
+    grouped = _checked(comparison, scored, output, force, named)
     fitted = fit_detector(
         scored.features, scored.labels, scored.answers, detector.scorer.name, detector.config.k, target_recall,
         target_precision, made_with={
             **scored.made_with, "fit": {"model": f"logistic regression, C={REGULARISATION}, standardised features",
                                         "features": list(names)},
             "cross_validation": {**comparison.record(), "grouped_by": grouped, "better": comparison.better,
-                                 "default": base.made_with.get("source", "shipped") if base else "standardised sum"},
+                                 "default": recorded},
         },
         names=names,
     )
@@ -132,6 +137,35 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     click.echo(calibration_written(output, fitted), err=True)
     click.echo("  sensitivity: the fitted log-odds of 'unsupported'; weights: "
                + _weights_text(fitted.weights["coefficients"]), err=True)
+
+
+def _default_score(score: str, scorer: str, precision: str, values: dict[str, np.ndarray], chunk_counts: np.ndarray,
+                   features: Path) -> tuple[np.ndarray, str, str]:
+    """The training-free score a detector fit must beat on the sentences' ``values``: the fused
+    score as `detect` computes it (``score`` fused, or auto where lexical fusions ship for
+    ``scorer`` at ``precision``), else the shipped calibration's ``sensitivity`` (without one,
+    the four-feature sum standardised on these rows); with what to call it and to record."""
+    from ..judging.calibration import complete_rows, sensitivity_score, shipped_calibration, standardisation
+    from ..judging.fusion import LexicalFusions
+    from ..lexical import LEXICAL
+
+    fusions = LexicalFusions.shipped(scorer, precision) if score != "sensitivity" and precision != "int8" else None
+    if score == "fused" and fusions is None:
+        raise InputError(f"groundsense ships no fused score for scorer {scorer} at {precision}: fit against "
+                         "--score sensitivity")
+    if fusions is not None:
+        if lacking := int((~complete_rows(values, LEXICAL)).sum()):
+            raise InputError(f"{lacking} scored sentences in {features} lack the lexical signals the default score "
+                             f"ranks (an older groundsense scored them): delete it to score the rows again, or fit "
+                             "against --score sensitivity")
+        served = [c for c in np.unique(chunk_counts) if shipped_calibration(scorer, int(c), precision)]
+        named = f"the default score (the shipped fused score at {precision})"
+        return fusions.score(values, np.isin(chunk_counts, served)), named, f"fused ({precision})"
+    base = shipped_calibration(scorer, None, precision)
+    if base is None:
+        return (sensitivity_score(standardisation(values), values), "the four-feature sum standardised on these rows",
+                "standardised sum")
+    return base.score("sensitivity", values), "the shipped calibration", base.made_with.get("source", "shipped")
 
 
 def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,

@@ -391,6 +391,13 @@ class LexicalFusions:
     def for_mode(self, mode: str) -> RankFusion:
         return self.full if mode == "full" else self.two_pass
 
+    def score(self, features: Mapping[str, np.ndarray], served: np.ndarray) -> np.ndarray:
+        """The fused score of sentences given their ``features`` (name -> array): by full mode's
+        fusion where ``served`` (answers scored in a chunk count its statistics serve), else by
+        two-pass mode's, as the detector scores a full-mode answer."""
+        full, two_pass = (fusion.score(fusion.signals(features)) for fusion in (self.full, self.two_pass))
+        return np.where(served, full, two_pass)
+
     @classmethod
     def shipped(cls, scorer: str, precision: str) -> LexicalFusions | None:
         full, two_pass = (shipped_lexical_fusion(scorer, precision, mode) for mode in ("full", "two_pass"))

@@ -23,7 +23,7 @@ import pandas as pd
 from ...errors import InputError
 from ...judging.calibration import LOGISTIC_SIGNALS, Calibration, logistic_score
 from ...judging.fitting import fit_weights, fitted_rows
-from ...judging.fusion import RankFusion
+from ...judging.fusion import LexicalFusions, RankFusion
 from ...judging.thresholds import best_f1_threshold
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
@@ -94,12 +94,6 @@ def judge(sides: Sides, labels: np.ndarray, train: np.ndarray,
         threshold = best_f1_threshold(score[train], labels[train])
         scores[side], flags[side] = score[test], score[test] >= threshold
     return scores, flags
-
-
-def fit_and_judge(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
-                  train: np.ndarray, test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """:func:`judge` with the detector's sides (:func:`logistic_sides`)."""
-    return judge(logistic_sides(features, labels, default), labels, train, test)
 
 
 def cross_validate(labels: np.ndarray, groups: np.ndarray, sides: Sides, folds: int = FOLDS) -> HeldOut:
@@ -188,15 +182,22 @@ def draw_answers(by_source: Mapping[str, list], n: int, rng: np.random.Generator
     return set(drawn), touched
 
 
-def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0) -> pd.DataFrame:
-    """One row per (size, draw): the answers evaluated and each side's span AUC and F1 on
-    the dev answers of the sources not drawn. A size that leaves no evaluation answers with both
-    labels, or a draw whose training sentences hold one label only, gives no row."""
+def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0, fusions: LexicalFusions | None = None
+          ) -> pd.DataFrame:
+    """One row per (size, draw): the answers evaluated, and the detector fit's and the default's
+    span AUC and F1 on the dev answers of the sources not drawn. The default is the fused score
+    of ``fusions`` (as the detector scores it, by ``default``'s chunk counts), or without them
+    ``default``'s ``sensitivity``. A size that leaves no evaluation answers with both labels, or a
+    draw whose training sentences hold one label only, gives no row."""
     from sklearn.metrics import roc_auc_score
 
     dev = dev[fitted_rows(cached_features(dev))].reset_index(drop=True)
     features, labels = cached_features(dev), dev["label"].to_numpy(dtype=int)
-    default_score = default.score("sensitivity", features)
+    if fusions is None:
+        default_score = default.score("sensitivity", features)
+    else:
+        default_score = fusions.score(features, np.array([default.serves(int(n)) for n in dev["n_chunks"]]))
+    sides = logistic_sides(features, labels, default_score)
     answers = dev[["case_id", "source_id"]].drop_duplicates("case_id")
     by_source = {source: list(group) for source, group in answers.groupby("source_id", sort=True)["case_id"]}
     rng, rows = np.random.default_rng(seed), []
@@ -209,7 +210,7 @@ def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0) -> pd.DataFram
             test = ~dev["source_id"].isin(touched).to_numpy()
             if len(set(labels[train])) < 2 or len(set(labels[test])) < 2:
                 continue
-            scores, flags = fit_and_judge(features, labels, default_score, np.flatnonzero(train), np.flatnonzero(test))
+            scores, flags = judge(sides, labels, np.flatnonzero(train), np.flatnonzero(test))
             row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique(),
                    "word overlap AUC": roc_auc_score(labels[test], features[OVERLAP][test])}
             y = labels[test] == 1
@@ -253,19 +254,23 @@ def goal_text(draws: Mapping[str, pd.DataFrame]) -> str:
             f"{needed} benchmarks. Mean AUC differences at {size}: {each}. The goal {verdict}.")
 
 
-def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, command: str, seed: int = 0) -> str:
-    """The Markdown report of `groundsense eval learning-curve`."""
+def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, command: str, seed: int = 0,
+                          fusions: LexicalFusions | None = None) -> str:
+    """The Markdown report of `groundsense eval learning-curve`: the detector fit against the shipped
+    fused score (``fusions``), or against ``default``'s ``sensitivity``."""
+    against = (f"the shipped calibration's `sensitivity` score (the standardised four-feature sum of {default.scorer}, "
+               "fitted on RAGTruth train)" if fusions is None else
+               f"the default score, the shipped fused score at {fusions.precision} (full mode's fusion where the "
+               "calibration serves the answer's chunk count, two-pass mode's elsewhere)")
     lines = [
         "# The few-label fit: learning curve on the dev partitions", "", f"`{command}`", "",
         "How many labelled answers a team needs before `groundsense fit` pays off, in each benchmark's own domain. "
         "On each benchmark's dev partition only (the seeded source-level 60/40 split; no test partition is "
         f"read): for each size, {DRAWS} seeded draws of that many answers, taken source by source (the last "
         "source cut to make the size). The logistic fit (`groundsense.judging.fitting`: C = 0.1 over the standardised "
-        "per-sentence features and lexical signals, as `groundsense fit` by default) is fitted on the drawn answers "
-        "and judged on the dev answers of every source not drawn, against the training-free default on the same "
-        "sentences: the shipped calibration's "
-        f"`sensitivity` score (the standardised four-feature sum of {default.scorer}, fitted on RAGTruth "
-        "train); and word overlap (`overlap_chunk`, no fit) on the same sentences, the baseline. F1 is at each "
+        "per-sentence features and lexical signals, as `groundsense fit`) is fitted on the drawn answers and judged on "
+        "the dev answers of every source not drawn, against the training-free default on the same sentences: "
+        f"{against}; and word overlap (`overlap_chunk`, no fit) on the same sentences, the baseline. F1 is at each "
         "side's best-F1 threshold on the drawn answers. The difference is fitted − "
         "default, as its mean over the draws and the 2.5 and 97.5 percentiles across them (the spread a team "
         "drawing that many answers meets; not a confidence interval of the mean).", "",
@@ -273,7 +278,7 @@ def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, 
     draws = {}
     for name, features in sets.items():
         dev, _ = partitioned(with_lexical(detector_table(features), lexical_path(features)))
-        draws[name] = curve(dev, default, seed)
+        draws[name] = curve(dev, default, seed, fusions)
         lines += [f"## {name}: dev partition of {dev['case_id'].nunique()} answers, {dev['source_id'].nunique()} "
                   f"sources, {len(dev)} sentences ({dev['label'].mean():.1%} unsupported)", "",
                   markdown_table(curve_table(draws[name])), ""]
