@@ -37,10 +37,11 @@ from speed import emit_json  # noqa: E402
 from groundsense.eval.caches.extract import FeatureSet, load_cache
 from groundsense.eval.reports.default_score import product_judgements
 from groundsense.eval.reports.fusion import fusion_table
-from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, flag_intervals, judged, paired_f1
+from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, judged
 from groundsense.eval.statistics.bootstrap import source_bootstrap
 from groundsense.judging.calibration import shipped_calibration
 from groundsense.judging.fusion import shipped_lexical_fusion
+from groundsense.judging.resampling import flag_intervals, paired_f1
 
 GOAL_AGREEMENT, GOAL_AUC = 0.99, 0.01
 KEY = ["case_id", "sentence_index"]

@@ -2,7 +2,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers.synthetic_features import feature_set
-from sklearn.metrics import precision_recall_fscore_support
 
 from groundsense.eval.caches.extract import FeatureSet
 from groundsense.eval.calibration_set import fit_from_features
@@ -10,29 +9,10 @@ from groundsense.eval.reports.operating import (
     POINTS,
     OperatingPoint,
     answer_outcomes,
-    flag_intervals,
     flag_table,
     judged,
     operating_report,
 )
-
-
-def test_flag_intervals_point_values_are_sklearns_and_inside_their_interval():
-    rng = np.random.default_rng(3)
-    y = rng.random(400) < 0.2
-    flagged = np.where(y, rng.random(400) < 0.6, rng.random(400) < 0.25)
-    groups = rng.integers(0, 60, 400)
-    cells = flag_intervals(y, flagged, groups, n_resamples=500)
-    precision, recall, f1, _ = precision_recall_fscore_support(y, flagged, average="binary")
-    for name, expected in (("precision", precision), ("recall", recall), ("f1", f1), ("flag rate", flagged.mean())):
-        value, lo, hi = cells[name]
-        assert value == pytest.approx(expected)
-        assert lo < value < hi
-
-
-def test_one_source_drawn_every_time_gives_a_zero_width_interval():
-    cells = flag_intervals(np.array([1, 0, 1, 0]), np.array([1, 1, 0, 0]), np.zeros(4), n_resamples=50)
-    assert cells["precision"] == (0.5, 0.5, 0.5)
 
 
 def _fitted(seed=0):

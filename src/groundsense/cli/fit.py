@@ -16,7 +16,7 @@ from .calibrate import fused_verifier_option, score_rows, scoring_options
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options, plain_detector
 
 if TYPE_CHECKING:
-    from ..eval.reports.few_labels import Comparison
+    from ..judging.cross_validation import Comparison
     from .calibration_data import ScoredRows
 
 
@@ -97,12 +97,12 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
                   detector_options: dict[str, Any]) -> None:
     """The detector's logistic fit, checked against the training-free score ``score`` names
     (:func:`_default_score`)."""
-    from ..eval.reports.few_labels import compare, cross_validate, logistic_sides
     from ..judging.calibration import (
         LOGISTIC_FEATURES,
         LOGISTIC_SIGNALS,
         complete_rows,
     )
+    from ..judging.cross_validation import compare, cross_validate, logistic_sides
     from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
     from ..lexical import LEXICAL
     from .calibration_data import read_scored
@@ -173,7 +173,7 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
                 detector_options: dict[str, Any]) -> None:
     """A fused cascade's weighted fusion (:meth:`~groundsense.judging.fusion.RankFusion.weighted`),
     checked against the ranks' average with references from the same training folds."""
-    from ..eval.reports.few_labels import compare, cross_validate, fusion_sides
+    from ..judging.cross_validation import compare, cross_validate, fusion_sides
     from ..judging.fusion import SIGNALS, RankFusion
     from .calibration_data import read_scored
     from .fusion_calibration import fused_options, fusion_base
@@ -219,15 +219,13 @@ def _checked(comparison: Comparison, scored: ScoredRows, output: Path, force: bo
     """Print the cross-validation's comparison with ``default`` (what the training-free side is)
     and apply the rule: refuse (exit 1) a fit that does not rank better, unless ``force``. What
     the folds were grouped by."""
-    from ..eval.reports.tables import markdown_table
-
     grouped = "source" if any(g.startswith("source ") for g in scored.groups) else "answer"
     click.echo(f"5-fold cross-validation over {comparison.groups} {grouped}s ({comparison.sentences} sentences, "
                f"{comparison.unsupported} unsupported), 95% intervals over {grouped}s; default: {default}:")
-    click.echo(markdown_table(comparison.table()))
+    click.echo(comparison.markdown())
     if not comparison.better:
         message = (f"the fit does not rank significantly better than the default (AUC difference "
-                   f"{str(comparison.table().loc['fitted − default', 'span AUC'])}: its interval is not above 0)")
+                   f"{comparison.cells()['fitted − default']['span AUC']}: its interval is not above 0)")
         if not force:
             raise click.ClickException(f"{message}; {output} not written. Label more answers, or pass --force to "
                                        "write it anyway")

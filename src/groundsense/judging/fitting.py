@@ -5,8 +5,8 @@ the lexical signals (:data:`groundsense.judging.calibration.LOGISTIC_SIGNALS`; t
 :data:`~groundsense.judging.calibration.LOGISTIC_FEATURES` alone where word matching means
 nothing), kept in a calibration file as a few weights a reader can inspect
 (``Calibration.weights``); :func:`fit_logistic`, the regression itself, also weighs a fused cascade's ranked signals
-(:meth:`groundsense.judging.fusion.RankFusion.weighted`). How well it does against the
-training-free score is measured outside the core (:mod:`groundsense.eval.reports.few_labels`).
+(:meth:`groundsense.judging.fusion.RankFusion.weighted`). Whether it does better than the
+training-free score, `fit` checks before it writes it (:mod:`groundsense.judging.cross_validation`).
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ import pandas as pd
 from ...features import FEATURES, SENTENCE_VALUES
 from ...judging.adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
 from ...judging.calibration import Calibration, fit_calibration
+from ...judging.resampling import flag_intervals, flag_metrics, paired_f1
 from ..data.split import DEV, TEST, assign_partition
 from ..statistics.signed import with_signed
-from .operating import OperatingPoint, answer_outcomes, flag_intervals, flag_metrics, judged, paired_f1
+from .operating import OperatingPoint, answer_outcomes, judged
 from .tables import interval_text, markdown_table
 
 LETTERS = {"restandardise": "R", "quantile": "Q", "mixture": "M"}

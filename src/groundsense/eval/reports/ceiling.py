@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration
+from ...judging.cross_validation import Comparison, compare, cross_validate, logistic_sides
 from ...judging.fitting import fitted_rows
 from ...lexical import LEXICAL
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
-from .few_labels import OVERLAP, Comparison, compare, cross_validate, logistic_sides
+from .few_labels import OVERLAP
 from .fusion import fusion_table
 from .fusion_judge import JUDGE, judge_spec, with_judges
 from .tables import interval_cells, interval_text, markdown_table

@@ -14,11 +14,12 @@ import pandas as pd
 
 from ...judging.calibration import Calibration
 from ...judging.fusion import LexicalFusions, RankFusion
+from ...judging.resampling import flag_intervals, paired_f1
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import source_bootstrap
 from .fusion import Domain, answer_labels, fusion_table, test_sets
-from .operating import OperatingPoint, answer_outcomes, flag_intervals, judged, paired_f1
+from .operating import OperatingPoint, answer_outcomes, judged
 from .tables import interval_text, markdown_table
 
 DEFAULT, SENSITIVITY, OVERLAP = "F", "sensitivity", "word overlap"

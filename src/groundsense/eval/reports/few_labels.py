@@ -1,164 +1,32 @@
-"""The few-label fit (:mod:`groundsense.judging.fitting`) against the training-free score, on answers
-the fit never saw: the source-grouped cross-validation `groundsense fit` runs on a team's
-labels before it writes a file, and the learning curve on each benchmark's dev partition
-(`groundsense eval learning-curve`): how many labelled answers a team needs before the fit
-pays off.
-
-Both sides are judged on the same sentences. The fitted side's weights and both sides'
-thresholds (each at its best F1) come from the training answers only; the training-free side
-is a fixed score (the shipped calibration's ``sensitivity`` score), so it learns nothing from
-the labels but its threshold. The cross-validation takes what each side scores as a function of
-the training rows (:data:`Sides`), so that `fit --fuse` runs it on a fused cascade's fit, whose
-training-free side (the ranks' average) takes its references from the training rows too.
+"""The few-label fit's learning curve on each benchmark's dev partition (`groundsense eval
+learning-curve`): how many labelled answers a team needs before the fit pays off, judged as
+`groundsense fit` judges it (:mod:`groundsense.judging.cross_validation`) on answers of sources
+it never saw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ...errors import InputError
-from ...judging.calibration import LOGISTIC_SIGNALS, Calibration, logistic_score
-from ...judging.fitting import fit_weights, fitted_rows
-from ...judging.fusion import LexicalFusions, RankFusion
-from ...judging.thresholds import best_f1_threshold
+from ...judging.calibration import LOGISTIC_SIGNALS, Calibration
+from ...judging.cross_validation import SIDES, judge, logistic_sides
+from ...judging.fitting import fitted_rows
+from ...judging.fusion import LexicalFusions
+from ...judging.resampling import flag_metrics
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..caches.lexical import lexical_path, with_lexical
 from ..statistics.benchmark_result import partitioned
-from ..statistics.bootstrap import source_bootstrap
-from .operating import flag_metrics, paired_f1
 from .tables import interval_text, markdown_table
 
-FOLDS = 5
 OVERLAP = "overlap_chunk"  # word overlap, the baseline every table that ranks detectors shows
-SIDES = ("fitted", "default")
 SIZES = (50, 100, 200, 500)  # labelled answers drawn per fit in the learning curve
 DRAWS = 20
 MIN_EVALUATED = 100  # answers left to judge on below which a size's row is marked unreadable
 GOAL = (200, 0.03, 2)  # the issue's goal: +0.03 mean AUC at 200 answers on at least two benchmarks
-
-# What each side scores, given the training rows: side (:data:`SIDES`) -> the score of every row.
-Sides = Callable[[np.ndarray], dict[str, np.ndarray]]
-
-
-@dataclass
-class HeldOut:
-    """Sentences judged by both sides, each by a fit that never saw them: labels, groups,
-    scores and flags per side (:data:`SIDES`)."""
-
-    labels: np.ndarray
-    groups: np.ndarray
-    scores: dict[str, np.ndarray]
-    flags: dict[str, np.ndarray]
-
-
-def _take(features: Mapping[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
-    return {name: np.asarray(values)[rows] for name, values in features.items()}
-
-
-def logistic_sides(features: Mapping[str, np.ndarray], labels: np.ndarray, default: np.ndarray,
-                   names: Sequence[str] = LOGISTIC_SIGNALS) -> Sides:
-    """The detector's sides: the logistic fit over ``names`` on the training rows' ``features``,
-    against the fixed ``default`` score."""
-    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
-        weights = fit_weights(_take(features, train), labels[train], names)
-        return {"fitted": logistic_score(weights, dict(features)), "default": np.asarray(default, float)}
-
-    return sides
-
-
-def fusion_sides(fusion: RankFusion, values: Mapping[str, np.ndarray], labels: np.ndarray) -> Sides:
-    """A fused cascade's sides (`fit --fuse`), over each signal's ``values``: the logistic fit
-    over the ranks (:meth:`RankFusion.weighted`) against the ranks' plain average, both ranked
-    against references taken from the training rows (``fusion``'s weights are not used)."""
-    unweighted = replace(fusion, weights=None)
-
-    def sides(train: np.ndarray) -> dict[str, np.ndarray]:
-        trained = _take(values, train)
-        average = unweighted.with_references(trained)
-        return {"fitted": average.weighted(trained, labels[train]).score(values), "default": average.score(values)}
-
-    return sides
-
-
-def judge(sides: Sides, labels: np.ndarray, train: np.ndarray,
-          test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Fit on the ``train`` rows and judge the ``test`` rows: each side's scores and its flags
-    at the best-F1 threshold on the training rows."""
-    scores, flags = {}, {}
-    for side, score in sides(train).items():
-        threshold = best_f1_threshold(score[train], labels[train])
-        scores[side], flags[side] = score[test], score[test] >= threshold
-    return scores, flags
-
-
-def cross_validate(labels: np.ndarray, groups: np.ndarray, sides: Sides, folds: int = FOLDS) -> HeldOut:
-    """Out-of-fold judgements of every sentence (all with every input of ``sides`` finite) by
-    grouped ``folds``-fold cross-validation: a group (a source) lies wholly in one fold."""
-    from sklearn.model_selection import GroupKFold
-
-    labels, groups = np.asarray(labels, dtype=int), np.asarray(groups)
-    if len(set(groups)) < folds:
-        raise InputError(f"{folds}-fold cross-validation needs at least {folds} sources (rows without a 'source' "
-                         f"are one each), not {len(set(groups))}: label more answers")
-    scores = {side: np.zeros(len(labels)) for side in SIDES}
-    flags = {side: np.zeros(len(labels), dtype=bool) for side in SIDES}
-    for train, test in GroupKFold(folds).split(labels, labels, groups):
-        if labels[train].min() == labels[train].max():
-            raise InputError("a cross-validation fold's training answers hold only supported or only unsupported "
-                             "sentences: label more answers, or more varied ones")
-        fold_scores, fold_flags = judge(sides, labels, train, test)
-        for side in SIDES:
-            scores[side][test], flags[side][test] = fold_scores[side], fold_flags[side]
-    return HeldOut(labels, groups, scores, flags)
-
-
-@dataclass
-class Comparison:
-    """Each side's span AUC and F1, and fitted minus default, as (value, lo, hi) with 95%
-    intervals from a paired bootstrap over groups."""
-
-    auc: dict[str, tuple[float, float, float]]
-    f1: dict[str, tuple[float, float, float]]
-    sentences: int
-    unsupported: int
-    groups: int
-
-    @property
-    def better(self) -> bool:
-        """The rule for writing the fit: the AUC difference's interval lies above 0."""
-        return self.auc["fitted − default"][1] > 0
-
-    def table(self) -> pd.DataFrame:
-        def cells(metric: dict[str, tuple[float, float, float]]) -> dict[str, str]:
-            return {k: interval_text(*v, sign="+" if "−" in k else "") for k, v in metric.items()}
-
-        return pd.DataFrame({"span AUC": cells(self.auc), "F1": cells(self.f1)})
-
-    def record(self) -> dict:
-        """What the written file keeps (``made_with.cross_validation``)."""
-        return {"folds": FOLDS, "sentences": self.sentences, "unsupported": self.unsupported, "groups": self.groups,
-                "auc": {k: [round(x, 4) for x in v] for k, v in self.auc.items()},
-                "f1": {k: [round(x, 4) for x in v] for k, v in self.f1.items()}}
-
-
-def compare(held: HeldOut, n_resamples: int = 2000, seed: int = 0) -> Comparison:
-    """:class:`Comparison` of the out-of-fold judgements, resampling whole groups."""
-    boot = source_bootstrap(held.labels, held.scores, held.groups, n_resamples, seed)
-    intervals, difference = boot.intervals(), boot.difference(*SIDES)
-    auc = {side: tuple(intervals.loc[side, ["auc", "lo", "hi"]]) for side in SIDES}
-    auc["fitted − default"] = (difference["diff"], difference["lo"], difference["hi"])
-    fitted, default, f1_difference = paired_f1(held.labels, held.flags["fitted"], held.flags["default"],
-                                               held.groups, n_resamples, seed)
-    f1s = {"fitted": fitted, "default": default, "fitted − default": f1_difference}
-    y = held.labels.astype(bool)
-    return Comparison({k: (float(a), float(b), float(c)) for k, (a, b, c) in auc.items()}, f1s, len(y), int(y.sum()),
-                      len(set(held.groups)))
-
 
 # The learning curve on cached benchmark features.
 

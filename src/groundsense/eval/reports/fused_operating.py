@@ -20,11 +20,12 @@ import pandas as pd
 from ...errors import InputError
 from ...judging.calibration import Calibration
 from ...judging.fusion import RankFusion
+from ...judging.resampling import flag_intervals
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from .default_score import product_judgements
 from .fusion import Domain, fusion_table, test_sets
-from .operating import OVERLAP_POINT, POINTS, OperatingPoint, flag_intervals, top_share
+from .operating import OVERLAP_POINT, POINTS, OperatingPoint, top_share
 from .tables import interval_text, markdown_table
 
 TARGETS = [point for point in POINTS if point != OperatingPoint()]

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ...judging.calibration import Calibration
 from ...judging.fusion import RankFusion, top_two_mean
+from ...judging.resampling import paired_f1
 from ...verification.fusion import shipped_fusion
 from ..caches.extract import FeatureSet
 from ..caches.verifier_scores import KEY, load_verifier_cache, scored
@@ -42,7 +43,7 @@ from .fusion import (
     test_sections,
     test_sets,
 )
-from .operating import Levels, OperatingPoint, flag_cells, judged, judged_levels, paired_f1
+from .operating import Levels, OperatingPoint, flag_cells, judged, judged_levels
 from .tables import interval_cells, interval_text, markdown_table
 
 # The judges with committed caches: a column name each, and its verifier key's prefix.
@@ -229,7 +230,7 @@ def fitted_fusion_section(domains: list[Domain], n_resamples: int, seed: int) ->
     """The report's closing section: `fit --fuse`'s cross-validation (the weighted fusion against
     the ranks' average) on each benchmark's judged dev sentences, as a team with that many
     labelled answers would see it, and whether it would write the file."""
-    from .few_labels import compare, cross_validate, fusion_sides
+    from ...judging.cross_validation import compare, cross_validate, fusion_sides
 
     fusion = shipped_judge_fusion()
     rows = {}
@@ -240,10 +241,10 @@ def fitted_fusion_section(domains: list[Domain], n_resamples: int, seed: int) ->
         labels = domain.dev["label"].to_numpy()[finite]
         comparison = compare(cross_validate(labels, domain.dev["source_id"].to_numpy()[finite],
                                             fusion_sides(fusion, values, labels)), n_resamples, seed)
-        table = comparison.table()
+        table = comparison.cells()
         rows[domain.name] = {"answers": domain.dev["case_id"][finite].nunique(), "sentences": comparison.sentences,
                              "sources": comparison.groups,
-                             **{f"{metric}, {side}": table.loc[side, metric]
+                             **{f"{metric}, {side}": table[side][metric]
                                 for metric in ("span AUC", "F1") for side in ("fitted", "default", "fitted − default")},
                              "written": "yes" if comparison.better else "no (exit 1)"}
     return ["## `fit --fuse` with a benchmark's labels", "",

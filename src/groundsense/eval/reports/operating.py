@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -20,60 +19,9 @@ import pandas as pd
 from ...errors import InputError
 from ...features import SIGNED
 from ...judging.calibration import Calibration
-from ..statistics.bootstrap import group_draws
+from ...judging.resampling import flag_intervals
 from ..statistics.signed import with_signed
 from .tables import interval_text, markdown_table
-
-METRICS = ("precision", "recall", "f1", "flag rate")
-# What flag_metrics counts with: arrays of (weighted) counts, or single counts.
-Counts = TypeVar("Counts", np.ndarray, float)
-
-
-def flag_metrics(tp: Counts, fp: Counts, fn: Counts, n: Counts) -> dict[str, Counts]:
-    """Precision, recall, F1 and the share flagged from (weighted) counts; NaN where undefined."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn),
-                "flag rate": (tp + fp) / n}
-
-
-def group_counts(y: np.ndarray, flagged: np.ndarray, group_index: np.ndarray, n_groups: int) -> list[np.ndarray]:
-    """Per group: true positives, false positives, false negatives and items, as :func:`flag_metrics` takes
-    them (summed: the whole sample's; times a resample's group counts: that resample's)."""
-    y, flagged = np.asarray(y).astype(bool), np.asarray(flagged).astype(bool)
-    masks = (y & flagged, ~y & flagged, y & ~flagged, np.ones_like(y))
-    return [np.bincount(group_index[mask], minlength=n_groups).astype(float) for mask in masks]
-
-
-def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.nanpercentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
-def flag_intervals(y: np.ndarray, flagged: np.ndarray, groups: np.ndarray, n_resamples: int = 2000,
-                   seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float, float]]:
-    """Each metric of :func:`flag_metrics`: (full-sample value, percentile interval) over
-    resamples of whole groups (sources), as the AUC bootstrap draws them."""
-    draws, group_index = group_draws(groups, n_resamples, seed)
-    counts = group_counts(y, flagged, group_index, draws.shape[1])
-    point = flag_metrics(*(c.sum() for c in counts))
-    resampled = flag_metrics(*(draws @ c for c in counts))
-    return {m: (float(point[m]), *_percentiles(resampled[m], level)) for m in METRICS}
-
-
-def paired_f1(y: np.ndarray, first: np.ndarray, second: np.ndarray, groups: np.ndarray, n_resamples: int = 2000,
-              seed: int = 0, level: float = 0.95) -> list[tuple[float, float, float]]:
-    """F1 of the flags ``first``, of ``second``, and of first − second, on the same items: each
-    (full-sample value, percentile interval) over the same resamples of whole groups."""
-    draws, group_index = group_draws(groups, n_resamples, seed)
-    points, resampled = [], []
-    for flagged in (first, second):
-        counts = group_counts(y, flagged, group_index, draws.shape[1])
-        points.append(flag_metrics(*(c.sum() for c in counts))["f1"])
-        resampled.append(flag_metrics(*(draws @ c for c in counts))["f1"])
-    points.append(points[0] - points[1])
-    resampled.append(resampled[0] - resampled[1])
-    return [(float(p), *_percentiles(r, level)) for p, r in zip(points, resampled)]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ...judging.resampling import interval_text
+
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub Markdown table of ``frame`` (index as the first column), floats rounded."""
@@ -23,14 +25,6 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     for row in frame.itertuples(name=None):  # keeps each column's type (iterrows would upcast ints)
         lines.append("| " + " | ".join([str(row[0]), *map(cell, row[1:])]) + " |")
     return "\n".join(lines)
-
-
-def interval_text(value: float, lo: float, hi: float, sign: str = "") -> str:
-    """``value [lo, hi]`` to three decimals (``sign="+"``: with their signs), or ``—`` where
-    the value is missing."""
-    if pd.isna(value):
-        return "—"
-    return f"{value:{sign}.3f} [{lo:{sign}.3f}, {hi:{sign}.3f}]"
 
 
 def interval_at(frame: pd.DataFrame, row: str, columns: Sequence[str] = ("diff", "lo", "hi"),

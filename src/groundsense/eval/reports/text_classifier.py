@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from ...judging.calibration import Calibration
+from ...judging.cross_validation import Sides, compare, cross_validate
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from ..statistics.bootstrap import BootstrapResult, source_bootstrap
 from .ceiling import comparison_row
-from .few_labels import OVERLAP, Sides, compare, cross_validate
+from .few_labels import OVERLAP
 from .fusion import Domain, answer_labels, answer_scores, fusion_table, test_sets
 from .tables import interval_cells, interval_text, markdown_table
 
@@ -59,8 +60,8 @@ def top_terms(model: Pipeline, n: int = TOP_TERMS) -> list[str]:
 
 
 def text_sides(texts: np.ndarray, labels: np.ndarray, default: np.ndarray) -> Sides:
-    """For :func:`few_labels.cross_validate`: the classifier fitted on the training rows against
-    the fixed ``default`` score."""
+    """For :func:`~groundsense.judging.cross_validation.cross_validate`: the classifier fitted on
+    the training rows against the fixed ``default`` score."""
     def sides(train: np.ndarray) -> dict[str, np.ndarray]:
         model = text_classifier(texts[train], labels[train])
         return {"fitted": unsupported_probability(model, texts), "default": np.asarray(default, float)}

@@ -21,8 +21,8 @@ from lightgbm import LGBMClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
+from ...judging.resampling import resample_aucs
 from ..data.locations import reference_dir
-from .bootstrap import resample_aucs
 
 GROUND = ["gap", "jsd_noctx", "drop_max", "jsd_loo_max"]
 BASELINES = ["mean_surprisal", "length"]
