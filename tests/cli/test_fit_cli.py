@@ -108,6 +108,12 @@ def test_fit_without_lexical_signals_and_on_features_an_older_version_wrote(labe
     refused = run("fit", str(labelled), "--features", str(old), "-o", str(output), "--no-progress", "--force")
     assert refused.exit_code == 2 and "lack the lexical signals" in refused.output and "--no-lexical" in refused.output
     assert not output.exists()
+    # as the refusal advises: the scorer's features only, checked against sensitivity (the fused score needs the words)
+    advised = run("fit", str(labelled), "--features", str(old), "--no-lexical", "-o", str(output), "--no-progress",
+                  "--force")
+    assert advised.exit_code == 0, advised.output
+    assert "checked against the shipped calibration's sensitivity instead" in advised.stderr
+    assert json.loads(output.read_text())["made_with"]["cross_validation"]["default"] != "fused (fp32)"
 
 
 def test_fit_needs_labels_and_says_so_before_scoring(labelled):

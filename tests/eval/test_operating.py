@@ -135,3 +135,26 @@ def test_a_fitted_file_reading_lexical_signals_is_judged_where_they_are_stored_a
         report = runner.invoke(cli, ["eval", *command])
         assert report.exit_code == 0, report.output
         assert "## tofueval (test/" in report.output
+
+
+def test_the_default_fused_report_refuses_what_it_cannot_judge_and_says_what_to_do(tmp_path):
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    _write_cache(tmp_path / "train", "ragtruth", 0)
+    _write_cache(tmp_path / "test", "tofueval", 1)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
+                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    judged = ["eval", "operating", "--cache", str(tmp_path / "test"), "--resamples", "100"]
+    no_fused = runner.invoke(cli, [*judged, "--calibration", str(tmp_path / "c.json")])  # scorer tiny ships none
+    assert no_fused.exit_code == 2 and "no lexical fusions ship for scorer tiny" in no_fused.output
+    assert "--score sensitivity" in no_fused.output
+    both = runner.invoke(cli, [*judged, "--score", "sensitivity", "--fusion", str(tmp_path / "c.json")])
+    assert both.exit_code == 2 and "--fusion names the fused score's lexical fusions" in both.output
+    bf16 = runner.invoke(cli, [*judged, "--score", "sensitivity", "--precision", "bf16", "--calibration",
+                               str(tmp_path / "c.json")])
+    assert bf16.exit_code == 2 and "scored in bf16" in bf16.output  # the cache holds fp32 features only
+    unfused = runner.invoke(cli, judged)  # the default scorer's fusions, a cache of another scorer
+    assert unfused.exit_code == 2 and "no full-mode, exact smollm2-135m-instruct feature set" in unfused.output

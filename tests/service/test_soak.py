@@ -26,3 +26,11 @@ def test_a_short_soak_keeps_memory_flat_frees_every_stream_and_answers_only_docu
     assert not failed, (failed, report)
     assert report["open_streams_after"] == 0 and report["requests"] >= 8
     assert all(counts.get("200") for counts in report["statuses"].values())
+
+
+def test_the_settled_rss_is_the_first_sample_five_minutes_into_the_load_and_never_one_from_the_drain(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    soak = importlib.import_module("soak")
+    samples = [(0.0, 100.0), (150.0, 104.0), (300.0, 110.0), (310.0, 111.0)]
+    assert soak.settled(samples, 300, 1800, 99.0) == (300.0, 110.0)
+    assert soak.settled(samples, 300, 200, 99.0) == (0.0, 99.0)  # 300 s came after a 200 s load: warm-up's RSS

@@ -168,7 +168,7 @@ def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
 
     if base == "shipped":
         precision = resolve_precision(options["precision"], pick_device(options["device"]))
-        found = precision != "int8" and LexicalFusions.shipped(display_name(options["scorer"]), precision) is not None
+        found = LexicalFusions.shipped(display_name(options["scorer"]), precision) is not None
     else:
         try:
             found = json.loads(Path(base).read_text()).get("kind") == LexicalFusions.KIND

@@ -96,9 +96,10 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
     with source-level intervals.
 
     The default (fused) score is judged on each benchmark's test partition (its signals were
-    chosen on the dev partitions), RAGTruth's tasks apart. With --score sensitivity, every
-    held-out answer of each benchmark is judged, and so is, on each test partition, the
-    calibration adapted without labels on its dev partition."""
+    chosen on the dev partitions), RAGTruth's tasks apart; it reads the lexical signals, so run
+    `groundsense eval lexical` on each cache first. With --score sensitivity, every held-out
+    answer of each benchmark is judged, and so is, on each test partition, the calibration
+    adapted without labels on its dev partition."""
     from ..judging.calibration import Calibration
     from ..weights import DEFAULT_SCORER
 
@@ -113,8 +114,12 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
 
         fusions = _lexical_fusions(fusion, fitted.scorer, precision)
         found = {b: s for b, (_, s) in _first_sets(caches, fitted.scorer, partial, precision).items()}
-        emit_report(fused_operating_report(found, fitted, {"full": fusions.full, "two_pass": fusions.two_pass},
-                                           command, resamples, seed), output)
+        try:
+            text = fused_operating_report(found, fitted, {"full": fusions.full, "two_pass": fusions.two_pass},
+                                          command, resamples, seed)
+        except (ValueError, FileNotFoundError) as exc:  # lexical signals not stored, or stale
+            raise Failure(str(exc)) from exc
+        emit_report(text, output)
         return
     from ..eval.reports.adapted_operating import adapted_section
     from ..eval.reports.operating import operating_report
@@ -130,10 +135,12 @@ def _lexical_fusions(path: Path | None, scorer: str, precision: str) -> LexicalF
 
     fusions = LexicalFusions.load(path) if path else LexicalFusions.shipped(scorer, precision)
     if fusions is None:
-        raise Failure(f"no lexical fusions ship for scorer {scorer} at {precision}: give --fusion FILE")
+        raise Failure(f"no lexical fusions ship for scorer {scorer} at {precision}, so it has no fused score: judge "
+                      "its calibration with --score sensitivity" + (", or give --fusion FILE" if path is None else ""))
     if (fusions.scorer, fusions.precision) != (scorer, precision):
-        raise InputError(f"{path} was made for scorer {fusions.scorer} at {fusions.precision}, the answers are judged "
-                         f"for {scorer} at {precision}: give files of one scorer and --precision")
+        raise InputError(f"{path} holds the fusions of scorer {fusions.scorer} at {fusions.precision}, and the answers "
+                         f"are judged for {scorer} at {precision}: pass --precision {fusions.precision}, a "
+                         f"--calibration of {fusions.scorer}, or fusions made for {scorer} at {precision}")
     return fusions
 
 

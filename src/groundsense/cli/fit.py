@@ -119,8 +119,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     rows = fitted_rows(scored.features, names)
     values = {name: v[rows] for name, v in scored.features.items()}
     labels = scored.labels[rows]
-    default, named, recorded = _default_score(score, detector.scorer.name, detector.config.precision, values,
-                                              scored.chunk_counts[rows], features)
+    default, named, recorded = _default_score(score, detection, values, scored.chunk_counts[rows], features)
     comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default, names)))
     grouped = _checked(comparison, scored, output, force, named)
     fitted = fit_detector(
@@ -139,33 +138,41 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
                + _weights_text(fitted.weights["coefficients"]), err=True)
 
 
-def _default_score(score: str, scorer: str, precision: str, values: dict[str, np.ndarray], chunk_counts: np.ndarray,
+def _default_score(score: str, detection: Any, values: dict[str, np.ndarray], chunk_counts: np.ndarray,
                    features: Path) -> tuple[np.ndarray, str, str]:
-    """The training-free score a detector fit must beat on the sentences' ``values``: the fused
-    score as `detect` computes it (``score`` fused, or auto where lexical fusions ship for
-    ``scorer`` at ``precision``), else the shipped calibration's ``sensitivity`` (without one,
-    the four-feature sum standardised on these rows); with what to call it and to record."""
-    from ..judging.calibration import complete_rows, sensitivity_score, shipped_calibration, standardisation
-    from ..judging.fusion import LexicalFusions
+    """The training-free score a detector fit must beat on the sentences' ``values`` (answers
+    scored in ``chunk_counts``): the score `detect` gives them with the shipped files, under
+    ``score`` (``auto``: the fused score where it ships; under ``auto``, sentences lacking the
+    lexical signals are compared with ``sensitivity`` instead, with a note); the four-feature sum
+    standardised on these rows where nothing shipped judges them (another scorer, or int8). With
+    what to call it and what to record."""
+    from ..judging.adjudicator import Adjudicator
+    from ..judging.calibration import complete_rows, sensitivity_score, standardisation
     from ..lexical import LEXICAL
 
-    fusions = LexicalFusions.shipped(scorer, precision) if score != "sensitivity" and precision != "int8" else None
-    if score == "fused" and fusions is None:
-        raise InputError(f"groundsense ships no fused score for scorer {scorer} at {precision}: fit against "
+    config = plain_detector(detection).config
+    if score == "auto" and not complete_rows(values, LEXICAL).all():
+        click.echo(f"note: the sentences in {features} lack the lexical signals the default (fused) score ranks: "
+                   "the fit is checked against the shipped calibration's sensitivity instead", err=True)
+        score = "sensitivity"
+    adjudicator = Adjudicator(replace(config, calibration=None, score=score))
+    if adjudicator.config.score == "fused" and (lacking := int((~complete_rows(values, LEXICAL)).sum())):
+        raise InputError(f"{lacking} scored sentences in {features} lack the lexical signals the default score ranks "
+                         "(an older groundsense scored them): delete it to score the rows again, or fit against "
                          "--score sensitivity")
-    if fusions is not None:
-        if lacking := int((~complete_rows(values, LEXICAL)).sum()):
-            raise InputError(f"{lacking} scored sentences in {features} lack the lexical signals the default score "
-                             f"ranks (an older groundsense scored them): delete it to score the rows again, or fit "
-                             "against --score sensitivity")
-        served = [c for c in np.unique(chunk_counts) if shipped_calibration(scorer, int(c), precision)]
-        named = f"the default score (the shipped fused score at {precision})"
-        return fusions.score(values, np.isin(chunk_counts, served)), named, f"fused ({precision})"
-    base = shipped_calibration(scorer, None, precision)
-    if base is None:
-        return (sensitivity_score(standardisation(values), values), "the four-feature sum standardised on these rows",
-                "standardised sum")
-    return base.score("sensitivity", values), "the shipped calibration", base.made_with.get("source", "shipped")
+    scores = np.full(len(chunk_counts), np.nan)
+    for chunks in np.unique(chunk_counts):
+        rows = chunk_counts == chunks
+        found = adjudicator.sentence_scores({name: v[rows] for name, v in values.items()}, int(chunks))
+        if found is None:  # nothing shipped judges these answers: compare with the standardised sum
+            return (sensitivity_score(standardisation(values), values),
+                    "the four-feature sum standardised on these rows", "standardised sum")
+        scores[rows] = found
+    if adjudicator.config.score == "fused":
+        named = f"the default score (the shipped fused score at {config.precision})"
+        return scores, named, f"fused ({config.precision})"
+    shipped = adjudicator.calibration_for(config.k)[0]
+    return scores, "the shipped calibration", shipped.made_with.get("source", "shipped") if shipped else "shipped"
 
 
 def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -108,8 +109,7 @@ class Adjudicator:
             return self._given_fusions.for_mode(mode)
         if mode not in self._fusions:
             scorer = display_name(self.config.scorer)
-            self._fusions[mode] = shipped_lexical_fusion(scorer, self.config.precision, mode) \
-                if self.config.precision in ("fp32", "bf16") else None
+            self._fusions[mode] = shipped_lexical_fusion(scorer, self.config.precision, mode)
         return self._fusions[mode]
 
     def _load_given_fusions(self) -> LexicalFusions | None:
@@ -176,6 +176,15 @@ class Adjudicator:
         targets = self.config.targets
         threshold, answer_threshold = (calibration.threshold(score_rule, level, *targets) for level in LEVELS)
         return Rule(calibration, score_rule, threshold, answer_threshold)
+
+    def sentence_scores(self, values: Mapping[str, np.ndarray], chunks: int) -> np.ndarray | None:
+        """The scores :meth:`result` gives sentences with these ``values`` (name -> array over
+        them) in an answer scored in ``chunks`` chunks, by :meth:`rule`; None where no
+        calibration or fusion judges it (the score is then −gap and nothing is flagged)."""
+        rule = self.rule(chunks)
+        if rule.fusion is not None:
+            return rule.fusion.score(rule.fusion.signals(values))
+        return rule.calibration.score(rule.score_rule, dict(values)) if rule.calibration else None
 
     def describe(self, chunks: int) -> dict:
         """What judges an answer scored in ``chunks`` chunks: the score rule, its calibration's

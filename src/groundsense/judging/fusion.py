@@ -444,6 +444,9 @@ def lexical_fusion_name(scorer: str, precision: str, mode: str) -> str:
 
 
 def shipped_lexical_fusion(scorer: str, precision: str, mode: str) -> RankFusion | None:
-    """The lexical fusion shipped for ``scorer`` at ``precision`` (``fp32`` or ``bf16``) in ``mode``, if any."""
+    """The lexical fusion shipped for ``scorer`` at ``precision`` in ``mode``, if any (none at int8:
+    the shipped ones are fitted on fp32 or bf16 features, which int8's are not near)."""
+    if precision not in ("fp32", "bf16"):
+        return None
     path = resources.files("groundsense") / FOLDER / lexical_fusion_name(scorer, precision, mode)
     return RankFusion.load(path) if path.is_file() else None

@@ -86,7 +86,7 @@ def flag_table(fitted: Mapping[str, Calibration], test: pd.DataFrame, n_resample
 
 def adapted_section(sets: Mapping[str, pd.DataFrame], base: Calibration, n_resamples: int = 2000,
                     seed: int = 0) -> str:
-    """What `eval operating` adds on adaptation: per benchmark's test partition, the shipped
+    """What `eval operating --score sensitivity` adds on adaptation: per benchmark's test partition, the shipped
     flag against the default adaptation fitted on its dev partition (docs/results/adaptation.md
     has the protocol and the other rules)."""
     lines = ["## Adapted to each benchmark (test partitions)", "",

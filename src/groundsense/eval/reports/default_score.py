@@ -40,10 +40,9 @@ def product_judgements(rows: pd.DataFrame, calibration: Calibration, fusions: Ma
     threshold)."""
     served = np.zeros(len(rows), dtype=bool) if two_pass else \
         np.array([calibration.serves(int(n)) for n in rows["n_chunks"]], dtype=bool)
-    scored = {}
-    for mode, fusion in fusions.items():
-        scored[mode] = fusion.score(fusion.signals({name: rows[name].to_numpy(float) for name in fusion.inputs}))
-    f = np.where(served, scored["full"], scored["two_pass"])
+    inputs = set(fusions["full"].inputs) | set(fusions["two_pass"].inputs)
+    features = {name: rows[name].to_numpy(float) for name in inputs}
+    f = LexicalFusions(fusions["full"], fusions["two_pass"]).score(features, served)
     f_threshold = np.where(served, fusions["full"].threshold, fusions["two_pass"].threshold)
     if two_pass:
         base = rows.assign(score=calibration.score("gap", {"gap": rows["gap"].to_numpy(float)}),

@@ -96,9 +96,9 @@ def fused_operating_report(sets: Mapping[str, FeatureSet], calibration: Calibrat
                            fusions: Mapping[str, RankFusion], command: str, n_resamples: int = 2000,
                            seed: int = 0) -> str:
     """The Markdown report of `groundsense eval operating` (``--score fused``, the default)."""
-    domains = [Domain(name, *partitioned(fusion_table(features, calibration), seed))
-               for name, features in sets.items()]
+    domains = [Domain(name, *partitioned(fusion_table(features, calibration))) for name, features in sets.items()]
     made = fusions["full"].made_with
+    adapted = made.get("adaptation")
     sections = []
     for _, rows, label in test_sets(domains):
         sentences, answers = product_judgements(rows, calibration, fusions)
@@ -112,10 +112,13 @@ def fused_operating_report(sets: Mapping[str, FeatureSet], calibration: Calibrat
         f"The fused score (F) at {precision}, as `detect` computes it: full mode's lexical fusion where the "
         f"calibration serves the answer's chunk count ({calibration.chunk_counts}), two-pass mode's elsewhere. Its "
         f"files: fitted on {made['fitted_on']}; thresholds: sentence {made['threshold_rule']['sentence']}, answer "
-        f"{made['threshold_rule']['answer']}.", "",
+        f"{made['threshold_rule']['answer']}"
+        + (f"; the references since re-estimated without labels on {adapted.get('source', 'a domain')}'s answers "
+           "(`calibrate --adapt`), the thresholds kept in rank space" if adapted else "") + ".", "",
         "Precision, recall, F1 and share flagged, with 95% source-level bootstrap intervals "
-        f"({n_resamples:,} resamples), on each benchmark's test partition (the seeded source-level 40%; F's signals "
-        "and aggregation were chosen on the dev partitions), RAGTruth's tasks apart. *sentence*: scored sentences "
+        f"({n_resamples:,} resamples), on each benchmark's test partition: the source-level 40% of the sources "
+        "the cache holds, split by task with seed 0 (on the whole held-out sets, the answers F's signals and "
+        "aggregation were not chosen on), RAGTruth's tasks apart. *sentence*: scored sentences "
         "(labelled unsupported when they overlap an annotated span), flagged at their fusion's sentence threshold. "
         "*answer*: `answer.flagged`, the block/allow verdict, against whether any sentence of the answer is "
         "unsupported: blocked when a sentence is flagged or the length-aware noisy-OR of its sentences reaches the "

@@ -173,7 +173,7 @@ def fused_levels(fusion: RankFusion, rows: pd.DataFrame, fused: np.ndarray) -> L
 def flag_rows(fusion: RankFusion, calibration: Calibration, rows: pd.DataFrame, n_resamples: int, seed: int
               ) -> pd.DataFrame:
     """The fused cascade's flags and the shipped detector's (its fitted thresholds, as
-    `eval operating` judges them) on ``rows``: each level's count and metrics with intervals,
+    `eval operating --score sensitivity` judges them) on ``rows``: each level's count and metrics with intervals,
     and the paired difference of their F1 (fused − detector)."""
     methods = {"fused cascade": fused_levels(fusion, rows, cascade_scores(fusion, rows)),
                "shipped detector": judged_levels(judged(calibration, rows, OperatingPoint()))}
@@ -265,7 +265,8 @@ def _section_intro(fusion: RankFusion, calibration: Calibration, n_resamples: in
         "not each benchmark's own dev rows as in the protocol above), a sentence flagged at a "
         f"fused score ≥ {fusion.threshold:.3f}, an answer when the mean of its two highest fused scores reaches "
         f"{fusion.answer_threshold:.3f} or any of its sentences is flagged. *shipped detector*: today's flags on "
-        "the same sentences, at the shipped calibration's fitted thresholds as `eval operating` judges them "
+        "the same sentences, at the shipped calibration's fitted thresholds as `eval operating --score sensitivity` "
+        "judges them "
         f"(sensitivity ≥ {detector['sentence']:.3f} for a sentence, its most suspicious sentence ≥ "
         f"{detector['answer']:.3f} for an answer, in the chunk counts the calibration was fitted on, "
         f"{', '.join(map(str, calibration.chunk_counts))}; the gap score rule and its thresholds in the others). "

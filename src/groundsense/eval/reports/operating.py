@@ -195,7 +195,7 @@ def thresholds_table(calibration: Calibration, points: list[OperatingPoint]) -> 
 
 def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibration, command: str,
                      n_resamples: int = 2000, seed: int = 0) -> str:
-    """The Markdown report of `groundsense eval operating`."""
+    """The Markdown report of `groundsense eval operating --score sensitivity`."""
     made = calibration.made_with
     table = flag_table(test_sets, calibration, POINTS, n_resamples, seed)
     lines = [
