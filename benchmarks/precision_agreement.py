@@ -47,13 +47,17 @@ GOAL_AGREEMENT, GOAL_AUC = 0.99, 0.01
 KEY = ["case_id", "sentence_index"]
 
 
-def feature_sets(cache: Path, scorer: str) -> dict[str, FeatureSet]:
-    """The full-mode RAGTruth feature sets of ``scorer`` under ``cache``, by precision."""
-    sets = {s.config.get("precision", "fp32"): s for s in load_cache(cache, scorer)
-            if s.config["mode"] == "full" and s.benchmark == "ragtruth"}
-    if not {"fp32", "bf16"} <= set(sets):
-        sys.exit(f"{cache} needs full-mode RAGTruth caches of {scorer} in fp32 and bf16; it has {sorted(sets)}")
-    return {p: sets[p] for p in ("fp32", "bf16")}
+def feature_sets(cache: Path, scorer: str, fp32_cache: Path | None = None) -> dict[str, FeatureSet]:
+    """The full-mode RAGTruth feature sets of ``scorer`` by precision: bf16's under ``cache``,
+    fp32's under ``fp32_cache`` (default: ``cache``)."""
+    def full(folder: Path, precision: str) -> FeatureSet:
+        found = [s for s in load_cache(folder, scorer) if s.config["mode"] == "full" and s.benchmark == "ragtruth"
+                 and s.config.get("precision", "fp32") == precision]
+        if not found:
+            sys.exit(f"{folder} needs a full-mode RAGTruth cache of {scorer} in {precision}")
+        return found[0]
+
+    return {"fp32": full(fp32_cache or cache, "fp32"), "bf16": full(cache, "bf16")}
 
 
 def on_common_sentences(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -79,6 +83,9 @@ def auc_difference(y: np.ndarray, fp32: np.ndarray, bf16: np.ndarray, sources: n
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, default=Path("results/precision/test"))
+    parser.add_argument("--fp32-cache", type=Path, default=None,
+                        help="where the fp32 features are, when not under --cache (fp32 agrees across devices "
+                             "to 1e-4, so a CPU's bf16 features can be judged against a GPU's fp32 ones)")
     parser.add_argument("--scorer", default="smollm2-135m-instruct")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -87,7 +94,7 @@ def main() -> None:
     calibration = shipped_calibration(args.scorer, args.k)
     if calibration is None:
         sys.exit(f"no shipped calibration for {args.scorer} at K={args.k}")
-    sets = feature_sets(args.cache, args.scorer)
+    sets = feature_sets(args.cache, args.scorer, args.fp32_cache)
     tables = on_common_sentences({p: fs.rows for p, fs in sets.items()})
     judgements = {p: judged(calibration, t, OperatingPoint()) for p, t in tables.items()}
     scored = {p: j[j["score"].notna()] for p, j in judgements.items()}
@@ -101,7 +108,8 @@ def main() -> None:
     first = scored["fp32"]
     report = {
         "command": "PYTHONPATH=src python benchmarks/precision_agreement.py " + " ".join(sys.argv[1:]),
-        "cache": str(args.cache), "scorer": args.scorer, "k": args.k,
+        "cache": str(args.cache), **({"fp32_cache": str(args.fp32_cache)} if args.fp32_cache else {}),
+        "scorer": args.scorer, "k": args.k,
         "answers": int(first["case_id"].nunique()), "sources": int(first["source_id"].nunique()),
         "sentences": len(first), "unsupported_sentences": int(first["label"].sum()),
         "flag_agreement": {
