@@ -24,3 +24,26 @@ def test_every_public_name_is_seen_by_a_type_checker_and_imports():
 
 def test_the_package_is_marked_typed():
     assert (INIT.parent / "py.typed").is_file()
+
+
+# Modules the docs may import from besides ``groundsense`` itself: the conformance kit, the Ray
+# engine and the framework integrations (each its own extra), and the research harness (issue #54:
+# to become its own package).
+PUBLIC_MODULES = ("groundsense.testing", "groundsense.scale", "groundsense.integrations.", "groundsense.eval.")
+
+
+def test_the_docs_import_only_from_the_public_surface():
+    import re
+
+    root = INIT.parents[2]
+    imports = {(path.name, found) for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+               for found in re.findall(r"^\s*from (groundsense[\w.]*) import", path.read_text(), re.MULTILINE)}
+    private = sorted((name, module) for name, module in imports
+                     if module != "groundsense" and not module.startswith(PUBLIC_MODULES))
+    assert not private, f"import these from `groundsense` (add them to its __all__): {private}"
+    assert any(module == "groundsense" for _, module in imports)
+
+
+def test_the_python_guide_lists_every_public_name():
+    guide = (INIT.parents[2] / "docs" / "python.md").read_text()
+    assert [name for name in groundsense.__all__ if f"`{name}`" not in guide] == []

@@ -11,20 +11,32 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .config import DetectorConfig
     from .detection import Detection
     from .errors import GroundsenseError, InputError, ScorerUnavailable
-    from .judging.calibration import Calibration
+    from .inputs.files import load_example
+    from .inputs.text import segment_sentences
+    from .judging.adaptation import DomainSentences, adapt
+    from .judging.calibration import Calibration, shipped_calibration
+    from .judging.fusion import LexicalFusions
     from .pipeline.detector import Detector
-    from .result import DetectionResult
+    from .result import AnswerSummary, DetectionResult, SentenceResult, Truncation
     from .scorer import Scorer
     from .verification.cascade import Cascade
     from .verification.factory import make_detection
+    from .verification.kinds import make_verifier
+    from .verification.lexical import LexicalOverlapVerifier
 
-__all__ = ["Detector", "DetectorConfig", "Detection", "make_detection", "Cascade", "DetectionResult", "Scorer",
-           "Calibration", "GroundsenseError", "InputError", "ScorerUnavailable"]
+__all__ = ["Detector", "DetectorConfig", "Detection", "make_detection", "Cascade", "make_verifier",
+           "LexicalOverlapVerifier", "DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "Scorer",
+           "Calibration", "shipped_calibration", "LexicalFusions", "DomainSentences", "adapt", "segment_sentences",
+           "load_example", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
 _WHERE = {
     "Detector": "pipeline.detector", "DetectorConfig": "config", "Detection": "detection",
     "make_detection": "verification.factory", "Cascade": "verification.cascade",
-    "DetectionResult": "result", "Scorer": "scorer", "Calibration": "judging.calibration",
+    "make_verifier": "verification.kinds", "LexicalOverlapVerifier": "verification.lexical",
+    "DetectionResult": "result", "SentenceResult": "result", "AnswerSummary": "result", "Truncation": "result",
+    "Scorer": "scorer", "Calibration": "judging.calibration", "shipped_calibration": "judging.calibration",
+    "LexicalFusions": "judging.fusion", "DomainSentences": "judging.adaptation", "adapt": "judging.adaptation",
+    "segment_sentences": "inputs.text", "load_example": "inputs.files",
     "GroundsenseError": "errors", "InputError": "errors", "ScorerUnavailable": "errors",
 }
 
