@@ -47,3 +47,13 @@ def test_the_docs_import_only_from_the_public_surface():
 def test_the_python_guide_lists_every_public_name():
     guide = (INIT.parents[2] / "docs" / "python.md").read_text()
     assert [name for name in groundsense.__all__ if f"`{name}`" not in guide] == []
+
+
+def test_ci_type_checks_a_users_script_against_the_public_surface():
+    """CI's mypy run (.ci/run) checks tests/typing/user_script.py, whose assert_type calls fail
+    where a public name is not its real type."""
+    import tomllib
+
+    root = INIT.parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert "tests/typing" in config["files"] and "assert_type(" in (root / "tests/typing/user_script.py").read_text()

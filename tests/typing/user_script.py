@@ -1,0 +1,20 @@
+"""A user's script, type-checked by CI's mypy run ([tool.mypy] files): the public names are
+the real types a type checker sees, not ``Any``; ``assert_type`` fails the run where they are
+not."""
+
+from typing_extensions import assert_type
+
+import groundsense
+from groundsense import Cascade, Detection, DetectionResult, Detector, DetectorConfig, make_detection
+from groundsense.testing import ConformanceReport, check_detection
+
+
+def check(answer: str, passages: list[str]) -> None:
+    detection = make_detection(DetectorConfig())
+    assert_type(detection, Detection)
+    assert_type(detection.detect(answer=answer, passages=passages), DetectionResult)
+    assert_type(check_detection(detection), ConformanceReport)
+    assert_type(Detector(), Detector)
+    assert_type(groundsense.Cascade, type[Cascade])
+    flagged: list[bool | None] = [s.flagged for s in Detector().detect(answer=answer, passages=passages).sentences]
+    assert_type(flagged, list[bool | None])
