@@ -29,3 +29,18 @@ def test_the_learning_curve_judges_on_sources_not_drawn():
     assert list(table.index) == ["50 answers", "100 answers", "200 answers"]
     assert "word overlap AUC" in table.columns
     assert "The goal holds" in goal_text({"a": draws, "b": draws}) and "is missed" in goal_text({"a": draws})
+
+
+def test_against_the_fused_default_the_curve_judges_the_shipped_fused_score_on_the_same_rows():
+    from groundsense.judging.calibration import shipped_calibration
+    from groundsense.judging.fusion import LexicalFusions
+
+    calibration = shipped_calibration("smollm2-135m-instruct", None)
+    fusions = LexicalFusions.shipped("smollm2-135m-instruct", "fp32")
+    features, labels, answers, sources = labelled_sentences(n_sources=200, per_source=2, sentences=3)
+    dev = pd.DataFrame({**features, "label": labels, "case_id": answers, "source_id": sources,
+                        "n_chunks": np.where(sources % 2 == 0, 5, 7)})  # half in a chunk count none serves
+    against_fused, against_sensitivity = curve(dev, calibration, fusions=fusions), curve(dev, calibration)
+    assert (against_fused["fitted AUC"] == against_sensitivity["fitted AUC"]).all()  # the same fits and draws
+    assert (against_fused["default AUC"] != against_sensitivity["default AUC"]).all()
+    assert (against_fused["word overlap AUC"] == against_sensitivity["word overlap AUC"]).all()
