@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
-from groundsense.detection import Detection, as_detection
+from groundsense.detection import Detection, DetectionOptions, as_detection
 from groundsense.errors import InputError
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
@@ -93,7 +93,7 @@ def test_an_object_without_the_interface_is_refused_with_what_it_lacks():
         def detect(self, answer, **kwargs):
             return None
 
-    with pytest.raises(TypeError, match="lacks config, detect_checked, describe; subclass"):
+    with pytest.raises(TypeError, match="lacks options, detect_checked, describe; subclass"):
         as_detection(Half())
     with pytest.raises(TypeError, match="not a groundsense Detection"):
         score_rows(Half(), [(1, {"answer": "a", "context": "b"})]).__next__()
@@ -101,7 +101,7 @@ def test_an_object_without_the_interface_is_refused_with_what_it_lacks():
 
 def test_a_duck_typed_detection_must_subclass_or_register(detector):
     class Duck:  # every name, but not a Detection: the interface is a base class, not a set of names
-        config = detector.config
+        options = detector.options
 
         def detect_checked(self, row, stop=None):
             return detector.detect_checked(row, stop)
@@ -115,7 +115,7 @@ def test_a_duck_typed_detection_must_subclass_or_register(detector):
     assert as_detection(Duck()) is not None
 
 
-def test_a_detection_must_implement_the_hook_and_set_its_config():
+def test_a_detection_must_implement_the_hook_and_needs_no_config():
     class NoHook(Detection):
         config = DetectorConfig()
 
@@ -132,8 +132,21 @@ def test_a_detection_must_implement_the_hook_and_set_its_config():
         def describe(self, chunks=None):
             return {"kind": "no-config", "scorer": None}
 
-    with pytest.raises(TypeError, match="a NoConfig is a Detection without a config"):
-        as_detection(NoConfig())
+    plain = as_detection(NoConfig())
+    assert plain.options == DetectionOptions(k=5, mode="full")  # Detection's default
+    with pytest.raises(InputError, match="ask for k=5, mode=full"):
+        plain.with_options(k=3)
+
+    class OwnOptions(NoConfig):
+        options = DetectionOptions(k=3, mode="two_pass")
+
+    assert as_detection(OwnOptions()).with_options(k=3, mode="two_pass").options.k == 3
+
+    class BadOptions(NoConfig):
+        options = {"k": 3}
+
+    with pytest.raises(TypeError, match="a BadOptions's options are not a groundsense.DetectionOptions"):
+        as_detection(BadOptions())
 
 
 # -- a cascade through every entry point: the real scorer -------------------------------------

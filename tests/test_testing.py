@@ -55,7 +55,7 @@ def test_a_cascade_conforms(detector):
 
 
 def test_a_non_detection_fails_with_the_interfaces_message():
-    with pytest.raises(ConformanceError, match="not a groundsense Detection: it lacks config, detect_checked"):
+    with pytest.raises(ConformanceError, match="not a groundsense Detection: it lacks options, detect_checked"):
         check_detection(object())
 
 

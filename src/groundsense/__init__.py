@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported when first used
     from .config import DetectorConfig
-    from .detection import Detection
+    from .detection import Detection, DetectionOptions
     from .errors import GroundsenseError, InputError, ScorerUnavailable
     from .inputs.files import load_example
     from .inputs.text import segment_sentences
@@ -24,13 +24,14 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .verification.kinds import make_verifier
     from .verification.lexical import LexicalOverlapVerifier
 
-__all__ = ["Detector", "DetectorConfig", "Detection", "make_detection", "Cascade", "make_verifier",
+__all__ = ["Detector", "DetectorConfig", "Detection", "DetectionOptions", "make_detection", "Cascade", "make_verifier",
            "LexicalOverlapVerifier", "DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "Scorer",
            "Calibration", "shipped_calibration", "LexicalFusions", "DomainSentences", "adapt", "segment_sentences",
            "load_example", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
 _WHERE = {
-    "Detector": "pipeline.detector", "DetectorConfig": "config", "Detection": "detection",
+    "Detector": "pipeline.detector", "DetectorConfig": "config",
+    "Detection": "detection", "DetectionOptions": "detection",
     "make_detection": "verification.factory", "Cascade": "verification.cascade",
     "make_verifier": "verification.kinds", "LexicalOverlapVerifier": "verification.lexical",
     "DetectionResult": "result", "SentenceResult": "result", "AnswerSummary": "result", "Truncation": "result",

@@ -2,8 +2,10 @@
 
 A :class:`Detection` checks answers against their evidence. It is an abstract base class with
 one hook, ``detect_checked`` (detect on one request row that :func:`validate.check_row`
-accepted), plus ``describe()`` (what it is, for logs, probes and headers) and ``config`` (the
-:class:`DetectorConfig` it was built from). Everything else is inherited: ``detect`` (one
+accepted), plus ``describe()`` (what it is, for logs, probes and headers) and ``options``
+(:class:`DetectionOptions`: the ``k`` and ``mode`` it takes as its own; the built-in
+detections derive them from the :class:`DetectorConfig` they were built from, their
+``config``). Everything else is inherited: ``detect`` (one
 answer: the row built and checked, then ``detect_checked``), ``iter_detect`` and
 ``detect_many`` (many request rows), ``with_options`` (a request's ``k`` and ``mode``; by
 default only the detection's own) and ``stream`` (by default refused). The plain
@@ -29,6 +31,16 @@ from .result import DetectionResult, SentenceResult
 
 if TYPE_CHECKING:
     from .inputs.evidence import Evidence
+
+
+@dataclass(frozen=True)
+class DetectionOptions:
+    """The per-request options a detection takes as its own: the chunk count ``k`` a single
+    context string is split into, and the ``mode`` (``full`` or ``two_pass``). A request may ask
+    for these only, unless the detection overrides :meth:`Detection.with_options`."""
+
+    k: int = 5
+    mode: str = "full"
 
 
 @dataclass(frozen=True)
@@ -71,12 +83,18 @@ class AnswerStream(Protocol):
 class Detection(ABC):
     """Checks answers against their evidence (see the module's docstring).
 
-    A subclass implements :meth:`detect_checked` and :meth:`describe` and sets ``config``; it
-    inherits the rest: :meth:`detect` checks its arguments as a request row and calls
-    :meth:`detect_checked`, rows are detected one by one, no per-request options beyond its own
-    ``k`` and ``mode``, no streaming."""
+    A subclass implements :meth:`detect_checked` and :meth:`describe`, and may set ``options``
+    (default: ``k`` 5, ``full`` mode); it inherits the rest: :meth:`detect` checks its arguments
+    as a request row and calls :meth:`detect_checked`, rows are detected one by one, no
+    per-request options beyond its own ``k`` and ``mode``, no streaming."""
 
-    config: DetectorConfig  # what it was built from; ``config.k`` and ``config.mode`` are its own options
+    config: DetectorConfig  # the built-in detections': what they were built from
+
+    @property
+    def options(self) -> DetectionOptions:
+        """The ``k`` and ``mode`` it takes as its own: its ``config``'s where it has one."""
+        config = getattr(self, "config", None)
+        return DetectionOptions(config.k, config.mode) if isinstance(config, DetectorConfig) else DetectionOptions()
 
     @abstractmethod
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
@@ -107,10 +125,11 @@ class Detection(ABC):
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detection:
         """This detection with a request's ``k`` or ``mode``; by default only its own are taken."""
-        if (k is None or k == self.config.k) and (mode is None or mode == self.config.mode):
+        own = self.options
+        if (k is None or k == own.k) and (mode is None or mode == own.mode):
             return self
         raise InputError(f"this detection ({self.describe()['kind']}) takes no per-request k or mode: "
-                         f"leave options out, or ask for k={self.config.k}, mode={self.config.mode}")
+                         f"leave options out, or ask for k={own.k}, mode={own.mode}")
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
         """Detect on each row (checked by :func:`validate.check_row`, then :meth:`detect_checked`),
@@ -142,17 +161,17 @@ class Detection(ABC):
 
 def as_detection(detection: object) -> Detection:
     """``detection`` itself, when it is a :class:`Detection` (a subclass, or a class given to
-    ``Detection.register``) with a ``config``; else a clear :class:`TypeError`."""
+    ``Detection.register``) whose ``options`` are :class:`DetectionOptions`; else a clear
+    :class:`TypeError`."""
     if not isinstance(detection, Detection):
-        missing = [name for name in ("config", "detect_checked", "describe") if not hasattr(detection, name)]
+        missing = [name for name in ("options", "detect_checked", "describe") if not hasattr(detection, name)]
         lacks = f"it lacks {', '.join(missing)}; " if missing else ""
         raise TypeError(f"a {type(detection).__name__} is not a groundsense Detection: {lacks}subclass "
-                        "groundsense.detection.Detection (implement detect_checked and describe, set config; "
-                        "the rest is inherited), or register a class that implements all of it with "
-                        "Detection.register")
-    if not isinstance(getattr(detection, "config", None), DetectorConfig):
-        raise TypeError(f"a {type(detection).__name__} is a Detection without a config: set its config "
-                        "(a groundsense.config.DetectorConfig; its k and mode are the detection's own)")
+                        "groundsense.Detection (implement detect_checked and describe; the rest is inherited), "
+                        "or register a class that implements all of it with Detection.register")
+    if not isinstance(getattr(detection, "options", None), DetectionOptions):
+        raise TypeError(f"a {type(detection).__name__}'s options are not a groundsense.DetectionOptions: set them "
+                        "to one (its k and mode), or leave them to Detection's default")
     return detection
 
 

@@ -156,7 +156,7 @@ class _Kit:
         if set(bad) != {"id", "error"} or bad["error"].get("type") != "InputError":
             self.fail(f"run_row on a row with an empty answer must give an InputError record, not {_short(bad)}")
         self.ok("run_row: a good row's record is its result, a bad row's an InputError record")
-        k = self.detection.config.k % MAX_K + 1  # another valid k
+        k = self.detection.options.k % MAX_K + 1  # another valid k
         asked = run_row(self.detection, {"id": "k", **self.row, "options": {"k": k}})
         if "error" in asked:
             if asked["error"].get("type") != "InputError":
@@ -170,9 +170,9 @@ class _Kit:
             self.fail(f"detect_checked accepted a row asking for k={k} but with_options(k={k}) refuses it ({exc}): "
                       "apply the row's options with self.with_options(**row.options), which refuses those a "
                       "detection does not take")
-        if sibling.config.k != k:
-            self.fail(f"with_options(k={k}) gave a detection whose config.k is {sibling.config.k}")
-        self.ok(f"a row asking for k={k} is honoured (with_options(k={k}).config.k == {k})")
+        if sibling.options.k != k:
+            self.fail(f"with_options(k={k}) gave a detection whose options.k is {sibling.options.k}")
+        self.ok(f"a row asking for k={k} is honoured (with_options(k={k}).options.k == {k})")
 
     # -- many answers -------------------------------------------------------------------------
 
