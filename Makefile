@@ -26,10 +26,11 @@ $(VENV)/.demo-installed: pyproject.toml constraints.txt
 	$(VENV)/bin/groundsense scorers --prepare smollm2-135m-instruct
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml constraints.txt
+$(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml harness/pyproject.toml constraints.txt
 	# dev builds llama-cpp-python (the openai: verifier's test server) from source: a portable build,
 	# since the CPU-native one crashed in llama_decode on this project's machines (their CPUs report AMX).
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -c constraints.txt -e '.[dev]'
+	# harness/ is the research harness, groundsense-eval: a distribution of its own, tested here too.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -c constraints.txt -e '.[dev]' -e harness
 	touch $@
 
 demo: demo-setup

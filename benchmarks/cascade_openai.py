@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from llamacpp_server import LlamaCppServer  # noqa: E402
 from speed import emit_json, load_test_cases, pick_cases, results_machine  # noqa: E402
 
-from groundsense.eval.data.rows import case_row  # noqa: E402
 from groundsense.pipeline.detector import Detector
 from groundsense.verification import make_verifier  # noqa: E402
 from groundsense.verification.cascade import Cascade
+from groundsense_eval.data.rows import case_row  # noqa: E402
 
 
 def time_calls(judge) -> list[float]:

@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from groundsense.eval.data.locations import benchmark_path
 from groundsense.scorer import Scorer
 from groundsense.scorer.divergence import Distributions, jsd
+from groundsense_eval.data.locations import benchmark_path
 
 LN2 = math.log(2.0)
 BLOCK = 64

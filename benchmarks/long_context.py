@@ -44,7 +44,7 @@ def dev_qa_cases(seed: int) -> list:
     """The RAGTruth test split's QA answers in the seeded dev partition (as the reports cut it)."""
     import pandas as pd
 
-    from groundsense.eval.data.split import DEV, assign_partition
+    from groundsense_eval.data.split import DEV, assign_partition
 
     cases = load_test_cases()
     table = pd.DataFrame({"source_id": [c.source_id for c in cases], "task": [c.task for c in cases]})
@@ -56,8 +56,8 @@ def padded_cases(answers: int, seed: int) -> dict[int, list]:
     """For each size, the first ``answers`` of a seeded order of the dev QA answers, padded."""
     import random
 
-    from groundsense.eval.data.distractors import with_distractors
     from groundsense.scorer import Scorer
+    from groundsense_eval.data.distractors import with_distractors
 
     cases = dev_qa_cases(seed)
     pool = [(c.source_id, p) for c in {c.source_id: c for c in cases}.values() for p in c.passages]
@@ -87,8 +87,8 @@ def cache_of(root: Path, size: int) -> Path:
 def run_one(spec: dict, cases_file: Path, root: Path) -> None:
     """One configuration, in this process: extract into the cache, then record peak RSS."""
     from groundsense.config import DetectorConfig
-    from groundsense.eval.caches.extract import extract
     from groundsense.pipeline.detector import Detector
+    from groundsense_eval.caches.extract import extract
 
     cases = pickle.loads(cases_file.read_bytes())[spec["size"]]
     detector = Detector.from_config(DetectorConfig(mode=spec["mode"], k=K, max_context_tokens=spec["budget"],
@@ -121,7 +121,7 @@ def summarise(root: Path) -> list[dict]:
     answer, evidence tokens scored, chunks, peak RSS and the threads it ran on."""
     from sklearn.metrics import roc_auc_score
 
-    from groundsense.eval.caches.extract import load_cache
+    from groundsense_eval.caches.extract import load_cache
 
     rows = []
     for size in SIZES:
@@ -148,8 +148,8 @@ def cut_against_kept(root: Path) -> list[dict]:
     """Per size and mode, on the answers both budgets scored: the sentence AUC with the evidence
     cut at the default budget minus the AUC with all of it kept, with a source-level paired
     bootstrap interval (95%, 2,000 resamples)."""
-    from groundsense.eval.caches.extract import load_cache
-    from groundsense.eval.statistics.bootstrap import source_bootstrap
+    from groundsense_eval.caches.extract import load_cache
+    from groundsense_eval.statistics.bootstrap import source_bootstrap
 
     rows = []
     key = ["case_id", "sentence_index"]

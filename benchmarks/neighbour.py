@@ -46,7 +46,7 @@ def measure(case_id: str, repeats: int) -> None:
     import torch
 
     from groundsense import Detector
-    from groundsense.eval.data.ragtruth import load_ragtruth
+    from groundsense_eval.data.ragtruth import load_ragtruth
 
     [case], _ = load_ragtruth(ids={case_id})
     detector = Detector()

@@ -34,14 +34,14 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import emit_json  # noqa: E402
 
-from groundsense.eval.caches.extract import FeatureSet, load_cache
-from groundsense.eval.reports.default_score import product_judgements
-from groundsense.eval.reports.fusion import fusion_table
-from groundsense.eval.reports.operating import OperatingPoint, answer_outcomes, judged
-from groundsense.eval.statistics.bootstrap import source_bootstrap
 from groundsense.judging.calibration import shipped_calibration
 from groundsense.judging.fusion import shipped_lexical_fusion
 from groundsense.judging.resampling import flag_intervals, paired_f1
+from groundsense_eval.caches.extract import FeatureSet, load_cache
+from groundsense_eval.reports.default_score import product_judgements
+from groundsense_eval.reports.fusion import fusion_table
+from groundsense_eval.reports.operating import OperatingPoint, answer_outcomes, judged
+from groundsense_eval.statistics.bootstrap import source_bootstrap
 
 GOAL_AGREEMENT, GOAL_AUC = 0.99, 0.01
 KEY = ["case_id", "sentence_index"]
@@ -171,7 +171,7 @@ def flags_of(frames: dict[str, pd.DataFrame], flag: str, seed: int) -> dict:
 def shipped_pairings(sets: dict[str, FeatureSet], scorer: str, k: int, seed: int) -> dict:
     """The agreement of the pairings that ship: each precision with its own calibration
     (``sensitivity``) and with its own lexical fusion (the fused score, the default), each as
-    the product judges it (:func:`groundsense.eval.reports.default_score.product_judgements`)."""
+    the product judges it (:func:`groundsense_eval.reports.default_score.product_judgements`)."""
     judged_by: dict[str, dict[str, tuple[pd.DataFrame, pd.DataFrame]]] = {}
     for precision, features in sets.items():
         calibration = shipped_calibration(scorer, k, precision)

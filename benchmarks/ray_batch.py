@@ -27,7 +27,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import load_test_cases, pick_cases, results_machine, table  # noqa: E402
 
-from groundsense.eval.data.rows import case_row  # noqa: E402
+from groundsense_eval.data.rows import case_row  # noqa: E402
 
 
 def run(command: list[str]) -> float:

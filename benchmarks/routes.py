@@ -44,7 +44,7 @@ from speed import emit_json, load_test_cases, pick_cases, results_machine
 from streaming import token_deltas
 
 from groundsense import DetectionResult, Detector
-from groundsense.eval.data.rows import case_row
+from groundsense_eval.data.rows import case_row
 
 ROUTES = ("detect-2", "detect-1", "stream-2", "batch-2", "serve-2", "ray-1")
 GOAL_AGREEMENT, GOAL_DIFFERENCE = 0.999, 0.02

@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from speed import emit_json, load_test_cases, pick_cases, results_machine  # noqa: E402
 
 from groundsense.errors import ScorerUnavailable  # noqa: E402
-from groundsense.eval.data.rows import case_row  # noqa: E402
 from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer  # noqa: E402
 from groundsense.weights import BUILTINS, DEFAULT_SCORER  # noqa: E402
+from groundsense_eval.data.rows import case_row  # noqa: E402
 
 MODES = ("two_pass", "full")
 BASELINE = (DEFAULT_SCORER, "full")

@@ -113,7 +113,7 @@ def per_answer_bound(prompts: list[EncodedPrompt], leave_one_out: bool = True) -
 
 
 def load_test_cases() -> list:
-    from groundsense.eval.data.ragtruth import load_ragtruth
+    from groundsense_eval.data.ragtruth import load_ragtruth
 
     cases, _ = load_ragtruth(splits={"test"})
     return cases
@@ -411,10 +411,10 @@ def masked_table(items: list[Item], m: Measurement) -> tuple[str, dict]:
 
 def feature_agreement(items: list[Item], a: list[TokenScores], b: list[TokenScores]) -> dict[str, dict[str, float]]:
     """Pearson, Spearman and absolute differences of each feature over all sentences
-    (``groundsense.eval.reports.configurations.agreement``, as `eval compare` reports them)."""
+    (``groundsense_eval.reports.configurations.agreement``, as `eval compare` reports them)."""
     import pandas as pd
 
-    from groundsense.eval.reports.configurations import AGREEMENT, agreement
+    from groundsense_eval.reports.configurations import AGREEMENT, agreement
 
     def values(scores: list[TokenScores]) -> pd.DataFrame:
         frames = []
@@ -466,8 +466,8 @@ def split_summary(scorer: Scorer, cases: list, k: int, lengths_out: Path | None)
 
 def split_cache(cache: Path, k: int) -> Path:
     """The default scorer's RAGTruth feature folder under ``cache``; exits with what to run if absent."""
-    from groundsense.eval.caches.extract import ExtractionConfig, cache_folder
     from groundsense.weights import DEFAULT_SCORER
+    from groundsense_eval.caches.extract import ExtractionConfig, cache_folder
 
     folder = cache_folder(cache, "ragtruth", ExtractionConfig(DetectorConfig(scorer=DEFAULT_SCORER, k=k)))
     if not (folder / "config.json").is_file():
@@ -484,7 +484,7 @@ def measured_split(folder: Path, cases: list, split: dict, naive: Measurement) -
     The recorded seconds are those of the runs that filled the cache, under their thread
     counts and machine load, and a resumed run starts with no evidence kept, so they can only
     overstate the library's time."""
-    from groundsense.eval.caches.store import read_parts
+    from groundsense_eval.caches.store import read_parts
 
     rows = read_parts(folder)
     test_ids = {c.id for c in cases}

@@ -46,7 +46,7 @@ VERDICT_COMMAND = ".venv/bin/python scripts/question_ablation.py verdict -o docs
 @functools.cache
 def cached_set(name: str):
     """The set's full-mode feature set of the default scorer in the committed cache (read once)."""
-    from groundsense.eval.caches.extract import load_cache
+    from groundsense_eval.caches.extract import load_cache
 
     cache, benchmark = SETS[name]
     folder = ROOT / "results" / cache
@@ -58,7 +58,7 @@ def cached_set(name: str):
 
 def partition(name: str, which: str) -> pd.DataFrame:
     """The scored sentences of a set's dev or test partition in the committed feature cache."""
-    from groundsense.eval.statistics.benchmark_result import partitioned
+    from groundsense_eval.statistics.benchmark_result import partitioned
 
     dev, test = partitioned(cached_set(name).table)
     return dev if which == "dev" else test
@@ -92,7 +92,7 @@ def scored(name: str, which: str) -> list[dict]:
 
 def load_cases(benchmark: str, ids: set[str]) -> dict:
     """The benchmark's cases with these ids, from the splits `groundsense eval extract` scored."""
-    from groundsense.eval.data.benchmarks import DEFAULT_SPLITS, load_benchmark
+    from groundsense_eval.data.benchmarks import DEFAULT_SPLITS, load_benchmark
 
     cases, _ = load_benchmark(benchmark, DEFAULT_SPLITS[benchmark])
     return {c.id: c for c in cases if c.id in ids}
@@ -100,7 +100,7 @@ def load_cases(benchmark: str, ids: set[str]) -> dict:
 
 def score(name: str, which: str) -> None:
     from groundsense import Detector
-    from groundsense.eval.data.rows import case_row
+    from groundsense_eval.data.rows import case_row
 
     ids = answers_to_score(name, which)
     done = {r["case_id"] for r in scored(name, which)}
@@ -149,7 +149,7 @@ def paired(name: str, which: str) -> pd.DataFrame | None:
 def compared(labels: np.ndarray, with_question: np.ndarray, without: np.ndarray, sources: np.ndarray,
              n_resamples: int, seed: int) -> dict:
     """AUCs of two suspicion scores and their paired difference (without − with)."""
-    from groundsense.eval.statistics.bootstrap import source_bootstrap
+    from groundsense_eval.statistics.bootstrap import source_bootstrap
 
     boot = source_bootstrap(labels, {"with": with_question, "without": without}, sources, n_resamples, seed)
     auc = boot.intervals()["auc"]
@@ -157,7 +157,7 @@ def compared(labels: np.ndarray, with_question: np.ndarray, without: np.ndarray,
 
 
 def cells(result: dict) -> dict[str, str]:
-    from groundsense.eval.reports.tables import interval_text
+    from groundsense_eval.reports.tables import interval_text
 
     return {"with the question": f"{result['with the question']:.3f}", "without": f"{result['without']:.3f}",
             "without − with": interval_text(result["diff"], result["lo"], result["hi"], sign="+")}
@@ -167,7 +167,7 @@ def tables(names: list[str], which: str, by_task: bool, n_resamples: int, seed: 
            ) -> tuple[dict, dict, dict, dict[str, tuple[int, int]]]:
     """Sentence-level results per set (and task), their table rows, the answer-level rows, and
     each set's answers (scored, in the partition)."""
-    from groundsense.eval.statistics.methods import answer_mean
+    from groundsense_eval.statistics.methods import answer_mean
 
     results, sentences, answers, coverage = {}, {}, {}, {}
     for name in names:
@@ -200,7 +200,7 @@ def covered(coverage: dict[str, tuple[int, int]]) -> str:
 
 def report(n_resamples: int = 2000, seed: int = 0) -> str:
     """The dev-only ablation."""
-    from groundsense.eval.reports.tables import markdown_table
+    from groundsense_eval.reports.tables import markdown_table
 
     _, sentences, answers, coverage = tables(BENCHMARKS, "dev", True, n_resamples, seed)
     return "\n".join([
@@ -216,7 +216,7 @@ def report(n_resamples: int = 2000, seed: int = 0) -> str:
 
 def verdict(n_resamples: int = 2000, seed: int = 0) -> str:
     """Candidate Q on the test partitions, and the rule of docs/detector-selection.md."""
-    from groundsense.eval.reports.tables import markdown_table
+    from groundsense_eval.reports.tables import markdown_table
 
     results, sentences, answers, coverage = tables([*BENCHMARKS, "ragtruth-split"], "test", False, n_resamples, seed)
     complete = set(coverage) == set(SETS) and all(done == total for done, total in coverage.values())

@@ -1,7 +1,7 @@
 """Why the attribution rater answers with words (Yes/Some/No/False), not letters (A-D).
 
 Rates sentences copied from a passage against that passage and against an unrelated one,
-with the shipped prompt (:class:`groundsense.eval.caches.rater.SupportRater`) and with the same
+with the shipped prompt (:class:`groundsense_eval.caches.rater.SupportRater`) and with the same
 prompt asking for a letter instead, and prints P(full) for each; a judge that reads the
 passage gives the copied sentence more P(full) against its source. One thread, a minute:
 
@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import torch
 
-from groundsense.eval.caches.rater import SupportRater
 from groundsense.inputs.prompt import render_user_turn
 from groundsense.verification.judge import answer_token_ids, option_probabilities
+from groundsense_eval.caches.rater import SupportRater
 
 PASSAGES = {
     "eiffel": "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair.",

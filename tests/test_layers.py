@@ -1,7 +1,9 @@
-"""The package's layering rule (docs/architecture.md), checked on every import statement,
+"""The packages' layering rule (docs/architecture.md), checked on every import statement,
 deferred ones included: the core imports none of the layers above it, and the outer layers
 never import the CLI; no two layers import each other. Within the core, the pipeline's stages import only the stages
-before them (:data:`CORE_ORDER`). And the tests share code only through the package ``tests/helpers``."""
+before them (:data:`CORE_ORDER`). The product never imports the research harness (``groundsense_eval``,
+a distribution of its own), and the harness reads only the product modules :data:`HARNESS_READS` names.
+And the tests share code only through the package ``tests/helpers``."""
 
 import ast
 import graphlib
@@ -9,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "groundsense"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "groundsense"
+HARNESS = ROOT / "harness" / "src" / "groundsense_eval"
 TESTS = Path(__file__).resolve().parent
 # Layer of each top-level part of the package; a module not named here is in the core.
 # ``testing`` (the Detection conformance kit) drives the service's app, so it sits with the CLI.
-LAYERS = {"eval": 1, "service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
+LAYERS = {"service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
 # The core's stages in pipeline order (docs/architecture.md: inputs -> scorer -> features -> judging
 # -> pipeline -> verification -> rows), each with the top-level parts it holds: a core module
 # imports, at runtime, only its own stage and the stages before it.
@@ -38,12 +42,13 @@ def layer_part(module: str) -> str:
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = next(folder for folder in (PACKAGE, HARNESS) if path.is_relative_to(folder))
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported_modules(path: Path, tree: ast.AST | None = None) -> set[str]:
-    """Every groundsense module ``path`` (parsed: ``tree``) imports, relative imports resolved."""
+    """Every groundsense or groundsense_eval module ``path`` (parsed: ``tree``) imports, relative imports resolved."""
     here = module_name(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     found = set()
@@ -55,7 +60,7 @@ def imported_modules(path: Path, tree: ast.AST | None = None) -> set[str]:
             target = ".".join([*base, *([node.module] if node.module else [])])
             found.add(target)
             found |= {f"{target}.{a.name}" for a in node.names}  # `from . import eval`
-    return {m for m in found if m.split(".")[0] == "groundsense"}
+    return {m for m in found if m.split(".")[0] in ("groundsense", "groundsense_eval")}
 
 
 def edges() -> list[tuple[str, str, str]]:
@@ -82,7 +87,7 @@ def test_no_two_modules_import_each_other_even_through_others():
     """Module by module, imports (deferred ones, and those for annotations only under
     ``TYPE_CHECKING``, included) form no cycle. A module's import of a package above it is left
     out: that only names the package's namespace."""
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = {module_name(p): p for p in [*PACKAGE.rglob("*.py"), *HARNESS.rglob("*.py")]}
     graph = {m: {t for t in imported_modules(p) if t in modules and t != m and not m.startswith(t + ".")}
              for m, p in modules.items()}
     try:
@@ -105,7 +110,8 @@ def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification.verifier" in imported_modules(PACKAGE / "verification" / "cascade.py")  # relative
     assert "groundsense.result" in imported_modules(PACKAGE / "judging" / "adaptation.py")  # under TYPE_CHECKING
     assert "groundsense.result" not in runtime_imports(PACKAGE / "judging" / "adaptation.py")
-    assert layer_part("groundsense.eval.data.cases") == "eval" and layer_part("groundsense.pipeline.detector") == "core"
+    assert layer_part("groundsense.service.app") == "service" and layer_part("groundsense.pipeline.detector") == "core"
+    assert "groundsense_eval.caches.extract" in imported_modules(HARNESS / "reports" / "fusion.py")  # the harness's own
 
 
 def core_stage(module: str) -> int | None:
@@ -131,24 +137,56 @@ def test_the_core_imports_only_its_own_stage_and_those_before_it():
     assert not upward, "\n".join(upward)
 
 
-EVAL_ORDER = ("data", "caches", "statistics", "reports")
+HARNESS_ORDER = ("data", "caches", "statistics", "reports", "cli")
 
 
-def eval_part(module: str) -> str | None:
-    """The subpackage of ``eval`` (:data:`EVAL_ORDER`) that ``module`` is in, if any."""
+def harness_part(module: str) -> str | None:
+    """The subpackage of the harness (:data:`HARNESS_ORDER`) that ``module`` is in, if any."""
     parts = module.split(".")
-    return parts[2] if parts[1:2] == ["eval"] and len(parts) > 2 and parts[2] in EVAL_ORDER else None
+    return parts[1] if parts[0] == "groundsense_eval" and len(parts) > 1 and parts[1] in HARNESS_ORDER else None
 
 
-def test_eval_subpackages_import_only_the_ones_before_them():
-    """data -> caches -> statistics -> reports (docs/architecture.md): no import goes back up the chain."""
+def test_harness_subpackages_import_only_the_ones_before_them():
+    """data -> caches -> statistics -> reports -> cli (docs/architecture.md): no import goes back up the chain."""
     backward = set()
-    for path in (PACKAGE / "eval").rglob("*.py"):
-        source = eval_part(module_name(path))
-        for target in map(eval_part, imported_modules(path)):
-            if source and target and EVAL_ORDER.index(target) > EVAL_ORDER.index(source):
+    for path in HARNESS.rglob("*.py"):
+        source = harness_part(module_name(path))
+        for target in map(harness_part, imported_modules(path)):
+            if source and target and HARNESS_ORDER.index(target) > HARNESS_ORDER.index(source):
                 backward.add(f"{module_name(path)} ({source}) imports {target}")
     assert not backward, "\n".join(sorted(backward))
+
+
+def test_the_product_never_imports_the_harness():
+    """``pip install groundsense`` holds no harness: no product module may import it, even deferred."""
+    found = [f"{module_name(path)} imports {target}" for path in sorted(PACKAGE.rglob("*.py"))
+             for target in sorted(imported_modules(path)) if target.split(".")[0] == "groundsense_eval"]
+    assert not found, "\n".join(found)
+
+
+# The product modules the harness reads beyond the public ``groundsense`` namespace (issue #54: to
+# shrink to the public surface). A new one fails this test: import it from ``groundsense`` (add the
+# name to its ``__all__``), or add it here on purpose.
+HARNESS_READS = {
+    "groundsense.cli", "groundsense.cli.common", "groundsense.cli.interrupts", "groundsense.config",
+    "groundsense.detection", "groundsense.errors", "groundsense.features", "groundsense.inputs.evidence",
+    "groundsense.inputs.text", "groundsense.judging.adaptation", "groundsense.judging.calibration",
+    "groundsense.judging.cross_validation", "groundsense.judging.fitting", "groundsense.judging.fusion",
+    "groundsense.judging.resampling", "groundsense.judging.thresholds", "groundsense.lexical", "groundsense.progress",
+    "groundsense.pipeline.detector", "groundsense.result", "groundsense.scorer", "groundsense.scorer.loading",
+    "groundsense.verification", "groundsense.verification.cascade", "groundsense.verification.fusion",
+    "groundsense.verification.judge", "groundsense.verification.lexical", "groundsense.verification.model",
+    "groundsense.verification.prompts", "groundsense.verification.verifier", "groundsense.weights",
+}
+
+
+def test_the_harness_reads_only_the_product_modules_it_declares():
+    product = {target for path in HARNESS.rglob("*.py") for target in imported_modules(path)
+               if target.split(".")[0] == "groundsense" and target != "groundsense"}
+    modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
+    read = {target for target in product if target in modules}  # `from m import name`: m, not m.name
+    assert read - HARNESS_READS == set(), "the harness reads product modules it does not declare"
+    assert HARNESS_READS - read == set(), "HARNESS_READS names modules the harness no longer reads: remove them"
 
 
 @pytest.mark.parametrize("part", sorted(LAYERS))

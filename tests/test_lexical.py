@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundsense.eval.caches.lexical import lexical_rows, with_lexical
 from groundsense.lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals, normalise_number, numbers
 from groundsense.verification.lexical import LexicalOverlapVerifier
+from groundsense_eval.caches.lexical import lexical_rows, with_lexical
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

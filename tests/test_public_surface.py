@@ -29,7 +29,7 @@ def test_the_package_is_marked_typed():
 # Modules the docs may import from besides ``groundsense`` itself: the conformance kit, the Ray
 # engine and the framework integrations (each its own extra), and the research harness (issue #54:
 # to become its own package).
-PUBLIC_MODULES = ("groundsense.testing", "groundsense.scale", "groundsense.integrations.", "groundsense.eval.")
+PUBLIC_MODULES = ("groundsense.testing", "groundsense.scale", "groundsense.integrations.", "groundsense_eval.")
 
 
 def test_the_docs_import_only_from_the_public_surface():

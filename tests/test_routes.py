@@ -14,12 +14,12 @@ import torch
 from fastapi.testclient import TestClient
 
 from groundsense import Detector
-from groundsense.eval.data.ragtruth import load_ragtruth
-from groundsense.eval.data.rows import case_row
 from groundsense.rows.batch import score_rows
 from groundsense.scorer.loading import PRECISION_VARIABLE
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
+from groundsense_eval.data.ragtruth import load_ragtruth
+from groundsense_eval.data.rows import case_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 

@@ -1,9 +1,11 @@
 """The package as a user installs it: the wheel built from this checkout, installed with the CPU
 torch and the default scorer's weights into a fresh virtual environment in a temporary folder
 outside the repository, and run from there, where no ``../shared`` and no ``$GROUNDSENSE_DATA``
-is reachable. The core install detects and streams the shipped example, adapts the calibration
-to a small file (scoring it as `batch` does), sends `eval` to the benchmark data's sources and
-refuses `serve` naming the `service` extra; with the extra, `serve` answers. The converted
+is reachable. The product's wheel holds no research harness. The core install detects and streams
+the shipped example, adapts the calibration to a small file (scoring it as `batch` does), fits on a
+small labelled file, answers `eval` with the package to install, and refuses `serve` naming the
+`service` extra; with the extra, `serve` answers. With the harness's own wheel (``groundsense-eval``)
+installed beside it, `eval` sends a user to the benchmark data's sources. The converted
 scorer weights come from the machine's cache (``$GROUNDSENSE_CACHE``): nothing is converted again."""
 
 import json
@@ -57,17 +59,18 @@ class Install:
                               capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
-def build_wheel(folder: Path) -> Path:
-    """The wheel of this checkout's package, built by pip from a copy of what the build reads
-    (the checkout stays free of build output)."""
-    source = folder / "source"
-    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
+def build_wheel(folder: Path, project: Path = ROOT, name: str = "groundsense") -> Path:
+    """The wheel of a distribution in this checkout (``project``: the folder of its
+    pyproject.toml), built by pip from a copy of what the build reads (the checkout stays free
+    of build output)."""
+    source = folder / f"source-{name}"
+    shutil.copytree(project / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for file in ("pyproject.toml", "README.md"):
+        shutil.copy(project / file, source / file)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder / "dist"),
                            str(source)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (wheel,) = (folder / "dist").glob("groundsense-*.whl")
+    (wheel,) = (folder / "dist").glob(f"{name.replace('-', '_')}-*.whl")
     return wheel
 
 
@@ -84,11 +87,13 @@ def install():
         yield installed
 
 
-def test_the_wheel_marks_the_package_typed(install):
+def test_the_wheel_marks_the_package_typed_and_holds_no_harness(install):
     import zipfile
 
     names = zipfile.ZipFile(install.wheel).namelist()
     assert "groundsense/py.typed" in names  # PEP 561: users' type checkers read the package's hints
+    assert not [n for n in names if n.startswith(("groundsense/eval/", "groundsense_eval/"))]
+    assert "groundsense/cli/__init__.py" in names and not [n for n in names if "/cli/eval" in n]
 
 
 def test_the_package_runs_from_the_venv_without_the_service_packages(install):
@@ -143,7 +148,37 @@ def test_calibrate_adapts_the_shipped_fusions_and_calibration_to_a_small_file(in
     assert "from 3 answers: flags" in done.stderr
 
 
-def test_eval_without_the_data_says_where_to_get_it(install):
+def test_fit_fits_on_a_small_labelled_file(install):
+    """Five labelled answers of five sources: far too few for the fit to rank better than the
+    default, so it is written only under --force, and `detect` then scores by its weights."""
+    facts = [("The bridge opened in 1937.", "The bridge opened in 1937.", "It was painted gold in 1990."),
+             ("Paris is the capital of France.", "Paris is the capital of France.", "Paris has ten million bridges."),
+             ("The clinic opens at 8 am.", "The clinic opens at 8 am.", "It also opens on Sundays."),
+             ("The river is 300 km long.", "The river is 300 km long.", "It freezes every July."),
+             ("The library holds 2,000 maps.", "The library holds 2,000 maps.", "It was founded by Napoleon.")]
+    rows = []
+    for i, (evidence, supported, invented) in enumerate(facts):
+        answer = f"{supported} {invented}"
+        start = answer.index(invented)
+        rows.append({"context": f"{evidence} Visitors come all year.", "answer": answer, "source": f"s{i}",
+                     "labels": [{"start": start, "end": start + len(invented)}] if i % 2 == 0 else []})
+    (install.work / "labelled.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = install.run("fit", "labelled.jsonl", "-o", "detector.json", "--no-progress", "--force")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "5-fold cross-validation over 5 sources" in done.stdout and "writing it anyway (--force)" in done.stderr
+    detector = json.loads((install.work / "detector.json").read_text())
+    assert detector["made_with"]["answers"] == 5 and detector["made_with"]["labelled"] is True
+    detected = install.run("detect", "--calibration", "detector.json", "--json", input=json.dumps(rows[0]))
+    assert detected.returncode == 0, detected.stderr[-3000:]
+    assert json.loads(detected.stdout)["score_rule"] == "sensitivity"
+
+
+def test_eval_names_the_harness_then_runs_with_it(install):
+    refused = install.run("eval", "case", "ragtruth:16", timeout=120)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "pip install groundsense-eval" in refused.stderr
+    harness = build_wheel(install.folder, ROOT / "harness", "groundsense-eval")
+    install.pip("-c", str(ROOT / "constraints.txt"), str(harness))
     done = install.run("eval", "case", "ragtruth:16", timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     message = " ".join(done.stderr.split())

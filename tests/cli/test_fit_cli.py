@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from helpers.cli import run
 
-from groundsense.eval.data.ragtruth import load_ragtruth
-from groundsense.eval.data.rows import case_row
 from groundsense.judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS
+from groundsense_eval.data.ragtruth import load_ragtruth
+from groundsense_eval.data.rows import case_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 

@@ -1,5 +1,5 @@
 """Synthetic labelled sentences where the truth is known, for the few-label fit's tests: the
-cross-validation (tests/judging) and the learning curve (tests/eval)."""
+cross-validation (tests/judging) and the learning curve (harness/tests/reports)."""
 
 import numpy as np
 

@@ -4,8 +4,8 @@ cached feature sets built from it."""
 import numpy as np
 import pandas as pd
 
-from groundsense.eval.caches.extract import FeatureSet
 from groundsense.features import GROUNDING
+from groundsense_eval.caches.extract import FeatureSet
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
           "n_parameters": 1_000_000}

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from groundsense.errors import InputError
-from groundsense.eval.reports.fusion import label_free_score
 from groundsense.judging.fusion import (
     LENGTH_AWARE_NOISY_OR,
     LEXICAL_FUSION_SIGNALS,
@@ -23,6 +22,7 @@ from groundsense.judging.fusion import (
 )
 from groundsense.judging.thresholds import forced_scores, youden_threshold
 from groundsense.verification.fusion import shipped_fusion
+from groundsense_eval.reports.fusion import label_free_score
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

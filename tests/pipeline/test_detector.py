@@ -12,7 +12,6 @@ from helpers.bridge_answer import ANSWER, PASSAGES, assert_same_sentence_feature
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.eval.data.locations import BENCHMARK_PATHS, data_root
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.inputs.text import chunk_context, segment_sentences
 from groundsense.judging.adjudicator import answer_summary
@@ -20,6 +19,7 @@ from groundsense.judging.calibration import shipped_calibration
 from groundsense.pipeline.detector import Detector
 from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.scorer.reference import independent_token_scores
+from groundsense_eval.data.locations import BENCHMARK_PATHS, data_root
 
 RAGTRUTH = data_root() / BENCHMARK_PATHS["ragtruth"]
 

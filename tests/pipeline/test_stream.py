@@ -17,7 +17,7 @@ CASE_IDS = ["ragtruth:16360", "ragtruth:6249", "ragtruth:1990"]  # QA, Data2txt,
 
 @pytest.fixture(scope="module")
 def cases():
-    from groundsense.eval.data.ragtruth import load_ragtruth
+    from groundsense_eval.data.ragtruth import load_ragtruth
 
     try:
         found, _ = load_ragtruth(ids=set(CASE_IDS))

@@ -19,11 +19,11 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.eval.data.ragtruth import load_ragtruth
-from groundsense.eval.data.rows import case_row
 from groundsense.rows.batch import run_batch, score_rows
 from groundsense.scale import Resources, detect_dataset, open_sink, run_ray_batch, table_records
 from groundsense.scale.io import read_input
+from groundsense_eval.data.ragtruth import load_ragtruth
+from groundsense_eval.data.rows import case_row
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -10,7 +10,6 @@ from helpers.cli import run
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.features import GROUNDING
 from groundsense.inputs.text import chunk_context
 from groundsense.judging.calibration import Calibration
@@ -18,6 +17,7 @@ from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module
 from groundsense.scorer.reference import masked_token_scores
+from groundsense_eval.caches.extract import ExtractionConfig
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

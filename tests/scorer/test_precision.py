@@ -11,12 +11,12 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.eval.caches.extract import ExtractionConfig
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer, loading
 from groundsense.scorer.loading import check_precision, resolve_precision
 from groundsense.weights import DEFAULT_SCORER
+from groundsense_eval.caches.extract import ExtractionConfig
 
 EXAMPLE = load_example("passages-qa")
 

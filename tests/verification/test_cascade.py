@@ -91,9 +91,9 @@ def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(d
 
 
 def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):
-    from groundsense.eval.caches.attribution import case_chunks
-    from groundsense.eval.data.cases import Case, LabelledSentence
     from groundsense.inputs.text import join_passages
+    from groundsense_eval.caches.attribution import case_chunks
+    from groundsense_eval.data.cases import Case, LabelledSentence
 
     context = " ".join(PASSAGES) + " Its colour, International Orange, was chosen to stand out in fog."
     cases = [

@@ -126,9 +126,9 @@ def test_cascade_escalates_to_the_server_and_reports_the_tokens(detector, judge_
 
 
 def test_eval_verify_caches_scores_with_their_tokens_and_a_failure_as_an_error_row(judge_server, keyed, tmp_path):
-    from groundsense.eval.caches.store import read_parts
-    from groundsense.eval.caches.verify import verify
-    from groundsense.eval.data.cases import Case, LabelledSentence
+    from groundsense_eval.caches.store import read_parts
+    from groundsense_eval.caches.verify import verify
+    from groundsense_eval.data.cases import Case, LabelledSentence
 
     answer = "The Colosseum is in Rome. It was built by Napoleon."
     labels = [LabelledSentence(0, 25, False), LabelledSentence(26, len(answer), True, "baseless")]

@@ -57,7 +57,7 @@ def test_verification_loads_no_torch_until_a_kind_is_made_and_never_imports_the_
         "assert 'torch' not in sys.modules, 'importing the verification package or its spec checks loaded torch'\n"
         "import groundsense.verification.cascade, groundsense.verification.factory, groundsense.verification.lexical\n"
         "for kind in verification.KINDS: verification.verifier_class(kind)\n"
-        "print(sorted(m for m in sys.modules if m.startswith('groundsense.eval')))"
+        "print(sorted(m for m in sys.modules if m.startswith('groundsense_eval')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

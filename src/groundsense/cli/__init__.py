@@ -1,8 +1,9 @@
-"""``groundsense``: detect, stream, batch, calibrate, fit, serve, serve agents (MCP) and evaluate from the shell.
+"""``groundsense``: detect, stream, batch, calibrate, fit, serve and serve agents (MCP) from the shell.
 
 One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.calibrate`, :mod:`.fit`,
-:mod:`.serve`, :mod:`.mcp`; :mod:`.catalogue` lists the examples and scorers) and per group (:mod:`.eval`);
-what they share is in :mod:`.common`. Exit codes: :data:`.common.EXIT_CODES`.
+:mod:`.serve`, :mod:`.mcp`; :mod:`.catalogue` lists the examples and scorers); what they share is in
+:mod:`.common`. Other distributions add command groups (:mod:`.plugins`): `groundsense eval` is the
+research harness's, in ``groundsense-eval``. Exit codes: :data:`.common.EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from ..scorer.threads import THREADS_VARIABLE, use_threads
 from .batch import batch
 from .calibrate import calibrate
 from .catalogue import examples, scorers
-from .common import CONTEXT_SETTINGS, EXIT_CODES, Commands
+from .common import CONTEXT_SETTINGS, EXIT_CODES
 from .detect import detect
-from .eval import eval_group
 from .fit import fit
 from .mcp import mcp
+from .plugins import WithPlugins
 from .serve import serve
 from .stream import stream
 
 
-@click.group(cls=Commands, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+@click.group(cls=WithPlugins, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
 @click.option("-v", "--verbose", is_flag=True, help="Show library log messages.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, envvar=THREADS_VARIABLE, show_envvar=True,
               help="CPU threads for the scorer, in this process and those it starts [default: the CPUs this "
@@ -43,7 +44,7 @@ def cli(verbose: bool, threads: int | None) -> None:
         hf_logging.disable_progress_bar()
 
 
-for command in (detect, stream, batch, calibrate, fit, serve, mcp, examples, scorers, eval_group):
+for command in (detect, stream, batch, calibrate, fit, serve, mcp, examples, scorers):
     cli.add_command(command)
 
 

@@ -23,6 +23,7 @@ from .common import (
     fit_target_options,
     plain_detector,
     shipped_calibration,
+    stacked,
 )
 from .interrupts import resumable
 
@@ -41,9 +42,7 @@ def scoring_options(func: CommandFunction) -> CommandFunction:
         click.option("--no-progress", is_flag=True),
         detector_options(omit=("mode", *FLAGGING)),  # fitting scores in full mode, uncalibrated
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return stacked(options)(func)
 
 
 # `calibrate --fuse`'s and `fit --fuse`'s judge.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -141,6 +141,18 @@ SETTINGS = (
 FLAGGING = ("score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 
+def stacked(options: Sequence[Callable[[CommandFunction], CommandFunction]]) -> Callable[[CommandFunction],
+                                                                                   CommandFunction]:
+    """One decorator for several options, in the order the command's help lists them."""
+
+    def decorate(func: CommandFunction) -> CommandFunction:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 def detector_options(omit: tuple[str, ...] = (), from_env: bool = False,
                      defaults: Mapping[str, Any] | None = None) -> Callable[[CommandFunction], CommandFunction]:
     """The options of every :class:`~groundsense.config.DetectorConfig` field but those in
@@ -169,12 +181,7 @@ def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFuncti
         for name in ("recall", "precision")
     ]
 
-    def decorate(func: CommandFunction) -> CommandFunction:
-        for option in reversed([output, *targets]):
-            func = option(func)
-        return func
-
-    return decorate
+    return stacked([output, *targets])
 
 
 def make_detection(config: DetectorConfig) -> Detection:

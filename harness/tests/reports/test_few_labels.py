@@ -1,0 +1,46 @@
+"""The few-label fit's learning curve on held-out sources (groundsense_eval.reports.few_labels), on
+synthetic features where the truth is known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.labelled_sentences import DEFAULT, labelled_sentences
+
+from groundsense_eval.reports.few_labels import DRAWS, SIZES, curve, curve_table, draw_answers, goal_text
+
+pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
+
+def test_a_draw_takes_whole_sources_but_the_last():
+    by_source = {s: [f"{s}-{i}" for i in range(3)] for s in "abcdefg"}
+    drawn, touched = draw_answers(by_source, 7, np.random.default_rng(0))
+    assert len(drawn) == 7 and len(touched) == 3
+    assert sum(set(answers) <= drawn for s, answers in by_source.items() if s in touched) == 2
+
+
+def test_the_learning_curve_judges_on_sources_not_drawn():
+    features, labels, answers, sources = labelled_sentences(n_sources=200, per_source=2, sentences=3)
+    dev = pd.DataFrame({**features, "label": labels, "case_id": answers, "source_id": sources})
+    draws = curve(dev, DEFAULT)
+    assert list(draws["n"].unique()) == [n for n in SIZES if n < 400] and (draws.groupby("n").size() == DRAWS).all()
+    assert (draws["answers evaluated"] == 400 - draws["n"] - draws["n"] % 2).all()  # sources, not answers, held out
+    assert (draws["fitted AUC"] > draws["default AUC"]).mean() > 0.9
+    assert (draws["fitted AUC"] > draws["word overlap AUC"]).all() and (draws["word overlap AUC"] > 0.5).mean() > 0.9
+    table = curve_table(draws)
+    assert list(table.index) == ["50 answers", "100 answers", "200 answers"]
+    assert "word overlap AUC" in table.columns
+    assert "The goal holds" in goal_text({"a": draws, "b": draws}) and "is missed" in goal_text({"a": draws})
+
+
+def test_against_the_fused_default_the_curve_judges_the_shipped_fused_score_on_the_same_rows():
+    from groundsense.judging.calibration import shipped_calibration
+    from groundsense.judging.fusion import LexicalFusions
+
+    calibration = shipped_calibration("smollm2-135m-instruct", None)
+    fusions = LexicalFusions.shipped("smollm2-135m-instruct", "fp32")
+    features, labels, answers, sources = labelled_sentences(n_sources=200, per_source=2, sentences=3)
+    dev = pd.DataFrame({**features, "label": labels, "case_id": answers, "source_id": sources,
+                        "n_chunks": np.where(sources % 2 == 0, 5, 7)})  # half in a chunk count none serves
+    against_fused, against_sensitivity = curve(dev, calibration, fusions=fusions), curve(dev, calibration)
+    assert (against_fused["fitted AUC"] == against_sensitivity["fitted AUC"]).all()  # the same fits and draws
+    assert (against_fused["default AUC"] != against_sensitivity["default AUC"]).all()
+    assert (against_fused["word overlap AUC"] == against_sensitivity["word overlap AUC"]).all()
