@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import emit_json, load_test_cases, parse_run_arguments, pick_cases, results_machine  # noqa: E402
 
-from groundsense.judging.fusion import RankFusion  # noqa: E402
+from groundsense.calibration.fusion import RankFusion  # noqa: E402
 from groundsense.lexical import LEXICAL, EvidenceWords, absent_terms, lexical_signals  # noqa: E402
 from groundsense.pipeline.detector import Detector  # noqa: E402
 from groundsense_eval.data.rows import case_row  # noqa: E402

@@ -7,7 +7,7 @@ On RAGTruth test answers (one per source, drawn in turn from each task as in spe
 answer is scored by ``Detector.detect``'s own steps, timed one by one: segmenting the answer,
 chunking the evidence (``build_evidence``), tokenising the prompt (``Scorer.encode``), the
 scorer's passes (``Scorer.score``: the evidence encoded, then the answer under each
-condition) and judging (features, calibration, the result). The evidence cache is emptied
+condition) and calibration (features, flags, the result). The evidence cache is emptied
 before each answer. Every combination of mode, thread count and precision runs on one answer
 before the next starts, so that a shared machine's load falls on all alike (the load average
 is printed). Figures are medians over answers; the scorer's passes are also given per token

@@ -108,7 +108,7 @@ def run_one(spec: dict, cases_file: Path, root: Path) -> None:
 def product_score(table, mode: str):
     """The sentence score the product ranks by: ``sensitivity`` (the shipped calibration) in full
     mode, the gap (negated: higher is less supported) in two-pass mode."""
-    from groundsense.judging.calibration import shipped_calibration
+    from groundsense.calibration.calibration import shipped_calibration
 
     if mode == "full":
         calibration = shipped_calibration("smollm2-135m-instruct", K)

@@ -34,9 +34,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import emit_json  # noqa: E402
 
-from groundsense.judging.calibration import shipped_calibration
-from groundsense.judging.fusion import shipped_lexical_fusion
-from groundsense.judging.resampling import flag_intervals, paired_f1
+from groundsense.calibration.calibration import shipped_calibration
+from groundsense.calibration.fusion import shipped_lexical_fusion
+from groundsense.calibration.resampling import flag_intervals, paired_f1
 from groundsense_eval.caches.extract import FeatureSet, load_cache
 from groundsense_eval.reports.default_score import product_judgements
 from groundsense_eval.reports.fusion import fusion_table

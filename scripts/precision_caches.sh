@@ -6,7 +6,7 @@
 # (the three runs share it); on a CPU with AVX-512 BF16 or AMX, DEVICE=cpu. Rerun to resume.
 # TIMEOUT bounds each run (seconds); the caches keep what finished. With the training answers all
 # scored, it fits the calibration shipped for bf16 (src/groundsense/calibrations/, read at bf16
-# by groundsense.judging.calibration.shipped_calibration); the fit reads the cache in seconds.
+# by groundsense.calibration.calibration.shipped_calibration); the fit reads the cache in seconds.
 #   DEVICE=cuda scripts/precision_caches.sh results/precision
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -18,7 +18,7 @@ TESTS = Path(__file__).resolve().parent
 # Layer of each top-level part of the package; a module not named here is in the core.
 # ``testing`` (the Detection conformance kit) drives the service's app, so it sits with the CLI.
 LAYERS = {"service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
-# The core's stages in pipeline order (docs/architecture.md: inputs -> scorer -> features -> judging
+# The core's stages in pipeline order (docs/architecture.md: inputs -> scorer -> features -> calibration
 # -> pipeline -> verification -> rows), each with the top-level parts it holds: a core module
 # imports, at runtime, only its own stage and the stages before it.
 CORE_ORDER = (
@@ -26,7 +26,7 @@ CORE_ORDER = (
     ("inputs", "config"),  # the request as given, and the settings
     ("scorer",),
     ("features", "lexical", "result"),  # what is computed per sentence, and the result's types
-    ("judging",),
+    ("calibration", "judging"),  # judging: the deprecated name of calibration
     ("pipeline", "detection"),  # the detector, and the interface every detection implements
     ("verification",),
     ("rows",),
@@ -108,8 +108,8 @@ def test_no_module_imports_a_layer_above_its_own_or_beside_it():
 
 def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification.verifier" in imported_modules(PACKAGE / "verification" / "cascade.py")  # relative
-    assert "groundsense.result" in imported_modules(PACKAGE / "judging" / "adaptation.py")  # under TYPE_CHECKING
-    assert "groundsense.result" not in runtime_imports(PACKAGE / "judging" / "adaptation.py")
+    assert "groundsense.result" in imported_modules(PACKAGE / "calibration" / "adaptation.py")  # under TYPE_CHECKING
+    assert "groundsense.result" not in runtime_imports(PACKAGE / "calibration" / "adaptation.py")
     assert layer_part("groundsense.service.app") == "service" and layer_part("groundsense.pipeline.detector") == "core"
     assert "groundsense_eval.caches.extract" in imported_modules(HARNESS / "reports" / "fusion.py")  # the harness's own
 
@@ -168,13 +168,14 @@ def test_the_product_never_imports_the_harness():
 # shrink to the public surface). A new one fails this test: import it from ``groundsense`` (add the
 # name to its ``__all__``), or add it here on purpose.
 HARNESS_READS = {
-    "groundsense.cli", "groundsense.cli.common", "groundsense.cli.interrupts", "groundsense.config",
-    "groundsense.detection", "groundsense.errors", "groundsense.features", "groundsense.inputs.evidence",
-    "groundsense.inputs.text", "groundsense.judging.adaptation", "groundsense.judging.calibration",
-    "groundsense.judging.cross_validation", "groundsense.judging.fitting", "groundsense.judging.fusion",
-    "groundsense.judging.resampling", "groundsense.judging.thresholds", "groundsense.lexical", "groundsense.progress",
-    "groundsense.pipeline.detector", "groundsense.result", "groundsense.scorer", "groundsense.scorer.loading",
-    "groundsense.verification", "groundsense.verification.cascade", "groundsense.verification.fusion",
+    "groundsense.calibration.adaptation", "groundsense.calibration.calibration",
+    "groundsense.calibration.cross_validation", "groundsense.calibration.fitting",
+    "groundsense.calibration.fusion", "groundsense.calibration.judge_fusion", "groundsense.calibration.resampling",
+    "groundsense.calibration.thresholds", "groundsense.cli", "groundsense.cli.common",
+    "groundsense.cli.interrupts", "groundsense.config", "groundsense.detection", "groundsense.errors",
+    "groundsense.features", "groundsense.inputs.evidence", "groundsense.inputs.text", "groundsense.lexical",
+    "groundsense.pipeline.detector", "groundsense.progress", "groundsense.result", "groundsense.scorer",
+    "groundsense.scorer.loading", "groundsense.verification", "groundsense.verification.cascade",
     "groundsense.verification.judge", "groundsense.verification.lexical", "groundsense.verification.model",
     "groundsense.verification.prompts", "groundsense.verification.verifier", "groundsense.weights",
 }

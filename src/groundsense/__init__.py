@@ -8,14 +8,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported when first used
+    from .calibration.adaptation import DomainSentences, adapt
+    from .calibration.calibration import Calibration, shipped_calibration
+    from .calibration.fusion import LexicalFusions
     from .config import DetectorConfig
     from .detection import Detection, DetectionOptions
     from .errors import GroundsenseError, InputError, ScorerUnavailable
     from .inputs.files import load_example
     from .inputs.text import segment_sentences
-    from .judging.adaptation import DomainSentences, adapt
-    from .judging.calibration import Calibration, shipped_calibration
-    from .judging.fusion import LexicalFusions
     from .pipeline.detector import Detector
     from .result import AnswerSummary, DetectionResult, SentenceResult, Truncation
     from .scorer import Scorer
@@ -35,8 +35,9 @@ _WHERE = {
     "make_detection": "verification.factory", "Cascade": "verification.cascade",
     "make_verifier": "verification.kinds", "LexicalOverlapVerifier": "verification.lexical",
     "DetectionResult": "result", "SentenceResult": "result", "AnswerSummary": "result", "Truncation": "result",
-    "Scorer": "scorer", "Calibration": "judging.calibration", "shipped_calibration": "judging.calibration",
-    "LexicalFusions": "judging.fusion", "DomainSentences": "judging.adaptation", "adapt": "judging.adaptation",
+    "Scorer": "scorer", "Calibration": "calibration.calibration", "shipped_calibration": "calibration.calibration",
+    "LexicalFusions": "calibration.fusion", "DomainSentences": "calibration.adaptation",
+    "adapt": "calibration.adaptation",
     "segment_sentences": "inputs.text", "load_example": "inputs.files",
     "GroundsenseError": "errors", "InputError": "errors", "ScorerUnavailable": "errors",
 }

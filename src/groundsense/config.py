@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError
 from .inputs.validate import MODES, PRECISIONS, check_k
 
-if TYPE_CHECKING:  # the config names a calibration; judging, above it, reads the config
-    from .judging.calibration import Calibration
-    from .judging.fusion import LexicalFusions, RankFusion
+if TYPE_CHECKING:  # the config names a calibration; calibration, above it, reads the config
+    from .calibration.calibration import Calibration
+    from .calibration.fusion import LexicalFusions, RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
 # The sentence scores: ``fused``, the lexical fusion, and ``sensitivity`` (the calibrated score of
@@ -64,7 +64,7 @@ class DetectorConfig:
     ``fuse``: verify every sentence instead, and flag by the fused score of the detector's and the
     judge's signals (docs/verifiers.md, "A fused cascade"), ranked against ``fusion`` (a file or
     ``RankFusion``; ``None``: the one shipped for the verifier). Without a verifier, ``fusion`` is
-    the fused score's own: :class:`~groundsense.judging.fusion.LexicalFusions` or a file of them,
+    the fused score's own: :class:`~groundsense.calibration.fusion.LexicalFusions` or a file of them,
     as ``groundsense calibrate --adapt`` writes them for a domain, in place of the shipped ones.
     """
 

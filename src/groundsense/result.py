@@ -24,7 +24,7 @@ def support_score(flags: Iterable[bool | None]) -> float:
     return sum(flag is False for flag in flags) / len(flags)
 
 
-# How a fused signal is named to a reader (``SentenceResult.ranks``' keys; judging/fusion.py).
+# How a fused signal is named to a reader (``SentenceResult.ranks``' keys; calibration/fusion.py).
 # Each reads as "higher = more suspicious", as the ranks do: ``sensitivity`` and ``gap`` rank how
 # little the sentence's likelihood uses the evidence.
 RANK_LABELS = {"sensitivity": "evidence unused", "gap": "evidence unused", "overlap_chunk": "missing words",
@@ -74,7 +74,7 @@ class SentenceResult:
     absent: list[str] = field(default_factory=list)
     # Those of ``absent`` that the evidence cut to fit the scorer's budget does contain.
     in_cut_evidence: list[str] = field(default_factory=list)
-    # A fused cascade's score (judging/fusion.py): the rank average, in [0, 1], that decides the flag.
+    # A fused cascade's score (calibration/fusion.py): the rank average, in [0, 1], that decides the flag.
     fused: float | None = None
     # Where a fused score decides the flag: each of its signals' rank, the share of the fusion's
     # reference sentences below the sentence's value (ties counted half; higher = more suspicious).
@@ -174,7 +174,7 @@ class InFlightVerdict:
 
 @dataclass(frozen=True)
 class DetectionResult:
-    """Built once, by :meth:`Adjudicator.result <groundsense.judging.adjudicator.Adjudicator.result>`; a changed
+    """Built once, by :meth:`Adjudicator.result <groundsense.calibration.adjudicator.Adjudicator.result>`; a changed
     result (a cascade's verdicts) is a copy, made with :func:`dataclasses.replace`."""
 
     scorer: str

@@ -248,7 +248,7 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
 def test_stream_view_names_the_verifier_of_a_sentence_decided_while_streaming(tmp_path, invoke_cli, cli_scorer):
     """A cascade's stream verifies each flagged sentence as it ends. The terminal view printed
     the sentences fed without the cascade, and failed (a TypeError) on the first one verified."""
-    from groundsense.judging.calibration import Calibration
+    from groundsense.calibration.calibration import Calibration
 
     Calibration(cli_scorer.name, 2, {}, {"gap": -1e9}).save(tmp_path / "flag-all.json")  # every sentence flagged
     spec = f"judge:{cli_scorer.name}"

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from groundsense.judging.fusion import SIGNALS, RankFusion, reference_sample
+from groundsense.calibration.fusion import SIGNALS, RankFusion, reference_sample
 
 STATS = {"gap": (0.0, 1.0), "jsd_noctx": (0.1, 0.1), "drop_max": (0.5, 0.5), "jsd_loo_max": (0.05, 0.05)}
 

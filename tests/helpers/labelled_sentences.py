@@ -1,9 +1,9 @@
 """Synthetic labelled sentences where the truth is known, for the few-label fit's tests: the
-cross-validation (tests/judging) and the learning curve (harness/tests/reports)."""
+cross-validation (tests/calibration) and the learning curve (harness/tests/reports)."""
 
 import numpy as np
 
-from groundsense.judging.calibration import Calibration
+from groundsense.calibration.calibration import Calibration
 from groundsense.lexical import LEXICAL
 
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from helpers.bridge_answer import ANSWER, PASSAGES, assert_same_sentence_features
 
+from groundsense.calibration.adjudicator import answer_summary
+from groundsense.calibration.calibration import shipped_calibration
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.features import GROUNDING, assign_tokens, sentence_features
 from groundsense.inputs.text import chunk_context, segment_sentences
-from groundsense.judging.adjudicator import answer_summary
-from groundsense.judging.calibration import shipped_calibration
 from groundsense.pipeline.detector import Detector
 from groundsense.result import ChunkSpan, DetectionResult, SentenceResult, Truncation
 from groundsense.scorer.reference import independent_token_scores

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from groundsense import Detector
+from groundsense.calibration.adjudicator import Adjudicator
+from groundsense.calibration.fusion import shipped_lexical_fusion
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.files import load_example
-from groundsense.judging.adjudicator import Adjudicator
-from groundsense.judging.fusion import shipped_lexical_fusion
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
@@ -83,7 +83,7 @@ def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
     ({"scorer": "some/other-model"}, "some/other-model at fp32 has none"),
 ])
 def test_what_the_fused_score_cannot_honour_is_refused_and_the_default_then_is_sensitivity(options, message):
-    from groundsense.judging.calibration import Calibration
+    from groundsense.calibration.calibration import Calibration
 
     given = {"scorer": "smollm2-135m-instruct", "precision": "fp32", **options}
     if isinstance(given.get("calibration"), str):

@@ -8,11 +8,11 @@ import pytest
 from helpers.bridge_answer import ANSWER, PASSAGES, assert_same_sentence_features
 from helpers.cli import run
 
+from groundsense.calibration.calibration import Calibration
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.features import GROUNDING
 from groundsense.inputs.text import chunk_context
-from groundsense.judging.calibration import Calibration
 from groundsense.pipeline.detector import Detector
 from groundsense.scorer import Scorer
 from groundsense.scorer import masked as masked_module

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from helpers.fusions import STATS, fusion
 
+from groundsense.calibration.fusion import SIGNALS, RankFusion, top_two_mean
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.validate import check_row
-from groundsense.judging.fusion import SIGNALS, RankFusion, top_two_mean
 from groundsense.pipeline.detector import Detector
 from groundsense.verification import Cascade, make_detection
 

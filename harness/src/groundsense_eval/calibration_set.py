@@ -8,8 +8,8 @@ sets qualify: they hold the shipped detector's features.
 
 from __future__ import annotations
 
+from groundsense.calibration.calibration import Calibration, fit_calibration
 from groundsense.features import FEATURES
-from groundsense.judging.calibration import Calibration, fit_calibration
 
 from .caches.extract import FeatureSet
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from groundsense.judging.calibration import Calibration, threshold_quality
-from groundsense.judging.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
-from groundsense.judging.thresholds import best_f1_threshold
+from groundsense.calibration.calibration import Calibration, threshold_quality
+from groundsense.calibration.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
+from groundsense.calibration.thresholds import best_f1_threshold
 
 from .reports.fusion import Domain
 from .reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec

@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from groundsense.judging.calibration import Calibration
-from groundsense.judging.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
+from groundsense.calibration.calibration import Calibration
+from groundsense.calibration.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
 
 from .reports.aggregation import probability_map
 

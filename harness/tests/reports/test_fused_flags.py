@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
-from groundsense.judging.calibration import shipped_calibration
-from groundsense.judging.fusion import RankFusion
-from groundsense.verification.fusion import shipped_fusion
+from groundsense.calibration.calibration import shipped_calibration
+from groundsense.calibration.fusion import RankFusion
+from groundsense.calibration.judge_fusion import shipped_fusion
 from groundsense_eval.reports.fusion import Domain, label_free_score
 from groundsense_eval.reports.fusion_judge import (
     JUDGE,
@@ -103,8 +103,8 @@ def test_the_shipped_section_says_what_the_files_references_are_and_its_threshol
 def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_their_best_f1():
     """`eval fusion --fit-fusion --train-cache … --train-judges …`: what ships once the judge has
     scored the shipped calibration's training answers."""
-    from groundsense.judging.fusion import SIGNALS, reference_sample
-    from groundsense.judging.thresholds import best_f1_threshold
+    from groundsense.calibration.fusion import SIGNALS, reference_sample
+    from groundsense.calibration.thresholds import best_f1_threshold
     from groundsense_eval.judge_fusion import fit_training_fusion
 
     rows = judged_rows(seed=3, n_answers=60)
@@ -125,8 +125,8 @@ def test_the_lexical_fusion_fitted_on_training_answers(mode):
     are the training sentences' values, its answer rule the logistic map of their fused scores,
     and its thresholds the sentences' best F1 and the best Youden's J of the answers' verdict (a
     sentence flagged, or their length-aware noisy-OR at the threshold)."""
-    from groundsense.judging.fusion import answer_scores, reference_sample
-    from groundsense.judging.thresholds import best_f1_threshold, forced_scores, youden_threshold
+    from groundsense.calibration.fusion import answer_scores, reference_sample
+    from groundsense.calibration.thresholds import best_f1_threshold, forced_scores, youden_threshold
     from groundsense_eval.lexical_fusion import fit_lexical_fusion
     from groundsense_eval.reports.aggregation import probability_map
 

@@ -93,7 +93,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         import ray
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
-    from ..judging.calibration import Calibration
+    from ..calibration.calibration import Calibration
     from ..scale import Resources, open_sink, run_ray_batch
     from ..verification import check_verifier
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..calibration.adaptation import DEFAULT_METHOD, METHODS
+from ..calibration.calibration import Calibration
 from ..config import SCORES, DetectorConfig
 from ..errors import InputError
-from ..judging.adaptation import DEFAULT_METHOD, METHODS
-from ..judging.calibration import Calibration
 from . import common
 from .common import (
     CONTEXT_SETTINGS,
@@ -161,7 +161,7 @@ def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
     shipped for the scorer at its precision."""
     import json
 
-    from ..judging.fusion import LexicalFusions
+    from ..calibration.fusion import LexicalFusions
     from ..scorer.loading import pick_device, resolve_precision
     from ..weights import display_name
 
@@ -224,7 +224,7 @@ def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None
 def adapted(base: Calibration, source: Path, features: Path, method: str, output: Path) -> None:
     """Adapt ``base`` to the batch output ``features``, write it to ``output`` and report how
     many answers it saw and how stable it is."""
-    from ..judging.adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
+    from ..calibration.adaptation import FEW_ANSWERS, DomainSentences, adapt, stability
     from .calibration_data import read_scored
 
     scored = read_scored(source, features)

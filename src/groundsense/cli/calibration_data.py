@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibration.calibration import Calibration, fit_calibration
 from ..errors import InputError
 from ..features import SENTENCE_VALUES
-from ..judging.calibration import Calibration, fit_calibration
 from ..rows.batch import read_rows
 
 

@@ -15,8 +15,8 @@ from ..inputs.validate import MAX_K, MODES, PRECISIONS
 from ..weights import DEFAULT_SCORER
 
 if TYPE_CHECKING:
+    from ..calibration.calibration import Calibration
     from ..detection import Detection
-    from ..judging.calibration import Calibration
     from ..pipeline.detector import Detector
 
 # A command function that options decorate (and return, as click's decorators do).
@@ -207,9 +207,9 @@ def plain_detector(detection: Detection) -> Detector:
 
 def shipped_calibration(scorer: str, chunks: int | None = None, precision: str = "fp32") -> Calibration:
     """The calibration shipped for ``scorer`` (any chunk count if ``chunks`` is None; for
-    ``precision``: :func:`groundsense.judging.calibration.shipped_calibration`); :class:`Failure`
+    ``precision``: :func:`groundsense.calibration.calibration.shipped_calibration`); :class:`Failure`
     when the package ships none for it."""
-    from ..judging.calibration import shipped_calibration as shipped
+    from ..calibration.calibration import shipped_calibration as shipped
 
     calibration = shipped(scorer, chunks, precision)
     if calibration is None:

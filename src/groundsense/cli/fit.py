@@ -16,7 +16,7 @@ from .calibrate import fused_verifier_option, score_rows, scoring_options
 from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options, plain_detector
 
 if TYPE_CHECKING:
-    from ..judging.cross_validation import Comparison
+    from ..calibration.cross_validation import Comparison
     from .calibration_data import ScoredRows
 
 
@@ -97,13 +97,13 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
                   detector_options: dict[str, Any]) -> None:
     """The detector's logistic fit, checked against the training-free score ``score`` names
     (:func:`_default_score`)."""
-    from ..judging.calibration import (
+    from ..calibration.calibration import (
         LOGISTIC_FEATURES,
         LOGISTIC_SIGNALS,
         complete_rows,
     )
-    from ..judging.cross_validation import compare, cross_validate, logistic_sides
-    from ..judging.fitting import REGULARISATION, fit_detector, fitted_rows
+    from ..calibration.cross_validation import compare, cross_validate, logistic_sides
+    from ..calibration.fitting import REGULARISATION, fit_detector, fitted_rows
     from ..lexical import LEXICAL
     from .calibration_data import read_scored
 
@@ -146,8 +146,8 @@ def _default_score(score: str, detection: Any, values: dict[str, np.ndarray], ch
     lexical signals are compared with ``sensitivity`` instead, with a note); the four-feature sum
     standardised on these rows where nothing shipped judges them (another scorer, or int8). With
     what to call it and what to record."""
-    from ..judging.adjudicator import Adjudicator
-    from ..judging.calibration import complete_rows, sensitivity_score, standardisation
+    from ..calibration.adjudicator import Adjudicator
+    from ..calibration.calibration import complete_rows, sensitivity_score, standardisation
     from ..lexical import LEXICAL
 
     config = plain_detector(detection).config
@@ -178,10 +178,10 @@ def _default_score(score: str, detection: Any, values: dict[str, np.ndarray], ch
 def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: Path, target_recall: float | None,
                 target_precision: float | None, force: bool, verifier: str | None, base_name: str,
                 detector_options: dict[str, Any]) -> None:
-    """A fused cascade's weighted fusion (:meth:`~groundsense.judging.fusion.RankFusion.weighted`),
+    """A fused cascade's weighted fusion (:meth:`~groundsense.calibration.fusion.RankFusion.weighted`),
     checked against the ranks' average with references from the same training folds."""
-    from ..judging.cross_validation import compare, cross_validate, fusion_sides
-    from ..judging.fusion import SIGNALS, RankFusion
+    from ..calibration.cross_validation import compare, cross_validate, fusion_sides
+    from ..calibration.fusion import SIGNALS, RankFusion
     from .calibration_data import read_scored
     from .fusion_calibration import fused_options, fusion_base
 

@@ -1,6 +1,6 @@
 """`groundsense calibrate --adapt`'s fusions: the default fused score's lexical fusions, and with
 ``--fuse`` a fused cascade's, their references re-estimated on a team's unlabelled rows
-(:meth:`~groundsense.judging.fusion.RankFusion.adapted`); and the base fusion and scoring options
+(:meth:`~groundsense.calibration.fusion.RankFusion.adapted`); and the base fusion and scoring options
 that `groundsense fit --fuse` shares with it."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ..calibration.calibration import shipped_calibration
+from ..calibration.fusion import LexicalFusions, RankFusion
+from ..calibration.judge_fusion import SHIPPED_JUDGE, fusion_for
 from ..errors import InputError
-from ..judging.calibration import shipped_calibration
-from ..judging.fusion import LexicalFusions, RankFusion
-from ..verification.fusion import SHIPPED_JUDGE, fusion_for
 from .calibration_data import read_scored
 
 
@@ -70,7 +70,7 @@ def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, pr
     full mode) and write them to ``output``: the full-mode fusion's from the sentences of answers
     scored in a chunk count its ``sensitivity`` statistics serve (kept as they were where there
     are none), the two-pass fusion's, which ranks the gap, from every sentence."""
-    from ..judging.adaptation import FEW_ANSWERS
+    from ..calibration.adaptation import FEW_ANSWERS
 
     records = [json.loads(line) for line in features.read_text(encoding="utf-8").splitlines()]
     made = {(r.get("scorer"), r.get("precision", "fp32")) for r in records if "error" not in r}

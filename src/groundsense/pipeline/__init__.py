@@ -1,2 +1,2 @@
-"""The detector: one answer through inputs → scorer → features → judging (``detector``), and the
+"""The detector: one answer through inputs → scorer → features → calibration (``detector``), and the
 same while the answer is generated (``stream``, with ``stream_tokens`` telling final tokens)."""

@@ -6,15 +6,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from ..calibration.adjudicator import Adjudicator
+from ..calibration.calibration import Calibration
+from ..calibration.fusion import LexicalFusions
 from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection
 from ..errors import InputError
 from ..inputs.evidence import build_evidence
 from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
-from ..judging.adjudicator import Adjudicator
-from ..judging.calibration import Calibration
-from ..judging.fusion import LexicalFusions
 from ..result import DetectionResult
 from ..scorer import Scorer
 from .stream import DetectionStream
@@ -30,7 +30,7 @@ class Detector(Detection):
     one shipped for the scorer serves, fitted on as many chunks as an answer's evidence was
     scored in, and without one nothing is flagged (with a warning; ``calibration=False`` asks
     for no calibration and no warning): ``detector.adjudicator``, a
-    :class:`~groundsense.judging.adjudicator.Adjudicator`, chooses, and builds the results.
+    :class:`~groundsense.calibration.adjudicator.Adjudicator`, chooses, and builds the results.
 
     ``leave_one_out`` (full mode): ``"exact"`` re-encodes the context without each chunk;
     ``"masked"`` approximates that by hiding the chunk from the answer over one encoding
@@ -41,7 +41,7 @@ class Detector(Detection):
     ``score``: ``auto`` (``fused`` where a shipped fusion serves these settings, else
     ``sensitivity``), ``fused`` (the lexical fusion) or ``sensitivity`` (the calibration's); see
     :class:`DetectorConfig`. ``fusion``: the fused score's lexical fusions adapted to a domain
-    (:class:`~groundsense.judging.fusion.LexicalFusions` or the file ``groundsense calibrate
+    (:class:`~groundsense.calibration.fusion.LexicalFusions` or the file ``groundsense calibrate
     --adapt`` wrote) in place of the shipped ones.
 
     The settings are checked as a :class:`DetectorConfig` before the scorer loads, and kept

@@ -23,12 +23,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..calibration.adjudicator import Adjudicator
 from ..errors import InputError
 from ..inputs.evidence import build_evidence
 from ..inputs.prompt import PromptLayout
 from ..inputs.text import Span, is_blank, segment_sentences
 from ..inputs.validate import check_evidence, check_text
-from ..judging.adjudicator import Adjudicator
 from ..result import DetectionResult, InFlightVerdict, SentenceResult
 from ..scorer import EncodedAnswer, EncodedPrompt, Scorer, TokenScores
 from .stream_tokens import FinalTokens

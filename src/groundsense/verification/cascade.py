@@ -34,16 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibration.adjudicator import answer_summary, fused_answer
+from ..calibration.fusion import RankFusion
+from ..calibration.judge_fusion import check_scorer, fusion_for
 from ..config import DetectorConfig
 from ..detection import AnswerStream, Detection, as_detection
 from ..errors import InputError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_row
-from ..judging.adjudicator import answer_summary, fused_answer
-from ..judging.fusion import RankFusion
 from ..result import DetectionResult, InFlightVerdict, SentenceResult
-from .fusion import check_scorer, fusion_for
 from .verifier import Verifier
 
 

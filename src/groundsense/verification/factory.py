@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..calibration.judge_fusion import check_scorer, fusion_for
 from ..config import DetectorConfig
 from ..weights import display_name
-from .fusion import check_scorer, fusion_for
 from .kinds import ON_SCORER, check_verifier
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from groundsense.judging.calibration import Calibration
-    from groundsense.judging.fusion import RankFusion
+    from groundsense.calibration.calibration import Calibration
+    from groundsense.calibration.fusion import RankFusion
 
     from ..caches.extract import FeatureSet
 
@@ -289,7 +289,7 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
     """F, the default score, on every benchmark's test partition as the product computes it:
     its ranking and its flags at the shipped thresholds against `sensitivity` and word overlap,
     and issue #52's goals (docs/detector-selection.md). Needs `groundsense eval lexical` first."""
-    from groundsense.judging.fusion import shipped_lexical_fusion
+    from groundsense.calibration.fusion import shipped_lexical_fusion
 
     from ..reports.default_score import default_score_report
 

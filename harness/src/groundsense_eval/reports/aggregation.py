@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from groundsense.judging.fusion import (
+from groundsense.calibration.fusion import (
     LEXICAL_FUSION_SIGNALS,
     RankFusion,
     length_aware_noisy_or,
@@ -45,7 +45,7 @@ def training_fusion(training: pd.DataFrame) -> RankFusion:
 
 def probability_map(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """The intercept and coefficient of a logistic map from an F score to P(unsupported), fitted
-    on the training sentences' (score, label) (:func:`~groundsense.judging.fusion.unsupported_probability`)."""
+    on the training sentences' (score, label) (:func:`~groundsense.calibration.fusion.unsupported_probability`)."""
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression().fit(np.asarray(scores)[:, None], np.asarray(labels, dtype=int))

@@ -1,6 +1,6 @@
 """The few-label fit's learning curve on each benchmark's dev partition (`groundsense eval
 learning-curve`): how many labelled answers a team needs before the fit pays off, judged as
-`groundsense fit` judges it (:mod:`groundsense.judging.cross_validation`) on answers of sources
+`groundsense fit` judges it (:mod:`groundsense.calibration.cross_validation`) on answers of sources
 it never saw.
 """
 
@@ -11,11 +11,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from groundsense.judging.calibration import LOGISTIC_SIGNALS, Calibration
-from groundsense.judging.cross_validation import SIDES, judge, logistic_sides
-from groundsense.judging.fitting import fitted_rows
-from groundsense.judging.fusion import LexicalFusions
-from groundsense.judging.resampling import flag_metrics
+from groundsense.calibration.calibration import LOGISTIC_SIGNALS, Calibration
+from groundsense.calibration.cross_validation import SIDES, judge, logistic_sides
+from groundsense.calibration.fitting import fitted_rows
+from groundsense.calibration.fusion import LexicalFusions
+from groundsense.calibration.resampling import flag_metrics
 
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
@@ -136,11 +136,11 @@ def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, 
         "How many labelled answers a team needs before `groundsense fit` pays off, in each benchmark's own domain. "
         "On each benchmark's dev partition only (the seeded source-level 60/40 split; no test partition is "
         f"read): for each size, {DRAWS} seeded draws of that many answers, taken source by source (the last "
-        "source cut to make the size). The logistic fit (`groundsense.judging.fitting`: C = 0.1 over the standardised "
-        "per-sentence features and lexical signals, as `groundsense fit`) is fitted on the drawn answers and judged on "
-        "the dev answers of every source not drawn, against the training-free default on the same sentences: "
-        f"{against}; and word overlap (`overlap_chunk`, no fit) on the same sentences, the baseline. F1 is at each "
-        "side's best-F1 threshold on the drawn answers. The difference is fitted − "
+        "source cut to make the size). The logistic fit (`groundsense.calibration.fitting`: C = 0.1 over the "
+        "standardised per-sentence features and lexical signals, as `groundsense fit`) is fitted on the drawn "
+        "answers and judged on the dev answers of every source not drawn, against the training-free default on the "
+        f"same sentences: {against}; and word overlap (`overlap_chunk`, no fit) on the same sentences, the "
+        "baseline. F1 is at each side's best-F1 threshold on the drawn answers. The difference is fitted − "
         "default, as its mean over the draws and the 2.5 and 97.5 percentiles across them (the spread a team "
         "drawing that many answers meets; not a confidence interval of the mean).", "",
     ]

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from groundsense.calibration.calibration import Calibration
+from groundsense.calibration.fusion import RankFusion
+from groundsense.calibration.resampling import flag_intervals
 from groundsense.errors import InputError
-from groundsense.judging.calibration import Calibration
-from groundsense.judging.fusion import RankFusion
-from groundsense.judging.resampling import flag_intervals
 
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned

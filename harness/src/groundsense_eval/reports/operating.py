@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from groundsense.calibration.calibration import Calibration
+from groundsense.calibration.resampling import flag_intervals
 from groundsense.errors import InputError
 from groundsense.features import SIGNED
-from groundsense.judging.calibration import Calibration
-from groundsense.judging.resampling import flag_intervals
 
 from ..statistics.signed import with_signed
 from .tables import interval_text, markdown_table

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from groundsense.judging.calibration import Calibration
-from groundsense.judging.cross_validation import Sides, compare, cross_validate
+from groundsense.calibration.calibration import Calibration
+from groundsense.calibration.cross_validation import Sides, compare, cross_validate
 
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet
@@ -61,7 +61,7 @@ def top_terms(model: Pipeline, n: int = TOP_TERMS) -> list[str]:
 
 
 def text_sides(texts: np.ndarray, labels: np.ndarray, default: np.ndarray) -> Sides:
-    """For :func:`~groundsense.judging.cross_validation.cross_validate`: the classifier fitted on
+    """For :func:`~groundsense.calibration.cross_validation.cross_validate`: the classifier fitted on
     the training rows against the fixed ``default`` score."""
     def sides(train: np.ndarray) -> dict[str, np.ndarray]:
         model = text_classifier(texts[train], labels[train])

@@ -1,6 +1,6 @@
 """Source-level paired bootstrap of several methods' ROC AUCs, as the reports tabulate it:
 :func:`source_bootstrap` scores every method on the same resamples of whole sources
-(:mod:`groundsense.judging.resampling`'s vectorised AUCs)."""
+(:mod:`groundsense.calibration.resampling`'s vectorised AUCs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from groundsense.judging.resampling import group_aucs, group_draws, percentile_interval
+from groundsense.calibration.resampling import group_aucs, group_draws, percentile_interval
 
 
 @dataclass

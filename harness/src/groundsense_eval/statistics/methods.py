@@ -16,8 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from groundsense.calibration.calibration import STANDARDISED, sensitivity_score, standardisation
 from groundsense.features import BASELINES, GROUNDING
-from groundsense.judging.calibration import STANDARDISED, sensitivity_score, standardisation
 
 ABLATIONS: dict[str, Sequence[str]] = {
     **{feature: [feature] for feature in GROUNDING},
@@ -47,7 +47,7 @@ def add_answer_columns(table: pd.DataFrame) -> pd.DataFrame:
 
 def standardised_sum(dev: pd.DataFrame, test: pd.DataFrame) -> np.ndarray:
     """Training-free: the library's ``sensitivity`` score (-(sum of z-scores)) with its
-    standardisation (:func:`groundsense.judging.calibration.standardisation`) fitted on ``dev``."""
+    standardisation (:func:`groundsense.calibration.calibration.standardisation`) fitted on ``dev``."""
     stats = standardisation({f: dev[f].to_numpy() for f in STANDARDISED})
     return sensitivity_score(stats, {f: test[f].to_numpy() for f in STANDARDISED})
 

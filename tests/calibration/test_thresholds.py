@@ -1,9 +1,9 @@
-"""Where a flag threshold goes on labelled scores (groundsense.judging.thresholds)."""
+"""Where a flag threshold goes on labelled scores (groundsense.calibration.thresholds)."""
 
 import numpy as np
 import pytest
 
-from groundsense.judging.thresholds import labelled_threshold, youden_threshold
+from groundsense.calibration.thresholds import labelled_threshold, youden_threshold
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

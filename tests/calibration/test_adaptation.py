@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from groundsense.cli import cli
-from groundsense.errors import InputError
-from groundsense.judging.adaptation import (
+from groundsense.calibration.adaptation import (
     METHODS,
     DomainSentences,
     adapt,
@@ -18,7 +16,9 @@ from groundsense.judging.adaptation import (
     stability,
     unsupported_share,
 )
-from groundsense.judging.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
+from groundsense.calibration.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
+from groundsense.cli import cli
+from groundsense.errors import InputError
 from groundsense.lexical import LEXICAL
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
@@ -180,7 +180,7 @@ def test_calibrate_adapt_end_to_end(tmp_path, cli_scorer):
 
 @pytest.mark.slow  # scores with the real scorer
 def test_calibrate_adapt_writes_the_fused_scores_fusions_by_default(tmp_path, cli_scorer):
-    from groundsense.judging.fusion import LexicalFusions
+    from groundsense.calibration.fusion import LexicalFusions
 
     rows = [
         {"question": "How long is the main span?",
@@ -240,7 +240,7 @@ def test_adapting_on_detections_made_in_python(detector):
 
 
 def test_a_fitted_file_adapts_with_its_weights():
-    from groundsense.judging.fitting import fit_detector
+    from groundsense.calibration.fitting import fit_detector
 
     features, labels, answers = sentences()
     features = {**features, "jsd_loo_mean": features["jsd_loo_max"] / 2, "drop_mean": features["drop_max"] / 2,

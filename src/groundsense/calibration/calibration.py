@@ -7,14 +7,14 @@ Two score rules, both "higher = more suspicious":
   means and standard deviations of a calibration set, never of the answer being scored; or,
   in a file that ``groundsense fit`` wrote (it has ``weights``), the log-odds of "unsupported"
   of a logistic regression over the :data:`LOGISTIC_SIGNALS` (or the scorer's
-  :data:`LOGISTIC_FEATURES` alone), fitted on a team's labels (:mod:`groundsense.judging.fitting`).
+  :data:`LOGISTIC_FEATURES` alone), fitted on a team's labels (:mod:`groundsense.calibration.fitting`).
 
 A calibration file holds those statistics and, per score rule, two flag thresholds: one for
 sentences and one for whole answers (on the answer's most suspicious sentence: the
 guardrail's block/allow decision). It is fitted by ``groundsense calibrate`` on a set of
 answers: with sentence labels each threshold meets a target recall or precision (default:
 the best F1; for answers, the sentence threshold unless a lower one separates the answers
-significantly better by Youden's J; the pickers are in :mod:`groundsense.judging.thresholds`) and the
+significantly better by Youden's J; the pickers are in :mod:`groundsense.calibration.thresholds`) and the
 file keeps the sentences' precision-recall curve, from which
 ``--target-recall`` / ``--target-precision`` pick another sentence threshold at detect time
 (an answer is then flagged when any of its sentences is); without labels the sentence
@@ -241,7 +241,7 @@ def fit_calibration(
     weights: dict | None = None,
 ) -> Calibration:
     """Fit statistics and thresholds on sentence features (arrays over sentences); with
-    ``weights`` (:func:`groundsense.judging.fitting.fit_weights`), the ``sensitivity`` thresholds are
+    ``weights`` (:func:`groundsense.calibration.fitting.fit_weights`), the ``sensitivity`` thresholds are
     fitted on their logistic score, over the sentences with all its features.
 
     With ``labels`` and ``answers`` (each sentence's answer id), the answer thresholds are

@@ -1,12 +1,12 @@
 """A detector fitted on a team's own labels (`groundsense fit`): the L2-regularised logistic
 regression of the detector-selection protocol's candidate A (C = 0.1, standardised features)
 over the per-sentence values the detector computes at detect time: the scorer's features and
-the lexical signals (:data:`groundsense.judging.calibration.LOGISTIC_SIGNALS`; the scorer's
-:data:`~groundsense.judging.calibration.LOGISTIC_FEATURES` alone where word matching means
+the lexical signals (:data:`groundsense.calibration.calibration.LOGISTIC_SIGNALS`; the scorer's
+:data:`~groundsense.calibration.calibration.LOGISTIC_FEATURES` alone where word matching means
 nothing), kept in a calibration file as a few weights a reader can inspect
 (``Calibration.weights``); :func:`fit_logistic`, the regression itself, also weighs a fused cascade's ranked signals
-(:meth:`groundsense.judging.fusion.RankFusion.weighted`). Whether it does better than the
-training-free score, `fit` checks before it writes it (:mod:`groundsense.judging.cross_validation`).
+(:meth:`groundsense.calibration.fusion.RankFusion.weighted`). Whether it does better than the
+training-free score, `fit` checks before it writes it (:mod:`groundsense.calibration.cross_validation`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ REGULARISATION = 0.1  # C of the logistic regression, as in the detector-selecti
 
 def fit_weights(features: dict[str, np.ndarray], labels: np.ndarray, names: Sequence[str] = LOGISTIC_SIGNALS
                 ) -> dict:
-    """The logistic weights (:func:`groundsense.judging.calibration.logistic_score`) fitted on
+    """The logistic weights (:func:`groundsense.calibration.calibration.logistic_score`) fitted on
     sentences (arrays over sentences, every one with all ``names`` finite): :func:`fit_logistic`
-    over their :func:`~groundsense.judging.calibration.logistic_input`."""
+    over their :func:`~groundsense.calibration.calibration.logistic_input`."""
     columns = np.column_stack([logistic_input(features, name) for name in names])
     return fit_logistic(columns, labels, names)
 
@@ -65,7 +65,7 @@ def fit_detector(
     names: Sequence[str] = LOGISTIC_SIGNALS,
 ) -> Calibration:
     """A calibration whose ``sensitivity`` score is the logistic fit over ``names`` on every
-    labelled sentence, with thresholds by :func:`groundsense.judging.calibration.fit_calibration`'s rules."""
+    labelled sentence, with thresholds by :func:`groundsense.calibration.calibration.fit_calibration`'s rules."""
     rows = fitted_rows(features, names)
     weights = fit_weights({f: np.asarray(v, float)[rows] for f, v in features.items()}, np.asarray(labels)[rows],
                           names)

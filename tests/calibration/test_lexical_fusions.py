@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
+from groundsense.calibration.calibration import Calibration, shipped_calibration
+from groundsense.calibration.fusion import LexicalFusions, RankFusion
+from groundsense.calibration.judge_fusion import fusion_for, shipped_fusion
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.judging.calibration import Calibration, shipped_calibration
-from groundsense.judging.fusion import LexicalFusions, RankFusion
-from groundsense.verification.fusion import fusion_for, shipped_fusion
 
 SCORER = "smollm2-135m-instruct"
 

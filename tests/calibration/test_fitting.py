@@ -1,13 +1,13 @@
-"""The few-label fit's weights in a calibration file (groundsense.judging.fitting), on synthetic features."""
+"""The few-label fit's weights in a calibration file (groundsense.calibration.fitting), on synthetic features."""
 
 import json
 
 import numpy as np
 import pytest
 
+from groundsense.calibration.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration, shipped_calibration
+from groundsense.calibration.fitting import fit_detector, fit_weights
 from groundsense.errors import InputError
-from groundsense.judging.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration, shipped_calibration
-from groundsense.judging.fitting import fit_detector, fit_weights
 from groundsense.lexical import LEXICAL
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)

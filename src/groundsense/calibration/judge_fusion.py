@@ -1,4 +1,4 @@
-"""A fused cascade's fusion: the :class:`~groundsense.judging.fusion.RankFusion` a cascade whose
+"""A fused cascade's fusion: the :class:`~groundsense.calibration.fusion.RankFusion` a cascade whose
 verifier is a judge ranks with (candidate J of docs/detector-selection.md), the one shipped for
 the 1.5B judge, and the checks that a fusion suits the cascade's verifier and scorer.
 """
@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
-from ..judging.fusion import FOLDER, LexicalFusions, RankFusion
+from .fusion import FOLDER, LexicalFusions, RankFusion
 
 SHIPPED_JUDGE = "judge:qwen2.5-coder-1.5b-instruct"  # the verifier of the one shipped fusion
 

@@ -1,11 +1,11 @@
 """Resampling whole groups: the vectorised AUCs against scikit-learn's, and the flag metrics'
-intervals (groundsense.judging.resampling)."""
+intervals (groundsense.calibration.resampling)."""
 
 import numpy as np
 import pytest
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from groundsense.judging.resampling import flag_intervals, group_aucs, group_draws, resample_aucs, weighted_auc
+from groundsense.calibration.resampling import flag_intervals, group_aucs, group_draws, resample_aucs, weighted_auc
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 

@@ -1,4 +1,4 @@
-"""The fused score's math (groundsense.judging.fusion: candidate J, and the lexical fusion F):
+"""The fused score's math (groundsense.calibration.fusion: candidate J, and the lexical fusion F):
 ranks as the evaluation's rank average computes them, the file round trip, the adapted
 references, the shipped files, the weights `fit --fuse` fits and the lexical fusion's answer
 rule."""
@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from groundsense.errors import InputError
-from groundsense.judging.fusion import (
+from groundsense.calibration.fusion import (
     LENGTH_AWARE_NOISY_OR,
     LEXICAL_FUSION_SIGNALS,
     SIGNALS,
@@ -20,8 +19,9 @@ from groundsense.judging.fusion import (
     shipped_lexical_fusion,
     top_two_mean,
 )
-from groundsense.judging.thresholds import forced_scores, youden_threshold
-from groundsense.verification.fusion import shipped_fusion
+from groundsense.calibration.judge_fusion import shipped_fusion
+from groundsense.calibration.thresholds import forced_scores, youden_threshold
+from groundsense.errors import InputError
 from groundsense_eval.reports.fusion import label_free_score
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
@@ -175,7 +175,7 @@ def test_weighted_fits_the_logistic_regression_of_the_standardised_ranks():
 
 
 def test_thresholded_fits_the_sentence_and_answer_thresholds_by_calibrates_rules():
-    from groundsense.judging.thresholds import labelled_threshold
+    from groundsense.calibration.thresholds import labelled_threshold
 
     rng = np.random.default_rng(5)
     values, labels = labelled_signals(rng, 400)
@@ -231,8 +231,8 @@ def test_weights_survive_the_file_and_a_fusion_without_them_is_written_as_before
 def test_the_shipped_fusion_loads_unweighted_and_saves_byte_for_byte(tmp_path):
     from importlib import resources
 
-    from groundsense.judging.fusion import FOLDER
-    from groundsense.verification.fusion import SHIPPED_JUDGE, shipped_name
+    from groundsense.calibration.fusion import FOLDER
+    from groundsense.calibration.judge_fusion import SHIPPED_JUDGE, shipped_name
 
     shipped = shipped_fusion(SHIPPED_JUDGE)
     assert shipped is not None and shipped.weights is None
@@ -341,7 +341,7 @@ def test_a_fusion_file_of_unknown_signals_answer_rule_or_curves_is_refused(chang
 
 
 def test_the_lexical_fusions_score_a_served_sentence_by_full_modes_fusion_and_any_other_by_two_pass_modes():
-    from groundsense.judging.fusion import LexicalFusions
+    from groundsense.calibration.fusion import LexicalFusions
 
     shipped = LexicalFusions.shipped("smollm2-135m-instruct", "fp32")
     rng = np.random.default_rng(4)

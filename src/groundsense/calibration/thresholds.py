@@ -1,7 +1,7 @@
 """Where to put a flag threshold, from labelled scores (higher = more suspicious, flagged when
 ``score >= threshold``): the best F1, the best Youden's J, a target recall or precision, and the
 compact precision-recall curve a calibration file keeps so that a target can be met later
-without the data. :func:`labelled_threshold` is the rule :func:`groundsense.judging.calibration.fit_calibration`
+without the data. :func:`labelled_threshold` is the rule :func:`groundsense.calibration.calibration.fit_calibration`
 applies at each level."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def curve_threshold(curve: list[list[float]], target_recall: float | None, targe
 def compact_curve(scores: np.ndarray, labels: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
     """``[threshold, precision, recall]`` at up to ``points`` thresholds spread evenly over the
     sorted scores (ascending), the lowest and highest included: what a calibration file keeps
-    so that :meth:`groundsense.judging.calibration.Calibration.threshold` can meet a target without the data."""
+    so that :meth:`groundsense.calibration.calibration.Calibration.threshold` can meet a target without the data."""
     from sklearn.metrics import precision_recall_curve
 
     precision, recall, thresholds = precision_recall_curve(labels, scores)

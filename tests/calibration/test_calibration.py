@@ -3,10 +3,10 @@ import zipfile
 import numpy as np
 import pytest
 
+from groundsense.calibration.adjudicator import Adjudicator
+from groundsense.calibration.calibration import Calibration, fit_calibration, shipped_calibration
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
-from groundsense.judging.adjudicator import Adjudicator
-from groundsense.judging.calibration import Calibration, fit_calibration, shipped_calibration
 from groundsense.weights import DEFAULT_SCORER
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
@@ -76,7 +76,7 @@ def test_a_bf16_scorer_takes_the_calibration_fitted_on_bf16_features():
 
 
 def test_bf16_takes_the_fp32_calibration_where_none_was_fitted_on_bf16(tmp_path, monkeypatch):
-    from groundsense.judging import calibration as module
+    from groundsense.calibration import calibration as module
 
     fp32 = shipped_calibration(DEFAULT_SCORER, 5)
     (tmp_path / "calibrations").mkdir()

@@ -1,4 +1,4 @@
-"""The judging stage: from an answer's token scores to its :class:`DetectionResult`.
+"""The calibration stage's last step: from an answer's token scores to its :class:`DetectionResult`.
 
 :class:`Adjudicator` holds what a detector configuration judges by: which calibration and score
 rule apply to an answer (they depend on how many chunks its evidence was scored in), the
@@ -309,7 +309,7 @@ def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: Ran
                  threshold: float | None) -> AnswerSummary:
     """The answer summary of sentences flagged by a fused score (``fused``: the scored
     sentences'): the answer is flagged when a sentence is, or when their
-    :meth:`~groundsense.judging.fusion.RankFusion.answer_score` reaches ``threshold`` (None:
+    :meth:`~groundsense.calibration.fusion.RankFusion.answer_score` reaches ``threshold`` (None:
     only when a sentence is, as at a target); cleared only when every sentence was judged."""
     summary = answer_summary(sentences)
     top = fusion.answer_score(fused) if len(fused) else float("nan")

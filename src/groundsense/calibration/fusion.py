@@ -6,7 +6,7 @@ averaged.
 - A cascade whose verifier is a judge (candidate J of docs/detector-selection.md, adopted
   there) fuses five, :data:`SIGNALS`: the detector's ``sensitivity``, the judge's
   P(unsupported) and three lexical signals; an answer's score is the mean of its two most
-  suspicious sentences. Its cascade and shipped file are :mod:`groundsense.verification.fusion`'s.
+  suspicious sentences. Its cascade and shipped file are :mod:`groundsense.calibration.judge_fusion`'s.
 - The lexical fusion (candidate F, issue #52) fuses four, :data:`LEXICAL_FUSION_SIGNALS`: the
   scorer's ``sensitivity`` (in two-pass mode its ``gap``) and the same lexical signals; an
   answer's score is the length-aware noisy-OR of its sentences (:meth:`RankFusion.answer_score`,
@@ -116,7 +116,7 @@ class RankFusion:
     ``aggregation`` (:data:`LENGTH_AWARE_NOISY_OR`) and the ``intercept`` and ``coefficient`` of
     its sentences' P(unsupported); None: the mean of the top two, and then not written.
     ``curves`` (a fusion fitted on labels, :meth:`thresholded`): ``{"sentence": curve}``, the
-    :func:`~groundsense.judging.thresholds.compact_curve` of the labelled sentences' fused scores,
+    :func:`~groundsense.calibration.thresholds.compact_curve` of the labelled sentences' fused scores,
     where :meth:`target_threshold` reads a target recall or precision; None: not written."""
 
     verifier: str | None
@@ -224,8 +224,8 @@ class RankFusion:
 
     def weighted(self, values: Mapping[str, np.ndarray], labels: np.ndarray) -> RankFusion:
         """A copy whose ``weights`` are the logistic regression of ``labels`` (1: unsupported) on
-        the signals' :meth:`ranks` against these references (:func:`~groundsense.judging.fitting.fit_logistic`:
-        standardised, C = :data:`~groundsense.judging.fitting.REGULARISATION`), over the
+        the signals' :meth:`ranks` against these references (:func:`~groundsense.calibration.fitting.fit_logistic`:
+        standardised, C = :data:`~groundsense.calibration.fitting.REGULARISATION`), over the
         sentences with every signal finite; the standardisation is folded into the weights, so
         that the score is the log-odds of the ranks themselves. ``made_with["fit"]`` keeps the
         standardised fit (weights comparable across signals). The thresholds are kept: refit
@@ -246,12 +246,12 @@ class RankFusion:
                     target_recall: float | None = None, target_precision: float | None = None) -> RankFusion:
         """A copy with the sentence and answer thresholds fitted on labelled sentences (``labels``;
         ``answers``: each one's answer id) with a fused score, by `calibrate`'s rules
-        (:func:`~groundsense.judging.thresholds.labelled_threshold`): the best F1, or the target
+        (:func:`~groundsense.calibration.thresholds.labelled_threshold`): the best F1, or the target
         recall or precision; an answer's score is its :meth:`answer_score`, against whether any
         of its sentences is unsupported. For a top-two mean its threshold is at most the sentence
         one; for the noisy-OR of an ``answer_rule`` it is fitted on the verdict itself (an answer
         is flagged when a sentence is, or when its noisy-OR reaches the threshold) by Youden's J
-        (:func:`~groundsense.judging.thresholds.verdict_threshold`). When the answers are all
+        (:func:`~groundsense.calibration.thresholds.verdict_threshold`). When the answers are all
         supported or all unsupported, it is a one-sentence answer's at the sentence threshold:
         an answer is then flagged when a sentence is.
         ``made_with`` records the rules and their quality on these sentences (optimistic: fitted

@@ -1,0 +1,20 @@
+"""``groundsense.judging``, the package's name before issue #54, imports as
+``groundsense.calibration`` for one release, with a DeprecationWarning."""
+
+import subprocess
+import sys
+
+
+def test_the_old_package_name_imports_the_new_modules_and_warns():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    import groundsense.judging\nexcept DeprecationWarning as w:\n    print(w)\n"
+            "warnings.simplefilter('ignore')\n"
+            "from groundsense.judging.calibration import Calibration\n"
+            "import groundsense.judging.fusion as old, groundsense.calibration.fusion as new\n"
+            "from groundsense.calibration.calibration import Calibration as Current\n"
+            "print(Calibration is Current, old is new)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warning, same = done.stdout.splitlines()
+    assert "groundsense.judging is now groundsense.calibration" in warning
+    assert same == "True True"
