@@ -1,0 +1,123 @@
+"""Synthetic hard negatives (issue #55): unsupported claims made from supported ones without
+lowering their word overlap with the evidence, so that a verifier trained on them cannot lean on
+overlap. Three recipes, each a pure function of its inputs and a seeded random generator:
+
+- **swap**: one number or one name of the sentence is replaced by another of the same kind that
+  the evidence holds, so every word of the new sentence is still in the evidence;
+- **negate**: a negation is added to the sentence's first auxiliary verb (or removed from it), or
+  its first comparison word is flipped (``more`` to ``less``, ``before`` to ``after``);
+- **delete** (MiniCheck's D2C idea): the sentence is kept and the evidence sentence that supports
+  it is removed, where exactly one evidence sentence shares most of its words.
+
+Each returns a :class:`HardNegative` that records how it was made, or None where the recipe does
+not apply to the sentence. A supported sentence's text is its input; the label of what comes out is
+"unsupported". How often that label is wrong is measured on a sample (docs/detector-selection.md,
+"A trained verifier").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from groundsense import segment_sentences
+from groundsense.lexical import overlap
+
+RECIPES = ("swap", "negate", "delete")
+
+_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?%?(?![\w])")
+# A name: capitalised words in a row, not at the start of the text (a sentence's first word is capitalised anyway).
+_NAME = re.compile(r"(?<=[a-z,;:()] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+_AUXILIARY = re.compile(r"\b(is|are|was|were|has|have|had|can|could|will|would|should|does|did|do|may|must)"
+                        r"( not)?\b")
+_FLIPS = {"more": "less", "less": "more", "higher": "lower", "lower": "higher", "increase": "decrease",
+          "decrease": "increase", "increased": "decreased", "decreased": "increased", "before": "after",
+          "after": "before", "above": "below", "below": "above", "larger": "smaller", "smaller": "larger",
+          "greater": "smaller", "most": "least", "least": "most", "earlier": "later", "later": "earlier",
+          "first": "last", "last": "first", "maximum": "minimum", "minimum": "maximum"}
+_FLIP = re.compile(r"\b(" + "|".join(_FLIPS) + r")\b", re.IGNORECASE)
+# delete: the supporting evidence sentence shares at least this share of the claim's words, and no
+# other evidence sentence shares as much (else the claim would keep its support).
+SUPPORT_OVERLAP = 0.6
+
+
+@dataclass(frozen=True)
+class HardNegative:
+    """An unsupported claim and the evidence it is judged against, with how it was made:
+    ``recipe`` (one of :data:`RECIPES`), ``detail`` (``swap:number``, ``negate:add``, ...), and
+    ``replaced``/``by``: the text taken out (of the sentence, or of the evidence for ``delete``)
+    and what took its place."""
+
+    sentence: str
+    evidence: tuple[str, ...]
+    recipe: str
+    detail: str
+    replaced: str
+    by: str
+
+
+def swap(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -> HardNegative | None:
+    """Replace one number (else one name) of ``sentence`` by a different one of the same kind
+    from ``evidence``, chosen at random; None where the evidence offers no other."""
+    text = " ".join(evidence)
+    for kind, pattern in (("number", _NUMBER), ("name", _NAME)):
+        own = list(dict.fromkeys(m.group() for m in pattern.finditer(sentence)))
+        others = sorted({m.group() for m in pattern.finditer(text)} - set(own))
+        if own and others:
+            old = own[int(rng.integers(len(own)))]
+            new = others[int(rng.integers(len(others)))]
+            changed = re.sub(rf"(?<![\w.,]){re.escape(old)}(?![\w])", new, sentence, count=1)
+            return HardNegative(changed, evidence, "swap", f"swap:{kind}", old, new)
+    return None
+
+
+def negate(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -> HardNegative | None:
+    """Flip the first comparison word, else add (or remove) a negation at the first auxiliary
+    verb; which of the two, where both apply, is chosen at random. None where neither applies."""
+    flip, auxiliary = _FLIP.search(sentence), _AUXILIARY.search(sentence)
+    if flip and (auxiliary is None or rng.random() < 0.5):
+        word = flip.group()
+        new = _FLIPS[word.lower()]
+        new = new.capitalize() if word[0].isupper() else new
+        changed = sentence[: flip.start()] + new + sentence[flip.end():]
+        return HardNegative(changed, evidence, "negate", "negate:flip", word, new)
+    if auxiliary:
+        verb, negated = auxiliary.group(1), auxiliary.group(2)
+        new = verb if negated else f"{verb} not"
+        changed = sentence[: auxiliary.start()] + new + sentence[auxiliary.end():]
+        return HardNegative(changed, evidence, "negate", "negate:remove" if negated else "negate:add",
+                            auxiliary.group(), new)
+    return None
+
+
+def delete(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -> HardNegative | None:
+    """Remove from ``evidence`` the one sentence that supports ``sentence``: the evidence sentence
+    sharing at least :data:`SUPPORT_OVERLAP` of its words where every other shares less. None
+    where no single evidence sentence stands out so (the claim could keep its support)."""
+    pieces = [(i, text[s.start:s.end]) for i, text in enumerate(evidence) for s in segment_sentences(text)]
+    if len(pieces) < 2:
+        return None
+    shares = overlap(sentence, [text for _, text in pieces])
+    order = np.argsort(-shares, kind="stable")
+    best, runner_up = shares[order[0]], shares[order[1]]
+    if best < SUPPORT_OVERLAP or runner_up >= SUPPORT_OVERLAP:
+        return None
+    chunk, removed = pieces[int(order[0])]
+    kept = list(evidence)
+    kept[chunk] = re.sub(r"\s{2,}", " ", kept[chunk].replace(removed, "", 1)).strip()
+    return HardNegative(sentence, tuple(kept), "delete", "delete:support", removed, "")
+
+
+MAKERS = {"swap": swap, "negate": negate, "delete": delete}
+
+
+def hard_negative(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -> HardNegative | None:
+    """One hard negative of ``sentence``: the recipes tried in a random order, the first that
+    applies kept (so each recipe is drawn where several apply, and any applies where one does)."""
+    for recipe in rng.permutation(RECIPES):
+        made = MAKERS[str(recipe)](sentence, evidence, rng)
+        if made is not None and made.sentence.strip():
+            return made
+    return None

@@ -1,0 +1,60 @@
+"""The synthetic hard negatives of issue #55: each recipe changes what it says it changes, keeps
+the claim's words in the evidence (swap) or its text (delete), and is deterministic given its seed."""
+
+import numpy as np
+import pytest
+
+from groundsense.lexical import words
+from groundsense_eval.data.hard_negatives import RECIPES, delete, hard_negative, negate, swap
+
+EVIDENCE = ("The council approved 12 new parks in 2019. Mayor Jane Smith opposed the plan.",
+            "Councilmember Tom Lee said the budget grew by 5% before the vote. The library closes at 8 pm.")
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def test_swap_takes_a_number_from_the_evidence_and_keeps_every_word_there():
+    made = swap("The council approved 12 new parks.", EVIDENCE, rng())
+    assert made is not None and made.detail == "swap:number" and made.replaced == "12"
+    assert made.by in {"2019", "5%", "8"} and made.sentence == f"The council approved {made.by} new parks."
+    assert words(made.sentence) <= words(" ".join(EVIDENCE)) | {"5"}
+
+
+def test_swap_falls_back_to_a_name_and_declines_where_the_evidence_has_no_other():
+    made = swap("The plan was opposed by Jane Smith.", EVIDENCE, rng())
+    assert made is not None and made.detail == "swap:name" and made.replaced == "Jane Smith"
+    assert made.by in {"Tom Lee"} or made.by.startswith(("Mayor", "Councilmember"))
+    assert swap("The parks are green.", EVIDENCE, rng()) is None
+
+
+def test_negate_adds_or_removes_a_negation_and_flips_a_comparison():
+    added = negate("The library closes at 8 pm and is open.", EVIDENCE, rng())
+    assert added is not None and added.detail == "negate:add" and "is not open" in added.sentence
+    removed = negate("The mayor did not support the plan.", EVIDENCE, rng())
+    assert removed is not None and removed.detail == "negate:remove"
+    assert removed.sentence == "The mayor did support the plan."
+    flipped = negate("The budget grew before the vote.", EVIDENCE, rng())
+    assert flipped is not None and flipped.detail == "negate:flip"
+    assert flipped.sentence == "The budget grew after the vote."
+    assert negate("Parks everywhere.", EVIDENCE, rng()) is None
+
+
+def test_delete_removes_the_one_supporting_sentence_and_keeps_the_claim():
+    claim = "Mayor Jane Smith opposed the plan."
+    made = delete(claim, EVIDENCE, rng())
+    assert made is not None and made.sentence == claim and made.replaced == "Mayor Jane Smith opposed the plan."
+    assert made.evidence == ("The council approved 12 new parks in 2019.", EVIDENCE[1])
+    assert delete("Something else entirely happened.", EVIDENCE, rng()) is None  # nothing supports it
+    twice = (EVIDENCE[0], "Mayor Jane Smith opposed the plan in March.")  # said twice: the claim keeps support
+    assert delete(claim, twice, rng()) is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_hard_negative_is_the_same_for_the_same_seed_and_names_its_recipe(seed):
+    sentence = "Tom Lee said the budget grew by 5% before the vote."
+    first, again = hard_negative(sentence, EVIDENCE, rng(seed)), hard_negative(sentence, EVIDENCE, rng(seed))
+    assert first == again and first is not None and first.recipe in RECIPES
+    assert first.sentence != sentence or first.evidence != EVIDENCE
+
