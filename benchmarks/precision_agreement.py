@@ -47,14 +47,15 @@ GOAL_AGREEMENT, GOAL_AUC = 0.99, 0.01
 KEY = ["case_id", "sentence_index"]
 
 
-def feature_sets(cache: Path, scorer: str, fp32_cache: Path | None = None) -> dict[str, FeatureSet]:
-    """The full-mode RAGTruth feature sets of ``scorer`` by precision: bf16's under ``cache``,
-    fp32's under ``fp32_cache`` (default: ``cache``)."""
+def feature_sets(cache: Path, scorer: str, fp32_cache: Path | None = None,
+                 benchmark: str = "ragtruth") -> dict[str, FeatureSet]:
+    """The full-mode feature sets of ``benchmark`` and ``scorer`` by precision: bf16's under
+    ``cache``, fp32's under ``fp32_cache`` (default: ``cache``)."""
     def full(folder: Path, precision: str) -> FeatureSet:
-        found = [s for s in load_cache(folder, scorer) if s.config["mode"] == "full" and s.benchmark == "ragtruth"
+        found = [s for s in load_cache(folder, scorer) if s.config["mode"] == "full" and s.benchmark == benchmark
                  and s.config.get("precision", "fp32") == precision]
         if not found:
-            sys.exit(f"{folder} needs a full-mode RAGTruth cache of {scorer} in {precision}")
+            sys.exit(f"{folder} needs a full-mode {benchmark} cache of {scorer} in {precision}")
         return found[0]
 
     return {"fp32": full(fp32_cache or cache, "fp32"), "bf16": full(cache, "bf16")}
@@ -86,6 +87,8 @@ def main() -> None:
     parser.add_argument("--fp32-cache", type=Path, default=None,
                         help="where the fp32 features are, when not under --cache (fp32 agrees across devices "
                              "to 1e-4, so a CPU's bf16 features can be judged against a GPU's fp32 ones)")
+    parser.add_argument("--benchmark", default="ragtruth", choices=["ragtruth", "tofueval", "ragbench"],
+                        help="whose answers both caches hold (the rule was decided on RAGTruth's)")
     parser.add_argument("--scorer", default="smollm2-135m-instruct")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -94,7 +97,7 @@ def main() -> None:
     calibration = shipped_calibration(args.scorer, args.k)
     if calibration is None:
         sys.exit(f"no shipped calibration for {args.scorer} at K={args.k}")
-    sets = feature_sets(args.cache, args.scorer, args.fp32_cache)
+    sets = feature_sets(args.cache, args.scorer, args.fp32_cache, args.benchmark)
     tables = on_common_sentences({p: fs.rows for p, fs in sets.items()})
     judgements = {p: judged(calibration, t, OperatingPoint()) for p, t in tables.items()}
     scored = {p: j[j["score"].notna()] for p, j in judgements.items()}
@@ -109,7 +112,7 @@ def main() -> None:
     report = {
         "command": "PYTHONPATH=src python benchmarks/precision_agreement.py " + " ".join(sys.argv[1:]),
         "cache": str(args.cache), **({"fp32_cache": str(args.fp32_cache)} if args.fp32_cache else {}),
-        "scorer": args.scorer, "k": args.k,
+        "benchmark": args.benchmark, "scorer": args.scorer, "k": args.k,
         "answers": int(first["case_id"].nunique()), "sources": int(first["source_id"].nunique()),
         "sentences": len(first), "unsupported_sentences": int(first["label"].sum()),
         "flag_agreement": {

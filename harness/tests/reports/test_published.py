@@ -84,7 +84,7 @@ def test_comparison_equals_its_render(report, tmp_path, monkeypatch):
 
 
 RENDERED = ["docs/results/adaptation.md", "docs/results/answer-level.md", "docs/results/selection-A.md",
-            "docs/results/selection-B.md", "docs/results/operating.md",
+            "docs/results/selection-B.md", "docs/results/operating.md", "docs/results/operating-bf16.md",
             "docs/results/operating-sensitivity.md", "docs/results/learning-curve.md",
             "docs/results/learning-curve-sensitivity.md",
             "docs/results/scorer-cost.md", "docs/results/selection-F.md", "docs/results/aggregation-F.md",
