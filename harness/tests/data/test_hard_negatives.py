@@ -1,11 +1,10 @@
-"""The synthetic hard negatives of issue #55: each recipe changes what it says it changes, keeps
-the claim's words in the evidence (swap) or its text (delete), and is deterministic given its seed."""
+"""The synthetic hard negatives of issue #55: each recipe changes what it says it changes (delete
+keeps the claim and removes its support), and is deterministic given its seed."""
 
 import numpy as np
 import pytest
 
-from groundsense.lexical import words
-from groundsense_eval.data.hard_negatives import RECIPES, delete, hard_negative, negate, swap
+from groundsense_eval.data.hard_negatives import RECIPES, delete, hard_negative, negate
 
 EVIDENCE = ("The council approved 12 new parks in 2019. Mayor Jane Smith opposed the plan.",
             "Councilmember Tom Lee said the budget grew by 5% before the vote. The library closes at 8 pm.")
@@ -13,20 +12,6 @@ EVIDENCE = ("The council approved 12 new parks in 2019. Mayor Jane Smith opposed
 
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
-
-
-def test_swap_takes_a_number_from_the_evidence_and_keeps_every_word_there():
-    made = swap("The council approved 12 new parks.", EVIDENCE, rng())
-    assert made is not None and made.detail == "swap:number" and made.replaced == "12"
-    assert made.by in {"2019", "5%", "8"} and made.sentence == f"The council approved {made.by} new parks."
-    assert words(made.sentence) <= words(" ".join(EVIDENCE)) | {"5"}
-
-
-def test_swap_falls_back_to_a_name_and_declines_where_the_evidence_has_no_other():
-    made = swap("The plan was opposed by Jane Smith.", EVIDENCE, rng())
-    assert made is not None and made.detail == "swap:name" and made.replaced == "Jane Smith"
-    assert made.by in {"Tom Lee"} or made.by.startswith(("Mayor", "Councilmember"))
-    assert swap("The parks are green.", EVIDENCE, rng()) is None
 
 
 def test_negate_adds_or_removes_a_negation_and_flips_a_comparison():
@@ -53,7 +38,7 @@ def test_delete_removes_the_one_supporting_sentence_and_keeps_the_claim():
 
 @pytest.mark.parametrize("seed", range(5))
 def test_a_hard_negative_is_the_same_for_the_same_seed_and_names_its_recipe(seed):
-    sentence = "Tom Lee said the budget grew by 5% before the vote."
+    sentence = "Tom Lee said the budget grew by 5% before the vote and was approved."
     first, again = hard_negative(sentence, EVIDENCE, rng(seed)), hard_negative(sentence, EVIDENCE, rng(seed))
     assert first == again and first is not None and first.recipe in RECIPES
     assert first.sentence != sentence or first.evidence != EVIDENCE

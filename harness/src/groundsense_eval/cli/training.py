@@ -23,8 +23,8 @@ from .options import data_option, report_command
 def training_data(data: Path | None, output: Path, seed: int, limit: int | None) -> None:
     """Write the training set of a trained verifier: the labelled sentences of RAGTruth's train
     split and RAGBench's validation and train splits, with a synthetic hard negative of each
-    supported sentence (a swapped number or name, a negation, or its supporting evidence sentence
-    deleted), balanced by benchmark and task. No TofuEval and no test split is read. The same
+    supported sentence (a negation, or its supporting evidence sentence deleted), balanced by
+    benchmark and task. No TofuEval and no test split is read. The same
     data and seed give the same file (docs/detector-selection.md, "A trained verifier")."""
     from ..data.benchmarks import load_benchmark
     from ..data.training_set import SPLITS, balanced, manifest, sentence_rows, training_cases

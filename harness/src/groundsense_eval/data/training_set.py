@@ -23,7 +23,7 @@ import pandas as pd
 from .cases import Case
 from .hard_negatives import hard_negative
 
-VERSION = "td-1"
+VERSION = "td-2"  # td-1 also held swapped numbers and names: dropped on its label-noise reading
 SPLITS = {"ragtruth": ("train",), "ragbench": ("validation", "train")}
 PER_SOURCE = 8
 COLUMNS = ["benchmark", "task", "source_id", "case_id", "sentence_index", "sentence", "label", "recipe", "detail",

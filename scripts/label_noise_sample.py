@@ -1,0 +1,57 @@
+"""The label-noise sample of a trained verifier's data (docs/detector-selection.md, "A trained
+verifier"): 200 synthetic rows of a training set drawn with seed 0, written for reading, each with
+the supported sentence it was made from and the evidence sentences nearest the claim (for a
+``delete`` row, nearest among those left). A developer reads the first 50 and records, per row,
+whether the claim is in fact unsupported by its evidence; the 1.5B judge scores all 200.
+
+    PYTHONPATH=src python scripts/label_noise_sample.py results/training/td-1.parquet \\
+        -o results/training/td-1-noise-sample.md
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from groundsense.lexical import overlap
+from groundsense_eval.data.benchmarks import load_benchmark
+from groundsense_eval.data.hard_negatives import evidence_sentences
+from groundsense_eval.data.training_set import SPLITS, row_evidence
+
+SAMPLE, READ = 200, 50
+
+
+def nearest(claim: str, evidence: tuple[str, ...], n: int = 2) -> list[str]:
+    pieces = [piece for text in evidence for piece in evidence_sentences(text)]
+    shares = overlap(claim, pieces)
+    return [pieces[i] for i in np.argsort(-shares, kind="stable")[:n]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("training_set", type=Path)
+    parser.add_argument("-o", "--output", type=Path, required=True)
+    args = parser.parse_args()
+    rows = pd.read_parquet(args.training_set)
+    sample = rows[rows["recipe"] != ""].sample(SAMPLE, random_state=0).reset_index(drop=True)
+    wanted = set(sample["case_id"])
+    cases = {c.id: c for benchmark, splits in SPLITS.items()
+             for c in load_benchmark(benchmark, splits)[0] if c.id in wanted}
+    lines = [f"# Label-noise sample of {args.training_set.name}", "",
+             f"`PYTHONPATH=src python scripts/label_noise_sample.py {args.training_set} -o {args.output}`", "",
+             f"{SAMPLE} synthetic rows drawn with seed 0; the first {READ} are read by a developer "
+             "(results/training/ holds the reading).", ""]
+    for i, row in sample.iterrows():
+        case = cases[row["case_id"]]
+        original = case.sentence_text(case.sentences[int(row["sentence_index"])])
+        evidence = row_evidence(case, row)
+        lines += [f"## {i}. {row['case_id']} sentence {row['sentence_index']} ({row['detail']})", "",
+                  f"- claim: {row['sentence']}", f"- made from: {original}",
+                  f"- replaced: {row['replaced']!r} by {row['by']!r}",
+                  *[f"- nearest evidence: {piece}" for piece in nearest(row["sentence"], evidence)], ""]
+    args.output.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
