@@ -48,7 +48,7 @@ browser:
 
 # The numeric tests once more on each library's fallback SIMD paths, so that a bound only one CPU's
 # rounding meets fails on every machine (CONTRIBUTING, "Tests on every CPU"); x86-64 only, where
-# these switches exist. tests/conftest.py checks that they took effect.
+# these switches exist. The root conftest.py checks that they took effect.
 ifeq ($(shell uname -m),x86_64)
 SIMD_FALLBACK := ATEN_CPU_CAPABILITY=default NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" \
 	OPENBLAS_CORETYPE=Nehalem MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41

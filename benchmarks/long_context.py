@@ -9,7 +9,7 @@ that keeps all the evidence and with the default budget (1,800 tokens), which cu
 
 The answers are drawn (seeded) from the RAGTruth test split's seeded *dev* partition, the one
 every tuning choice reads (docs/detector-selection.md); the distractors are other dev QA
-sources' passages, inserted at seeded random positions (``eval/data/distractors.py``). Each
+sources' passages, inserted at seeded random positions (``groundsense_eval/data/distractors.py``). Each
 configuration runs in its own process (its peak RSS is that process's) through ``groundsense
 eval extract``'s resumable cache under ``--cache/<evidence tokens>/``, so a stopped run resumes
 where it stopped, and growing ``--answers`` only scores the new ones. ``--report`` renders the

@@ -4,8 +4,11 @@ the supported sentence it was made from and the evidence sentences nearest the c
 ``delete`` row, nearest among those left). A developer reads the first 50 and records, per row,
 whether the claim is in fact unsupported by its evidence; the 1.5B judge scores all 200.
 
-    PYTHONPATH=src python scripts/label_noise_sample.py results/training/td-1.parquet \\
-        -o results/training/td-1-noise-sample.md
+    .venv/bin/python scripts/label_noise_sample.py results/training/td-2.parquet \\
+        -o results/training/td-2-noise-sample.md
+
+td-1's sample (results/training/td-1-noise-sample.md) came from a build at commit eb863a6, whose
+swap recipe this code no longer has: check that commit out to draw it again.
 """
 
 import argparse
@@ -39,7 +42,7 @@ def main() -> None:
     cases = {c.id: c for benchmark, splits in SPLITS.items()
              for c in load_benchmark(benchmark, splits)[0] if c.id in wanted}
     lines = [f"# Label-noise sample of {args.training_set.name}", "",
-             f"`PYTHONPATH=src python scripts/label_noise_sample.py {args.training_set} -o {args.output}`", "",
+             f"`.venv/bin/python scripts/label_noise_sample.py {args.training_set} -o {args.output}`", "",
              f"{SAMPLE} synthetic rows drawn with seed 0; the first {READ} are read by a developer "
              "(results/training/ holds the reading).", ""]
     for i, row in sample.iterrows():

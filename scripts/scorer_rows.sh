@@ -5,7 +5,7 @@
 # comes from the committed 0.5B full run.) Each run
 # is resumable (rerun this script to continue) and lands in results/features beside the default
 # scorer's sets, where it can be committed as it grows: reports leave an unfinished set out
-# (docs/evaluation.md, "The cache"). When a run completes, re-render the reports they change (tests/eval/test_published.py names any stale one):
+# (docs/evaluation.md, "The cache"). When a run completes, re-render the reports they change (harness/tests/reports/test_published.py names any stale one):
 #   groundsense eval scorer-cost --cache results/features --timings benchmarks/scorer_cost.json -o docs/results/scorer-cost.md
 #   groundsense eval report --cache results/features -o docs/results
 # On 2 CPU cores: about 2 h and 5.5 h (benchmarks/scorer_cost.json). On a GPU machine set

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "groundsense"
 HARNESS = ROOT / "harness" / "src" / "groundsense_eval"
 TESTS = Path(__file__).resolve().parent
+HARNESS_TESTS = ROOT / "harness" / "tests"
 # Layer of each top-level part of the package; a module not named here is in the core.
 # ``testing`` (the Detection conformance kit) drives the service's app, so it sits with the CLI.
 LAYERS = {"service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
@@ -137,7 +138,7 @@ def test_the_core_imports_only_its_own_stage_and_those_before_it():
     assert not upward, "\n".join(upward)
 
 
-HARNESS_ORDER = ("data", "caches", "statistics", "reports", "cli")
+HARNESS_ORDER = ("data", "caches", "statistics", "reports", "fits", "cli")
 
 
 def harness_part(module: str) -> str | None:
@@ -147,10 +148,12 @@ def harness_part(module: str) -> str | None:
 
 
 def test_harness_subpackages_import_only_the_ones_before_them():
-    """data -> caches -> statistics -> reports -> cli (docs/architecture.md): no import goes back up the chain."""
+    """data -> caches -> statistics -> reports -> fits -> cli (docs/architecture.md): no import goes back up
+    the chain; every module of the harness is in one of them (its ``__init__`` aside)."""
     backward = set()
     for path in HARNESS.rglob("*.py"):
         source = harness_part(module_name(path))
+        assert source or path == HARNESS / "__init__.py", f"{path}: place it in a subpackage of HARNESS_ORDER"
         for target in map(harness_part, imported_modules(path)):
             if source and target and HARNESS_ORDER.index(target) > HARNESS_ORDER.index(source):
                 backward.add(f"{module_name(path)} ({source}) imports {target}")
@@ -196,19 +199,21 @@ def test_each_layer_exists(part):
 
 
 def test_tests_share_code_only_through_helpers():
-    """No file under tests/ imports a test module, a conftest or a folder of tests/ other than
-    ``helpers`` (on pytest's ``pythonpath``): such an import works only when pytest happened to
-    put that module's folder on ``sys.path`` before, and not when a file is collected alone."""
-    local = ({p.stem for p in TESTS.rglob("*.py") if p.relative_to(TESTS).parts[0] != "helpers"}
-             | {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "helpers"}) - {"__init__"}
+    """No file under tests/ or harness/tests/ imports a test module, a conftest or a folder of tests
+    other than ``helpers`` (on pytest's ``pythonpath``): such an import works only when pytest happened
+    to put that module's folder on ``sys.path`` before, and not when a file is collected alone."""
     found = []
-    for path in sorted(TESTS.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module]
-            else:
-                continue
-            found += [f"{path.relative_to(TESTS)} imports {name}" for name in names if name.split(".")[0] in local]
+    for root in (TESTS, HARNESS_TESTS):
+        local = ({p.stem for p in root.rglob("*.py") if p.relative_to(root).parts[0] != "helpers"}
+                 | {p.name for p in root.iterdir() if p.is_dir() and p.name != "helpers"}) - {"__init__"}
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                found += [f"{path.relative_to(ROOT)} imports {name}" for name in names
+                          if name.split(".")[0] in local]
     assert not found, "move what they share into tests/helpers:\n" + "\n".join(found)

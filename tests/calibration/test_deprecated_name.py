@@ -1,5 +1,6 @@
-"""``groundsense.judging``, the package's name before issue #54, imports as
-``groundsense.calibration`` for one release, with a DeprecationWarning."""
+"""``groundsense.judging`` and ``groundsense.verification.fusion``, the names before issue #54, import
+as ``groundsense.calibration`` and ``groundsense.calibration.judge_fusion`` for one release, with a
+DeprecationWarning."""
 
 import subprocess
 import sys
@@ -18,3 +19,17 @@ def test_the_old_package_name_imports_the_new_modules_and_warns():
     warning, same = done.stdout.splitlines()
     assert "groundsense.judging is now groundsense.calibration" in warning
     assert same == "True True"
+
+
+def test_the_old_judge_fusion_module_imports_the_new_one_and_warns():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    import groundsense.verification.fusion\nexcept DeprecationWarning as w:\n    print(w)\n"
+            "warnings.simplefilter('ignore')\n"
+            "from groundsense.verification.fusion import fusion_for\n"
+            "from groundsense.calibration import judge_fusion\n"
+            "print(fusion_for is judge_fusion.fusion_for)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warning, same = done.stdout.splitlines()
+    assert "groundsense.verification.fusion is now groundsense.calibration.judge_fusion" in warning
+    assert same == "True"

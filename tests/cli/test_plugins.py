@@ -27,11 +27,18 @@ def test_without_the_harness_eval_names_the_package_to_install(monkeypatch):
     assert "eval" in run("--help").output.split("Commands:")[1]
 
 
-def test_an_entry_point_that_is_not_a_command_is_refused_by_name(monkeypatch):
-    point = EntryPoint("broken", "groundsense.cli.plugins:KNOWN", plugins.GROUP)
-    monkeypatch.setattr(plugins, "plugins", lambda: {"broken": point})
-    result = run("broken")
-    assert result.exit_code == 2 and "'broken' (groundsense.cli.plugins:KNOWN) is not a click command" in result.output
+def test_a_broken_entry_point_is_refused_by_name_and_leaves_the_rest_of_the_cli_working(monkeypatch):
+    points = {"notacommand": EntryPoint("notacommand", "groundsense.cli.plugins:KNOWN", plugins.GROUP),
+              "missing": EntryPoint("missing", "groundsense_no_such_plugin.cli:group", plugins.GROUP)}
+    monkeypatch.setattr(plugins, "plugins", lambda: points)
+    result = run("notacommand")
+    assert result.exit_code == 2
+    assert "'notacommand' (groundsense.cli.plugins:KNOWN) is not a click command" in result.output
+    result = run("missing", "anything")
+    assert result.exit_code == 2 and "fails to import (ModuleNotFoundError" in result.output
+    assert "reinstall the package that provides it" in result.output
+    listed = run("--help")
+    assert listed.exit_code == 0 and "(broken: fails to import)" in listed.output and "detect" in listed.output
 
 
 def test_an_unknown_command_is_still_unknown():

@@ -24,6 +24,8 @@ def test_negate_adds_or_removes_a_negation_and_flips_a_comparison():
     assert flipped is not None and flipped.detail == "negate:flip"
     assert flipped.sentence == "The budget grew after the vote."
     assert negate("Parks everywhere.", EVIDENCE, rng()) is None
+    for contracted in ("They can't afford it.", "They can’t afford it.", "They did n't go."):  # left alone
+        assert negate(contracted, EVIDENCE, rng()) is None
 
 
 def test_delete_removes_the_one_supporting_sentence_and_keeps_the_claim():

@@ -105,7 +105,7 @@ def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_the
     scored the shipped calibration's training answers."""
     from groundsense.calibration.fusion import SIGNALS, reference_sample
     from groundsense.calibration.thresholds import best_f1_threshold
-    from groundsense_eval.judge_fusion import fit_training_fusion
+    from groundsense_eval.fits.judge_fusion import fit_training_fusion
 
     rows = judged_rows(seed=3, n_answers=60)
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
@@ -127,7 +127,7 @@ def test_the_lexical_fusion_fitted_on_training_answers(mode):
     sentence flagged, or their length-aware noisy-OR at the threshold)."""
     from groundsense.calibration.fusion import answer_scores, reference_sample
     from groundsense.calibration.thresholds import best_f1_threshold, forced_scores, youden_threshold
-    from groundsense_eval.lexical_fusion import fit_lexical_fusion
+    from groundsense_eval.fits.lexical_fusion import fit_lexical_fusion
     from groundsense_eval.reports.aggregation import probability_map
 
     rows = judged_rows(seed=4, n_answers=60)

@@ -4,7 +4,7 @@ import pytest
 from helpers.synthetic_features import feature_set
 
 from groundsense_eval.caches.extract import FeatureSet
-from groundsense_eval.calibration_set import fit_from_features
+from groundsense_eval.fits.calibration import fit_from_features
 from groundsense_eval.reports.operating import (
     POINTS,
     OperatingPoint,

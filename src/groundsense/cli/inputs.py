@@ -8,21 +8,19 @@ from typing import Any
 import click
 
 from ..errors import InputError
-from .common import CommandFunction
+from .common import CommandFunction, stacked
 
 
 def evidence_options(func: CommandFunction) -> CommandFunction:
     """The options that give the question and the evidence."""
-    for option in reversed([
+    return stacked([
         click.option("--question", "-q", default=None, help="The question or instruction."),
         click.option("--question-file", type=click.Path(dir_okay=False), default=None),
         click.option("--context", "-c", default=None, help="The evidence as one string (split into K chunks)."),
         click.option("--context-file", type=click.Path(dir_okay=False), default=None),
         click.option("--passage-file", "passage_files", multiple=True, type=click.Path(dir_okay=False),
                      help="One retrieved passage per file; repeat for each passage (each is a chunk)."),
-    ]):
-        func = option(func)
-    return func
+    ])(func)
 
 
 def gather_input(example: str | None, question: str | None, question_file: str | None, context: str | None,

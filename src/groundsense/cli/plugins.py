@@ -23,10 +23,28 @@ def plugins() -> dict[str, EntryPoint]:
 
 
 def load(point: EntryPoint) -> click.Command:
-    command = point.load()
+    """The command ``point`` names; one that fails to import, or is not a command, becomes a
+    stand-in that says so when run (and lists as broken), so that the rest of the CLI, its help
+    included, still works."""
+    try:
+        command = point.load()
+    except Exception as exc:  # a plugin's own import error, whatever it is
+        return broken(point, f"fails to import ({type(exc).__name__}: {exc}): reinstall the package that provides it")
     if not isinstance(command, click.Command):
-        raise Failure(f"the {GROUP} entry point {point.name!r} ({point.value}) is not a click command")
+        return broken(point, "is not a click command")
     return command
+
+
+def broken(point: EntryPoint, why: str) -> click.Command:
+    message = f"the {GROUP} entry point {point.name!r} ({point.value}) {why}"
+
+    @click.command(point.name, context_settings={**CONTEXT_SETTINGS, "ignore_unknown_options": True},
+                   add_help_option=False, help=message, short_help=f"(broken: {why.split(' (')[0]})")
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def stand_in(args: tuple[str, ...]) -> None:
+        raise Failure(message)
+
+    return stand_in
 
 
 def missing(name: str) -> click.Command:

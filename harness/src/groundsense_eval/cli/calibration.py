@@ -46,7 +46,7 @@ def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: st
     """Fit a calibration on cached, labelled features (no scorer needed): what `groundsense
     calibrate` fits, from answers `groundsense eval extract` scored. Never fit on the answers
     you report on (use a train split)."""
-    from ..calibration_set import fit_from_features
+    from ..fits.calibration import fit_from_features
 
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:

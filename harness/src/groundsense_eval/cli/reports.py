@@ -308,7 +308,7 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
 def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int,
                 command: str) -> RankFusion:
     """Candidate J's fusion fitted on the judged dev partitions, pooled."""
-    from ..judge_fusion import fit_judge_fusion
+    from ..fits.judge_fusion import fit_judge_fusion
     from ..reports.fusion_judge import judge_domains
 
     return fit_judge_fusion(judge_domains(found, calibration, judges, seed), calibration, command)
@@ -317,7 +317,7 @@ def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: 
 def _lexical_fusion(train_cache: Path, scorer: str, calibration: Calibration, precision: str, two_pass: bool,
                     command: str) -> RankFusion:
     """The lexical fusion fitted on the RAGTruth training answers of ``train_cache``."""
-    from ..lexical_fusion import fit_lexical_fusion
+    from ..fits.lexical_fusion import fit_lexical_fusion
     from ..reports.fusion import fusion_table
 
     training = fusion_table(_one_set(train_cache, "ragtruth", scorer, precision), calibration)
@@ -328,7 +328,7 @@ def _training_fusion(train_cache: Path, train_judges: Path, scorer: str, calibra
                      command: str) -> RankFusion:
     """Candidate J's fusion fitted on the RAGTruth training answers of ``train_cache``, refused
     until the judge has scored every one of them."""
-    from ..judge_fusion import fit_training_fusion
+    from ..fits.judge_fusion import fit_training_fusion
     from ..reports.fusion import fusion_table
     from ..reports.fusion_judge import JUDGE, JUDGES, with_judges
 

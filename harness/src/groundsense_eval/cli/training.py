@@ -24,8 +24,9 @@ def training_data(data: Path | None, output: Path, seed: int, limit: int | None)
     """Write the training set of a trained verifier: the labelled sentences of RAGTruth's train
     split and RAGBench's validation and train splits, with a synthetic hard negative of each
     supported sentence (a negation, or its supporting evidence sentence deleted), balanced by
-    benchmark and task. No TofuEval and no test split is read. The same
-    data and seed give the same file (docs/detector-selection.md, "A trained verifier")."""
+    benchmark and task. No TofuEval is read, and no answer of a test split, nor of a source that
+    has one, is kept (the test splits are loaded only to find those sources). The same data and
+    seed give the same file (docs/detector-selection.md, "A trained verifier")."""
     from ..data.benchmarks import load_benchmark
     from ..data.training_set import SPLITS, balanced, manifest, sentence_rows, training_cases
 

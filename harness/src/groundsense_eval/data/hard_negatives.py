@@ -28,8 +28,9 @@ from groundsense.lexical import overlap
 
 RECIPES = ("negate", "delete")
 
+# An auxiliary verb not in a contraction ("can't", "did n't"): those are left alone.
 _AUXILIARY = re.compile(r"\b(is|are|was|were|has|have|had|can|could|will|would|should|does|did|do|may|must)"
-                        r"( not)?\b")
+                        r"( not)?\b(?!['’]| n['’]t)")
 _FLIPS = {"more": "less", "less": "more", "higher": "lower", "lower": "higher", "increase": "decrease",
           "decrease": "increase", "increased": "decreased", "decreased": "increased", "before": "after",
           "after": "before", "above": "below", "below": "above", "larger": "smaller", "smaller": "larger",
@@ -77,7 +78,7 @@ def negate(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -
 
 def delete(sentence: str, evidence: tuple[str, ...], rng: np.random.Generator) -> HardNegative | None:
     """Remove from ``evidence`` the one sentence that supports ``sentence``: the evidence sentence
-    sharing at least :data:`SUPPORT_OVERLAP` of its words where every other shares less. None
+    sharing at least :data:`SUPPORT_OVERLAP` of its words where every other shares less than that. None
     where no single evidence sentence stands out so (the claim could keep its support)."""
     pieces = [(i, piece) for i, text in enumerate(evidence) for piece in evidence_sentences(text)]
     if len(pieces) < 2:

@@ -37,8 +37,8 @@ RAGTRUTH_ORIGINAL = ("response.jsonl", "source_info.jsonl")
 
 
 def checkout_shared() -> Path | None:
-    """``<checkout>/../shared`` when the package runs from a source checkout (``src/groundsense``
-    beside ``pyproject.toml``), else None."""
+    """``<checkout>/../shared`` when the package runs from a source checkout (``harness/src/groundsense_eval``
+    below the repository's ``pyproject.toml``), else None."""
     checkout = Path(__file__).resolve().parents[4]
     return checkout.parent / "shared" if (checkout / "pyproject.toml").is_file() else None
 

@@ -2,7 +2,7 @@
 answer rule (the length-aware noisy-OR that docs/results/aggregation-F.md chose) and its
 thresholds, fitted on the RAGTruth training answers the shipped calibration of the same
 precision is fitted on (`groundsense eval fusion --fit-fusion FILE --train-cache DIR
-[--precision bf16] [--two-pass]`). A product for the library, like :mod:`.judge_fusion`.
+[--precision bf16] [--two-pass]`). A file for the product, like :mod:`.judge_fusion`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 from groundsense.calibration.calibration import Calibration
 from groundsense.calibration.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
 
-from .reports.aggregation import probability_map
+from ..reports.aggregation import probability_map
 
 
 def fit_lexical_fusion(training: pd.DataFrame, calibration: Calibration, mode: str, precision: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from groundsense.calibration.calibration import Calibration, fit_calibration
 from groundsense.features import FEATURES
 
-from .caches.extract import FeatureSet
+from ..caches.extract import FeatureSet
 
 
 def fit_from_features(features: FeatureSet, target_recall: float | None = None,

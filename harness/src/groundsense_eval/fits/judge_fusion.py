@@ -3,7 +3,7 @@ the RAGTruth training answers the shipped calibration is fitted on (`groundsense
 --fit-fusion FILE --train-cache … --train-judges …`, what ships), or on the three benchmarks'
 judged dev partitions pooled (`--judges … --fit-fusion FILE`: the rows
 :func:`~groundsense_eval.reports.fusion_judge.judge_domains` gives as ``dev``; no test row is
-read). A product for the library, like :mod:`.calibration_set`.
+read). A file for the product, like :mod:`.calibration`'s.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from groundsense.calibration.calibration import Calibration, threshold_quality
 from groundsense.calibration.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
 from groundsense.calibration.thresholds import best_f1_threshold
 
-from .reports.fusion import Domain
-from .reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec
+from ..reports.fusion import Domain
+from ..reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec
 
 
 def fit_judge_fusion(domains: Sequence[Domain], calibration: Calibration, command: str) -> RankFusion:
