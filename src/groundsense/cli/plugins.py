@@ -37,28 +37,27 @@ def load(point: EntryPoint) -> click.Command:
 
 def broken(point: EntryPoint, why: str) -> click.Command:
     message = f"the {GROUP} entry point {point.name!r} ({point.value}) {why}"
-
-    @click.command(point.name, context_settings={**CONTEXT_SETTINGS, "ignore_unknown_options": True},
-                   add_help_option=False, help=message, short_help=f"(broken: {why.split(' (')[0]})")
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def stand_in(args: tuple[str, ...]) -> None:
-        raise Failure(message)
-
-    return stand_in
+    return stand_in(point.name, message, help=message, short_help=f"(broken: {why.split(' (')[0]})")
 
 
 def missing(name: str) -> click.Command:
     """``name``'s stand-in where its distribution is not installed: it exits 2 saying what to install."""
     distribution, summary = KNOWN[name]
+    message = (f"`groundsense {name}` is in the {distribution} package, which is not installed: "
+               f"pip install {distribution} (in a groundsense checkout: pip install -e harness)")
+    return stand_in(name, message, help=f"{summary} Needs {distribution}.", short_help=summary)
+
+
+def stand_in(name: str, message: str, help: str, short_help: str) -> click.Command:
+    """A command ``name`` that takes any arguments, its own --help among them, and exits 2 with ``message``."""
 
     @click.command(name, context_settings={**CONTEXT_SETTINGS, "ignore_unknown_options": True},
-                   add_help_option=False, help=f"{summary} Needs {distribution}.", short_help=summary)
+                   add_help_option=False, help=help, short_help=short_help)
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def stand_in(args: tuple[str, ...]) -> None:
-        raise Failure(f"`groundsense {name}` is in the {distribution} package, which is not installed: "
-                      f"pip install {distribution} (in a groundsense checkout: pip install -e harness)")
+    def command(args: tuple[str, ...]) -> None:
+        raise Failure(message)
 
-    return stand_in
+    return command
 
 
 class WithPlugins(Commands):

@@ -108,6 +108,6 @@ def hard_negative(sentence: str, evidence: tuple[str, ...], rng: np.random.Gener
     applies kept (so each recipe is drawn where several apply, and any applies where one does)."""
     for recipe in rng.permutation(RECIPES):
         made = MAKERS[str(recipe)](sentence, evidence, rng)
-        if made is not None and made.sentence.strip():
+        if made is not None:
             return made
     return None

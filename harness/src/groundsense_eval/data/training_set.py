@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .cases import Case
-from .hard_negatives import hard_negative
+from .hard_negatives import delete, hard_negative
 
 VERSION = "td-2"  # td-1 also held swapped numbers and names: dropped on its label-noise reading
 SPLITS = {"ragtruth": ("train",), "ragbench": ("validation", "train")}
@@ -47,8 +47,6 @@ def row_evidence(case: Case, row: pd.Series | dict[str, Any]) -> tuple[str, ...]
     evidence = case_evidence(case)
     if row["recipe"] != "delete":
         return evidence
-    from .hard_negatives import delete
-
     made = delete(row["sentence"], evidence, np.random.default_rng(0))  # delete draws nothing at random
     if made is None or made.replaced != row["replaced"]:
         raise ValueError(f"{row['case_id']}: the delete row no longer matches its evidence (data changed?)")
