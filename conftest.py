@@ -20,7 +20,8 @@ REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_serv
 
 # The suite scores in fp32 on every machine, in its own process and in those it starts (the CLI,
 # `serve`): its exactness bounds and the README's worked example are fp32's, and `auto` would run
-# bf16 on a CPU with native bf16. tests/scorer/test_precision.py unsets it to test `auto` itself.
+# bf16 on a CPU with native bf16 (a detection reads it: groundsense.pipeline.precision; the `scorer`
+# fixture names fp32 itself). tests/scorer/test_precision.py unsets it to test `auto` itself.
 os.environ["GROUNDSENSE_PRECISION"] = "fp32"
 
 # Hypothesis (tests/test_properties.py). "ci", the default, draws the same examples on every run
@@ -90,8 +91,8 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def scorer() -> Scorer:
-    """The real embedded default scorer (SmolLM2-135M-Instruct), loaded once."""
-    return Scorer()
+    """The real embedded default scorer (SmolLM2-135M-Instruct) in fp32, loaded once."""
+    return Scorer(precision="fp32")
 
 
 @pytest.fixture(scope="session")

@@ -469,7 +469,8 @@ def split_cache(cache: Path, k: int) -> Path:
     from groundsense.weights import DEFAULT_SCORER
     from groundsense_eval.caches.extract import ExtractionConfig, cache_folder
 
-    folder = cache_folder(cache, "ragtruth", ExtractionConfig(DetectorConfig(scorer=DEFAULT_SCORER, k=k)))
+    config = ExtractionConfig(DetectorConfig(scorer=DEFAULT_SCORER, k=k, precision="fp32"))  # as eval extract keeps
+    folder = cache_folder(cache, "ragtruth", config)
     if not (folder / "config.json").is_file():
         sys.exit(f"{folder}: no features cached; run `groundsense eval extract ragtruth --sample full --cache {cache}`"
                  " (resumable) or give --cache")

@@ -178,7 +178,7 @@ HARNESS_READS = {
     "groundsense.cli.interrupts", "groundsense.config", "groundsense.detection", "groundsense.errors",
     "groundsense.features", "groundsense.inputs.evidence", "groundsense.inputs.text", "groundsense.lexical",
     "groundsense.pipeline.detector", "groundsense.progress", "groundsense.result", "groundsense.scorer",
-    "groundsense.scorer.loading", "groundsense.verification", "groundsense.verification.cascade",
+    "groundsense.verification", "groundsense.verification.cascade",
     "groundsense.verification.judge", "groundsense.verification.lexical", "groundsense.verification.model",
     "groundsense.verification.prompts", "groundsense.verification.verifier", "groundsense.weights",
 }

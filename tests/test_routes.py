@@ -14,8 +14,8 @@ import torch
 from fastapi.testclient import TestClient
 
 from groundsense import Detector
+from groundsense.pipeline.precision import PRECISION_VARIABLE
 from groundsense.rows.batch import score_rows
-from groundsense.scorer.loading import PRECISION_VARIABLE
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 from groundsense_eval.data.ragtruth import load_ragtruth

@@ -8,7 +8,7 @@ from groundsense.features import GROUNDING
 from groundsense_eval.caches.extract import FeatureSet
 
 CONFIG = {"scorer": "tiny", "k": 5, "mode": "full", "max_context_tokens": 1800, "max_answer_tokens": 256,
-          "n_parameters": 1_000_000}
+          "precision": "fp32", "n_parameters": 1_000_000}
 
 
 def feature_set(benchmark: str, seed: int, mode: str = "full") -> FeatureSet:

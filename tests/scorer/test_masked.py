@@ -100,8 +100,8 @@ def test_cli_says_which_leave_one_out_produced_the_result(cli_scorer):
 
 
 def test_masked_features_are_cached_under_their_own_key():
-    exact = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct"))
-    masked = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct", leave_one_out="masked"))
+    exact = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct", precision="fp32"))
+    masked = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct", leave_one_out="masked", precision="fp32"))
     assert exact.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the key of the committed results/features
     assert masked.key.startswith("smollm2-135m-instruct__full-masked-k5-")
     assert masked.key.split("-")[-1] != exact.key.split("-")[-1]

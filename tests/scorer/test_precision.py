@@ -2,7 +2,7 @@
 the loaded model, the results and the feature cache's key (plumbing, on a tiny model saved to
 disk); the real scorer's int8 and bf16 scores stay near its fp32 ones (slow)."""
 
-import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,8 +13,10 @@ from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.files import load_example
 from groundsense.pipeline.detector import Detector
+from groundsense.pipeline.precision import PRECISION_VARIABLE, detection_precision
 from groundsense.scorer import Scorer, loading
 from groundsense.scorer.loading import check_precision, resolve_precision
+from groundsense.verification import make_detection, make_verifier
 from groundsense.weights import DEFAULT_SCORER
 from groundsense_eval.caches.extract import ExtractionConfig
 
@@ -81,8 +83,9 @@ def test_a_precision_the_scorer_cannot_run_is_refused(precision, device, message
 @pytest.mark.parametrize("amx, avx512_bf16, cpu",
                          [(False, False, "fp32"), (True, False, "bf16"), (False, True, "bf16")])
 def test_auto_runs_bf16_on_cuda_and_on_a_cpu_with_native_bf16(monkeypatch, amx, avx512_bf16, cpu):
-    """The CPU's own answer is torch's; here it is set, to reach each branch on any machine."""
-    monkeypatch.delenv(loading.PRECISION_VARIABLE)
+    """The CPU's own answer is torch's; here it is set, to reach each branch on any machine. The
+    scorer's ``auto`` is the hardware's alone: the variable (set here to int8) is the detection's."""
+    monkeypatch.setenv(PRECISION_VARIABLE, "int8")
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     assert loading.native_bf16() == (cpu == "bf16")
@@ -94,7 +97,7 @@ def test_auto_runs_bf16_on_cuda_and_on_a_cpu_with_native_bf16(monkeypatch, amx, 
 
 
 def test_a_default_detector_records_the_precision_it_ran(tiny_dir, monkeypatch):
-    monkeypatch.delenv(loading.PRECISION_VARIABLE)
+    monkeypatch.delenv(PRECISION_VARIABLE)
     detector = Detector.from_config(DetectorConfig(scorer=tiny_dir, device="cpu", calibration=False))
     ran = "bf16" if loading.native_bf16() else "fp32"
     assert DetectorConfig().precision == "auto"
@@ -103,35 +106,38 @@ def test_a_default_detector_records_the_precision_it_ran(tiny_dir, monkeypatch):
 
 @pytest.mark.parametrize("native", [False, True])
 def test_the_variable_says_what_auto_runs_and_an_explicit_precision_wins(monkeypatch, native):
-    """``GROUNDSENSE_PRECISION`` (which this suite sets to fp32) decides ``auto`` whatever the CPU."""
+    """``GROUNDSENSE_PRECISION`` (which this suite sets to fp32) decides a detection's ``auto``
+    whatever the CPU."""
     monkeypatch.setattr(loading, "native_bf16", lambda: native)
     for value, ran in (("bf16", "bf16"), ("FP32 ", "fp32"), ("int8", "int8"), ("auto", "bf16" if native else "fp32"),
                        ("", "bf16" if native else "fp32")):
-        monkeypatch.setenv(loading.PRECISION_VARIABLE, value)
-        assert resolve_precision("auto", torch.device("cpu")) == ran
-        assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
-    monkeypatch.setenv(loading.PRECISION_VARIABLE, "fp16")
+        monkeypatch.setenv(PRECISION_VARIABLE, value)
+        assert detection_precision("auto", "cpu") == ran
+        assert detection_precision("fp32", "cpu") == "fp32"
+    monkeypatch.setenv(PRECISION_VARIABLE, "fp16")
     with pytest.raises(InputError, match="GROUNDSENSE_PRECISION='fp16': expected one of auto, fp32, bf16, int8"):
-        resolve_precision("auto", torch.device("cpu"))
-    monkeypatch.setenv(loading.PRECISION_VARIABLE, "int8")
+        detection_precision("auto", "cpu")
+    monkeypatch.setenv(PRECISION_VARIABLE, "int8")
     with pytest.raises(InputError, match="runs on a CPU only"):
-        resolve_precision("auto", torch.device("cuda"))
+        detection_precision("auto", "cuda")
 
 
-def test_auto_means_a_precision_within_and_the_variable_comes_back(monkeypatch):
-    """How `eval verify` keeps a judge's scores fp32 on a native-bf16 CPU (its cache key names no precision)."""
-    cpu = torch.device("cpu")
-    monkeypatch.setattr(loading, "native_bf16", lambda: True)
-    for before in ("bf16", None):
-        if before is None:
-            monkeypatch.delenv(loading.PRECISION_VARIABLE, raising=False)
-        else:
-            monkeypatch.setenv(loading.PRECISION_VARIABLE, before)
-        with loading.auto_means("fp32"):
-            assert resolve_precision("auto", cpu) == "fp32"
-            assert resolve_precision("bf16", cpu) == "bf16"
-        assert os.environ.get(loading.PRECISION_VARIABLE) == before
-        assert resolve_precision("auto", cpu) == "bf16"
+def test_a_judge_runs_at_the_precision_it_is_handed(tiny_scorer, tiny_dir, tmp_path, monkeypatch):
+    """A cascade's judge loads its scorer at the detection's resolved precision, and `eval verify`'s
+    at fp32 (a verifier cache's key names no precision), whatever the variable says."""
+    monkeypatch.setenv(PRECISION_VARIABLE, "bf16")
+    assert make_verifier(f"judge:{tiny_dir}", device="cpu", precision="fp32").scorer.precision == "fp32"
+    config = DetectorConfig(scorer=tiny_dir, device="cpu", calibration=False, score="sensitivity",
+                            verifier=f"judge:{tiny_dir}")
+    shared = make_detection(config)
+    assert shared.verifier.scorer is shared.detector.scorer  # the same model: loaded once, at bf16
+    assert shared.detector.config.precision == "bf16"
+    tiny_scorer.model.save_pretrained(tmp_path)  # another model: the judge loads its own scorer
+    tiny_scorer.tokenizer.save_pretrained(tmp_path)
+    monkeypatch.setenv(PRECISION_VARIABLE, "fp32")
+    separate = make_detection(replace(config, precision="bf16", verifier=f"judge:{tmp_path}"))
+    assert separate.verifier.scorer is not separate.detector.scorer
+    assert separate.verifier.scorer.precision == separate.detector.config.precision == "bf16"
 
 
 def test_benchmark_features_are_fp32_unless_asked(invoke_cli):

@@ -174,7 +174,7 @@ def test_token_rows_reproduce_the_sentence_means(token_run, short_cases):
 
 
 def test_token_rows_change_the_key_only_when_kept():
-    plain = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct"))
+    plain = ExtractionConfig(DetectorConfig(scorer="smollm2-135m-instruct", precision="fp32"))
     assert plain.key == "smollm2-135m-instruct__full-k5-cd42f428"  # the committed caches' key
     tokens = dataclasses.replace(plain, token_rows=True)
     assert tokens.key.startswith("smollm2-135m-instruct__full-k5-tokens-") and tokens.key != plain.key

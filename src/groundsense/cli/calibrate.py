@@ -113,6 +113,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     are re-estimated from them, and the thresholds keep their place in rank space; detect with
     --verifier SPEC --fuse --fusion OUTPUT.
     """
+    from ..pipeline.precision import detection_precision
     from .calibration_data import fit_from_batch
 
     if score != "auto" and (not base or fuse):
@@ -137,11 +138,14 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision: pick the "
                              "target at detect time only with a labelled calibration, or drop --adapt and label "
                              "the rows")
+        # resolved once, before the scorer loads: which base serves depends on the precision
+        resolved = detection_precision(detector_options["precision"], detector_options["device"])
+        detector_options = {**detector_options, "precision": resolved}
         if adapts_fusions(base, score, detector_options):
             adapt_fusions(source, features, no_progress, base, method, output, detector_options)
             return
         # read first: a bad base fails before the scorer loads
-        labelled_base = adaptation_base(base, detector_options["precision"], detector_options["device"])
+        labelled_base = adaptation_base(base, detector_options["precision"])
         _, features = score_rows(source, features, no_progress, detector_options, check=lambda d: check_base(
             labelled_base, base, plain_detector(d).scorer.name, d.config.k))
         adapted(labelled_base, source, features, method, output)
@@ -158,16 +162,14 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
 def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
     """Whether ``--adapt BASE`` adapts the fused score's lexical fusions (else a calibration): as
     ``--score`` says; ``auto``: where BASE is a fusion file, or ``shipped`` with lexical fusions
-    shipped for the scorer at its precision."""
+    shipped for the scorer at its (resolved) precision."""
     import json
 
     from ..calibration.fusion import LexicalFusions
-    from ..scorer.loading import pick_device, resolve_precision
     from ..weights import display_name
 
     if base == "shipped":
-        precision = resolve_precision(options["precision"], pick_device(options["device"]))
-        found = LexicalFusions.shipped(display_name(options["scorer"]), precision) is not None
+        found = LexicalFusions.shipped(display_name(options["scorer"]), options["precision"]) is not None
     else:
         try:
             found = json.loads(Path(base).read_text()).get("kind") == LexicalFusions.KIND
@@ -186,29 +188,27 @@ def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
 def adapt_fusions(source: Path, features: Path | None, no_progress: bool, base: str, method: str, output: Path,
                   options: dict[str, Any]) -> None:
     """``calibrate --adapt`` for the fused score: score ``source`` and write its adapted lexical fusions."""
-    from ..scorer.loading import pick_device, resolve_precision
     from ..weights import display_name
     from .fusion_calibration import check_lexical_base, lexical_base, write_adapted_lexical
 
     if method != DEFAULT_METHOD:
         raise InputError(f"--method {method} adapts a calibration's score (--score sensitivity); the fused score's "
                          "references are re-estimated as they are")
-    precision = resolve_precision(options["precision"], pick_device(options["device"]))
+    precision = options["precision"]  # resolved by the caller
     fusions = lexical_base(base, display_name(options["scorer"]), precision)  # read before the scorer loads
     _, features = score_rows(source, features, no_progress, options, check=lambda d: check_lexical_base(
         fusions, base, plain_detector(d).scorer.name, plain_detector(d).config.precision))
     write_adapted_lexical(fusions, source, features, precision, output)
 
 
-def adaptation_base(base: str, precision: str = "fp32", device: str | None = None) -> Calibration:
+def adaptation_base(base: str, precision: str) -> Calibration:
     """The labelled calibration ``--adapt`` names: ``shipped`` (the default scorer's, for the
-    precision it will run at) or a file."""
-    from ..scorer.loading import pick_device, resolve_precision
+    precision it will run at, resolved) or a file."""
     from ..weights import DEFAULT_SCORER
 
     if base != "shipped":
         return Calibration.load(base)
-    return shipped_calibration(DEFAULT_SCORER, None, resolve_precision(precision, pick_device(device)))
+    return shipped_calibration(DEFAULT_SCORER, None, precision)
 
 
 def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None:

@@ -17,6 +17,7 @@ from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
 from ..result import DetectionResult
 from ..scorer import Scorer
+from .precision import detection_precision
 from .stream import DetectionStream
 
 
@@ -84,7 +85,8 @@ class Detector(Detection):
             calibration = Calibration.load(calibration)
         if isinstance(fusion, (str, Path)):  # the fused score's own (a fused cascade's is the cascade's)
             fusion = LexicalFusions.load(fusion)
-        self.scorer = scorer or Scorer(config.scorer, device=config.device, precision=config.precision)
+        self.scorer = scorer or Scorer(config.scorer, device=config.device,
+                                       precision=detection_precision(config.precision, config.device))
         # What this detector was built from (its siblings, :meth:`with_options`, too): the scorer by
         # the name it resolved to and at its precision, the calibration and fusion files loaded.
         self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration,

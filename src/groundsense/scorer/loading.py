@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import torch
@@ -48,24 +45,6 @@ def pick_device(device: str | None) -> torch.device:
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
-PRECISION_VARIABLE = "GROUNDSENSE_PRECISION"
-
-
-@contextmanager
-def auto_means(precision: str) -> Iterator[None]:
-    """Within: ``auto`` resolves to ``precision`` (:data:`PRECISION_VARIABLE` set, then restored),
-    for scorers that components load on their own, such as a judge's."""
-    before = os.environ.get(PRECISION_VARIABLE)
-    os.environ[PRECISION_VARIABLE] = precision
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[PRECISION_VARIABLE]
-        else:
-            os.environ[PRECISION_VARIABLE] = before
-
-
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (AVX-512 BF16 or AMX), where bf16 runs about
     twice as fast as fp32; elsewhere torch emulates it, slower than fp32."""
@@ -74,17 +53,11 @@ def native_bf16() -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``precision`` as the scorer runs it. ``auto`` is what ``GROUNDSENSE_PRECISION`` names
-    where it is set (an operator's one switch for every entry point), else ``bf16`` on CUDA and
-    on a CPU with native bf16 (:func:`native_bf16`) and ``fp32`` elsewhere (docs/performance.md,
-    "Numeric precision": under the default score, bf16 flags what fp32 flags on 99.4% of
-    sentences and 100% of answers, each judged by its own precision's files)."""
+    """``precision`` as the scorer runs it: ``auto`` is ``bf16`` on CUDA and on a CPU with native
+    bf16 (:func:`native_bf16`), ``fp32`` elsewhere (docs/performance.md, "Numeric precision").
+    The hardware's choice only: a detection resolves ``GROUNDSENSE_PRECISION`` before it asks
+    (:func:`groundsense.pipeline.precision.detection_precision`)."""
     check_precision(precision, device)
-    if precision == "auto":
-        precision = os.environ.get(PRECISION_VARIABLE, "").strip().lower() or "auto"
-        if precision not in PRECISIONS:
-            raise InputError(f"{PRECISION_VARIABLE}={precision!r}: expected one of {', '.join(PRECISIONS)}")
-        check_precision(precision, device)
     if precision != "auto":
         return precision
     return "bf16" if device.type == "cuda" or (device.type == "cpu" and native_bf16()) else "fp32"

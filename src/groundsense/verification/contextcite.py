@@ -66,7 +66,8 @@ def lasso_attributions(masks: np.ndarray, outputs: np.ndarray, n_tokens: int, al
 
 class ContextCiteVerifier(ModelVerifier):
     """``contextcite:<scorer>``: the ContextCite surrogate with a built-in scorer, a local
-    directory or a Hugging Face id as the model; chunks and token caps as the detector's."""
+    directory or a Hugging Face id as the model (loaded at ``precision`` unless given loaded); chunks
+    and token caps as the detector's."""
 
     kind = "contextcite"
     scores_are_probabilities = False  # minus an attribution: rankable, not a probability
@@ -77,13 +78,13 @@ class ContextCiteVerifier(ModelVerifier):
                  max_context_tokens: int = DEFAULTS.max_context_tokens,
                  max_answer_tokens: int = DEFAULTS.max_answer_tokens,
                  ablations: int = 64, keep_prob: float = 0.5, alpha: float = 0.01,
-                 variant: str = "raw", seed: int = 0, device: str | None = None):
+                 variant: str = "raw", seed: int = 0, device: str | None = None, precision: str = "auto"):
         if variant not in VARIANTS:
             raise InputError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
         if ablations < 2 or not 0 < keep_prob < 1:
             raise InputError("ContextCite needs at least 2 ablations and a keep probability strictly between 0 and 1")
         if not isinstance(scorer, Scorer):
-            scorer = Scorer(scorer, device=device, evidence_cache_bytes=EVIDENCE_CACHE_BYTES)
+            scorer = Scorer(scorer, device=device, evidence_cache_bytes=EVIDENCE_CACHE_BYTES, precision=precision)
         self.scorer = scorer
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
         self.params = {"k": k, "max_context_tokens": max_context_tokens, "max_answer_tokens": max_answer_tokens,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..calibration.judge_fusion import check_scorer, fusion_for
 from ..config import DetectorConfig
 from ..weights import display_name
-from .kinds import ON_SCORER, check_verifier
+from .kinds import ON_SCORER, build_verifier, check_verifier
 
 if TYPE_CHECKING:
     from ..detection import Detection
@@ -35,5 +35,5 @@ def make_detection(config: DetectorConfig, scorer: Scorer | None = None) -> Dete
         return detector
     cls, model, options = checked
     shared = detector.scorer if cls.kind in ON_SCORER and display_name(model) == detector.scorer.name else None
-    verifier = cls(shared or model, device=config.device, **options)
+    verifier = build_verifier(cls, shared or model, config.device, detector.config.precision, options)
     return Cascade(detector, verifier, config.escalate, config.verifier_threshold, fusion or False)

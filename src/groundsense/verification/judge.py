@@ -38,16 +38,16 @@ def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
 
 class JudgeVerifier(ModelVerifier):
     """``judge:<scorer>``: any causal LM that follows instructions (a built-in scorer name,
-    a local directory or a Hugging Face id). ``k`` and ``max_context_tokens`` chunk and cut
-    the context as the detector does."""
+    a local directory or a Hugging Face id), loaded at ``precision`` unless given loaded. ``k`` and
+    ``max_context_tokens`` chunk and cut the context as the detector does."""
 
     kind = "judge"
     options = {"k": int, "max_context_tokens": int}
 
     def __init__(self, scorer: Scorer | str | None = None, k: int = DEFAULTS.k,
                  max_context_tokens: int = DEFAULTS.max_context_tokens,
-                 device: str | None = None):
-        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
+                 device: str | None = None, precision: str = "auto"):
+        self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device, precision=precision)
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
         self.k, self.max_context_tokens = k, max_context_tokens
         self.params = {"k": k, "max_context_tokens": max_context_tokens}

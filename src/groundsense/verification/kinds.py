@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from ..config import DetectorConfig
 from ..errors import InputError
 from .model import ModelVerifier
+
+if TYPE_CHECKING:
+    from ..scorer import Scorer
 
 KINDS = {  # kind -> (module of this package, class)
     "judge": ("judge", "JudgeVerifier"),
@@ -55,10 +59,21 @@ def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
     return verifier_class(kind), model
 
 
-def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None) -> ModelVerifier:
-    """The verifier a spec names, with ``options`` (strings, as from the command line)."""
+def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None,
+                  precision: str = "auto") -> ModelVerifier:
+    """The verifier a spec names, with ``options`` (strings, as from the command line); a kind
+    that runs on a scorer (:data:`ON_SCORER`) loads it at ``precision``."""
     cls, model = parse_spec(spec)
-    return cls(model, device=device, **parse_options(cls, options or {}))
+    return build_verifier(cls, model, device, precision, parse_options(cls, options or {}))
+
+
+def build_verifier(cls: type[ModelVerifier], model: Scorer | str, device: str | None, precision: str,
+                   options: Mapping[str, object]) -> ModelVerifier:
+    """``cls`` on ``model`` (a name, or a loaded scorer for the :data:`ON_SCORER` kinds) with its
+    typed ``options``; ``precision`` goes to the kinds that load a scorer, the others load their own
+    model as they always do."""
+    on_scorer = {"precision": precision} if cls.kind in ON_SCORER else {}
+    return cls(model, device=device, **on_scorer, **options)
 
 
 def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict] | None:

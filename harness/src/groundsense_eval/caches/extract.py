@@ -24,7 +24,6 @@ from groundsense.detection import Outcome
 from groundsense.features import FEATURES
 from groundsense.pipeline.detector import Detector
 from groundsense.result import DetectionResult, TokenRows
-from groundsense.scorer.loading import pick_device, resolve_precision
 
 from ..data.cases import Case
 from ..data.rows import case_row
@@ -60,12 +59,16 @@ class ExtractionConfig:
     def record(self) -> dict:
         """The settings that change features, as ``config.json`` holds them: the calibration
         and the device are left out, ``leave_one_out`` is null in two-pass mode, and the
-        precision is the one the scorer runs (``auto`` resolved on the config's device)."""
+        precision is the one the scorer ran: a made detector's config holds it, and a config
+        built by hand must name it (``auto`` runs what the machine and environment say)."""
         d = self.detector
+        if d.precision == "auto":
+            raise ValueError("a feature cache's key names the precision that ran: build the ExtractionConfig from a "
+                             "made detector (ExtractionConfig.of), or name the precision in its DetectorConfig")
         return {
             "scorer": d.scorer, "k": d.k, "mode": d.mode, "max_context_tokens": d.max_context_tokens,
             "max_answer_tokens": d.max_answer_tokens, "leave_one_out": d.leave_one_out if d.mode == "full" else None,
-            "token_rows": self.token_rows, "precision": resolve_precision(d.precision, pick_device(d.device)),
+            "token_rows": self.token_rows, "precision": d.precision,
         }
 
     @property

@@ -78,15 +78,13 @@ def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ..
       groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
-    from groundsense.scorer.loading import auto_means
     from groundsense.verification import make_verifier
 
     from ..caches.verify import verify as run_verify
 
     # Before the cases load (a minute for RAGTruth), so a bad spec fails fast. In fp32 on any
     # machine: a verifier cache's key names no precision, and every cache holds fp32 scores.
-    with auto_means("fp32"):
-        verifier = make_verifier(spec, options, device=device)
+    verifier = make_verifier(spec, options, device=device, precision="fp32")
     cases = cases_for(benchmark, data, sample, splits, subsets)
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_verify(verifier, cases, cache, limit=limit, progress=not no_progress)
