@@ -3,20 +3,31 @@ The plumbing runs on a copy of the tiny random model (the adapter changes a mode
 test loads the real default scorer under the adapter."""
 
 import copy
+import gzip
+import json
+from itertools import islice
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from click.testing import CliRunner
 
+from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.scorer import Scorer
 from groundsense.verification.verifier import SentenceInput
+from groundsense_eval.caches.verifier_scores import load_verifier_cache
 from groundsense_eval.data.cases import Case, LabelledSentence
+from groundsense_eval.data.locations import data_root
+from groundsense_eval.data.ragtruth import load_ragtruth
+from groundsense_eval.data.training_set import COLUMNS, sentence_rows
 from groundsense_eval.fits.verifier import TrainedVerifier
 from groundsense_eval.fits.verifier_inputs import CLAIM, EVIDENCE, QUESTION, chunk_texts, input_ids
 from groundsense_eval.fits.verifier_training import (
+    ARTEFACT,
     CHECKPOINT,
+    MANIFEST,
     Hyperparameters,
     begin,
     row_inputs,
@@ -148,6 +159,42 @@ def test_a_delete_rows_input_lacks_the_deleted_sentence(tiny_scorer):
     natural, deleted = (text_of(tiny_scorer, ids) for ids in row_inputs(rows, {"c1": case}, tiny_scorer))
     assert support in natural.split(CLAIM)[0] and support not in deleted.split(CLAIM)[0]
     assert "Tourists visit it every summer." in deleted
+
+
+@pytest.mark.data
+def test_the_command_trains_in_slices_and_writes_the_adapter(tiny_scorer, tmp_path):
+    """`eval train-verifier` on three RAGTruth training answers, over the tiny model saved as a
+    local base: stopped after one step, then rerun to the end; then `eval verify` with what it wrote."""
+    with gzip.open(data_root() / "ragtruth" / "ragtruth.jsonl.gz", "rt") as stream:
+        lines = list(islice((line for line in stream if json.loads(line)["split"] == "train"), 3))
+    (tmp_path / "data" / "ragtruth").mkdir(parents=True)
+    with gzip.open(tmp_path / "data" / "ragtruth" / "ragtruth.jsonl.gz", "wt") as stream:
+        stream.writelines(lines)
+    answers = load_ragtruth(tmp_path / "data" / "ragtruth" / "ragtruth.jsonl.gz", splits={"train"})[0]
+    rows = sentence_rows(answers)
+    rows[COLUMNS].to_parquet(tmp_path / "td.parquet", index=False)
+    tiny_scorer.model.save_pretrained(tmp_path / "base")
+    tiny_scorer.tokenizer.save_pretrained(tmp_path / "base")
+    command = ["eval", "train-verifier", "-o", str(tmp_path / "run"), "--hold-out", "ragbench", "--lr", "1e-3",
+               "--epochs", "1", "--training-data", str(tmp_path / "td.parquet"), "--data", str(tmp_path / "data"),
+               "--base", str(tmp_path / "base"), "--device", "cpu", "--checkpoint-every", "1", "--no-progress"]
+    first = CliRunner().invoke(cli, [*command, "--steps", "1"])
+    assert first.exit_code == 0, first.output
+    assert not (tmp_path / "run" / ARTEFACT).exists() and "rerun the same command" in first.output
+    second = CliRunner().invoke(cli, command)
+    assert second.exit_code == 0, second.output
+    manifest = json.loads((tmp_path / "run" / MANIFEST).read_text())
+    steps = -(-len(rows) // 16)
+    assert manifest["finished"] and len(manifest["losses"]) == steps and manifest["rows"] == len(rows)
+    assert [run["steps_done"] for run in manifest["runs"]] == [1, steps]
+    spec = f"trained:{tmp_path / 'run' / ARTEFACT}"
+    scored = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", "--data", str(tmp_path / "data"), "--split",
+                                      "train", "--sample", "full", "--verifier", spec, "--device", "cpu", "--cache",
+                                      str(tmp_path / "cache"), "--no-progress"])
+    assert scored.exit_code == 0, scored.output
+    (cache,) = load_verifier_cache(tmp_path / "cache", "ragtruth").values()
+    assert cache.attrs["config"]["verifier"] == "trained" and (cache["status"] == "scored").all()
+    assert len(cache) == sum(len(case.sentences) for case in answers)
 
 
 @pytest.mark.slow

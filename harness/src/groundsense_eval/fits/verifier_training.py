@@ -91,6 +91,10 @@ def row_inputs(rows: pd.DataFrame, cases: Mapping[str, Case], tokenizer: Tokeniz
     return out
 
 
+def total_steps(n_rows: int, settings: Hyperparameters) -> int:
+    return math.ceil(n_rows / settings.batch_size) * settings.epochs
+
+
 def epoch_order(n_rows: int, epoch: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(n_rows)
 
@@ -103,8 +107,8 @@ def train(verifier: TrainedVerifier, inputs: Sequence[Sequence[int]], labels: Se
     one, for at most ``steps`` steps this time (all that are left: None); each step's loss so far.
     ``precision`` bf16 runs the passes under bf16 autocast (the weights and optimiser stay fp32)."""
     model, device = verifier.model, verifier.scorer.device
-    per_epoch = math.ceil(len(inputs) / settings.batch_size)
-    total = per_epoch * settings.epochs
+    total = total_steps(len(inputs), settings)
+    per_epoch = total // settings.epochs
     optimizer = torch.optim.AdamW(model.trained_parameters(), lr=settings.learning_rate,
                                   weight_decay=settings.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: max(0.0, 1 - done / total))
