@@ -4,8 +4,8 @@
 sentence until :data:`MAX_TOKENS` tokens in all.
 
 The input is built as token ids, piece by piece, so that its length is exact: the chunks go in
-the order they are taken, joined by a blank line; the chunk that would pass the budget is cut to
-it (from its end) and no chunk follows it. A claim longer than the budget less the prompt is cut
+the order they are taken, joined by a blank line; the chunk that would pass the budget keeps the
+tokens that fit, and no chunk follows it. A claim longer than the budget less the prompt is cut
 to it too (none is, in td-2: its longest sentence takes about 110 tokens).
 """
 
