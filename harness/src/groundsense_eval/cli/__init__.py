@@ -21,7 +21,7 @@ from .reports import (
     text_classifier,
 )
 from .scoring import case, extract, lexical, verify
-from .training import training_data
+from .training import train_verifier, training_data
 
 
 @click.group("eval", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
@@ -31,5 +31,5 @@ def eval_group() -> None:
 
 for command in (extract, verify, lexical, report, selection, fusion, aggregation, default_score, ceiling,
                 text_classifier, answers, scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve,
-                attribution_pairs, rate_attribution, compare, case, training_data):
+                attribution_pairs, rate_attribution, compare, case, training_data, train_verifier):
     eval_group.add_command(command)

@@ -46,3 +46,88 @@ def training_data(data: Path | None, output: Path, seed: int, limit: int | None)
     output.with_suffix(".json").write_text(json.dumps(made, indent=1) + "\n")
     click.echo(f"{output}: {made['rows']} rows, {made['unsupported']} unsupported "
                f"({(rows['recipe'] != '').sum()} synthetic)", err=True)
+
+
+@click.command("train-verifier", context_settings=CONTEXT_SETTINGS)
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The run's folder: manifest.json, checkpoint.pt and, once trained, verifier.safetensors "
+                   "(the adapter and head, about 2 MB). Rerun the same command to resume from the checkpoint.")
+# HOLD_OUTS' keys (fits.verifier_training), named here: loading the command group imports no training code
+@click.option("--hold-out", type=click.Choice(["ragbench", "tofueval"]), required=True,
+              help="The benchmark held out: tofueval (train on RAGTruth and RAGBench rows) or ragbench (train on "
+                   "RAGTruth rows alone).")
+@click.option("--lr", "learning_rate", type=click.FloatRange(min=0, min_open=True), required=True,
+              help="The peak learning rate, decaying linearly to 0 (the protocol's grid: 1e-4, 3e-4).")
+@click.option("--epochs", type=click.IntRange(min=1), required=True, help="Passes over the rows (the grid: 1, 2).")
+@click.option("--training-data", "data_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=Path("results/training/td-2.parquet"), show_default=True,
+              help="The rows `eval training-data` wrote (its manifest beside it names its version).")
+@data_option
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Train on a seeded draw of N rows (a smaller draw lies inside a larger one: the learning "
+                   "curve's 1,000, 2,000, 5,000, 10,000).")
+@click.option("--base", default=None, metavar="SCORER",
+              help="The model under the adapter [default: the default scorer, SmolLM2-135M-Instruct].")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
+              help="[default: cuda if available, else cpu]")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="bf16: the passes under bf16 autocast (for a GPU); the weights and optimiser stay fp32.")
+@click.option("--micro-batch", type=click.IntRange(min=1, max=16), default=4, show_default=True,
+              help="Rows a pass; each batch of 16 is this many at a time, their gradients summed (memory only).")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=50, show_default=True, metavar="STEPS")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Stop after this many steps this time (checkpointed): for runs in short slices.")
+@click.option("--no-progress", is_flag=True)
+def train_verifier(output: Path, hold_out: str, learning_rate: float, epochs: int, data_file: Path,
+                   data: Path | None, limit: int | None, base: str | None, device: str | None, precision: str,
+                   micro_batch: int, checkpoint_every: int, steps: int | None, no_progress: bool) -> None:
+    """Train a verifier (candidate V-135M of docs/detector-selection.md, "A trained verifier"): LoRA on
+    the base's query and value projections and a linear head, trained with binary cross-entropy to give
+    P(unsupported) of a claim against its best evidence chunks, in batches of 16 with AdamW (weight
+    decay 0.01), seed 0. Resumable: a checkpoint every --checkpoint-every steps, and the same command
+    continues from it (Ctrl-C keeps the last one).
+
+    \b
+      groundsense eval train-verifier -o runs/v135m-tofueval --hold-out tofueval --lr 1e-4 --epochs 1
+      groundsense eval train-verifier -o runs/v135m-curve-1000 --hold-out ragbench --lr 1e-4 --epochs 1 --limit 1000
+    """
+    import pandas as pd
+
+    from groundsense.cli.interrupts import resumable
+    from groundsense.scorer import Scorer
+
+    from ..fits.verifier import TrainedVerifier
+    from ..fits.verifier_training import (
+        ARTEFACT,
+        Hyperparameters,
+        begin,
+        record_run,
+        row_inputs,
+        run_manifest,
+        total_steps,
+        train,
+        training_cases,
+        training_rows,
+    )
+
+    settings = Hyperparameters(learning_rate=learning_rate, epochs=epochs)
+    rows = training_rows(pd.read_parquet(data_file), hold_out, limit, settings.seed)
+    scorer = Scorer(base, device=device, precision="fp32")
+    begin(output, run_manifest(data_file, rows, hold_out, limit, settings, scorer.name))
+    if (output / ARTEFACT).exists():
+        click.echo(f"{output / ARTEFACT}: trained already", err=True)
+        return
+    click.echo(f"{len(rows):,} rows of {', '.join(sorted(set(rows['benchmark'])))} ({hold_out} held out); "
+               "building their inputs", err=True)
+    inputs = row_inputs(rows, training_cases(rows, data), scorer)
+    verifier = TrainedVerifier(scorer, output.name, seed=settings.seed)
+    with resumable(f"the last checkpoint is in {output} (every {checkpoint_every} steps)"):
+        losses = train(verifier, inputs, rows["label"].to_numpy(), settings, output, micro_batch, checkpoint_every,
+                       precision, steps, progress=not no_progress, say=lambda line: click.echo(line, err=True))
+    finished = len(losses) == total_steps(len(rows), settings)
+    if finished:
+        verifier.save(output / ARTEFACT)
+    record_run(output, {"device": str(scorer.device), "precision": precision, "micro_batch": micro_batch,
+                        "steps_done": len(losses)}, losses, finished)
+    click.echo(f"{output}: {len(losses):,} steps done" + (f"; wrote {output / ARTEFACT}" if finished else
+                                                            "; rerun the same command to continue"), err=True)
