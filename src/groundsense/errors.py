@@ -18,7 +18,7 @@ class VerifierUnavailable(GroundsenseError):
 
 
 class VerifierError(GroundsenseError):
-    """A verifier could not give a verdict: its server was unreachable, refused the request,
+    """A verifier could not score: its server was unreachable, refused the request,
     timed out or replied with something unreadable. Never a score."""
 
 

@@ -84,7 +84,7 @@ def test_scores_are_probabilities_read_from_the_logprobs(judge_server, keyed):
     judge = make_verifier(f"openai:{judge_server.model}", {"url": judge_server.url})
     scores = judge.verify(SENTENCES)
     p = scores.extra["p_supported"]
-    assert p.shape == (3,) and ((p > 0) & (p < 1)).all()  # a probability, not a parsed verdict's 0 or 1
+    assert p.shape == (3,) and ((p > 0) & (p < 1)).all()  # a probability, not a parsed answer word's 0 or 1
     np.testing.assert_allclose(scores.score, 1 - p)
     assert scores.extra["from_logprobs"].all() and not scores.extra["cached"].any()
     assert ((scores.extra["answer_mass"] > 0) & (scores.extra["answer_mass"] <= 1 + 1e-9)).all()
@@ -163,7 +163,7 @@ def test_cli_detect_escalates_to_the_server_named_by_the_environment(judge_serve
     assert sum(s["verifier_score"] is not None for s in data["sentences"]) == 1
 
 
-def test_a_server_that_refuses_logprobs_is_read_by_its_verdicts(refusing_server):
+def test_a_server_that_refuses_logprobs_is_read_by_its_answer_words(refusing_server):
     judge = make_verifier(f"openai:{refusing_server.model}", {"url": refusing_server.url, "retries": 0})
     asked = httpx.post(f"{refusing_server.url}/chat/completions", timeout=60,
                        json={**judge.request("The sky is blue.", "", "The sky is blue."), "max_tokens": 1})
@@ -275,7 +275,7 @@ def test_a_malformed_reply_is_an_error(body, content_type, message):
 
 
 @pytest.mark.parametrize("content, said", [("Maybe", "neither Yes nor No"), ("Yes and no", "both Yes and No")])
-def test_no_logprobs_and_no_verdict_is_an_error_and_nothing_is_cached(tmp_path, content, said):
+def test_no_logprobs_and_no_answer_word_is_an_error_and_nothing_is_cached(tmp_path, content, said):
     with Peer(200, reply(content)) as peer:
         judge = OpenAIVerifier("m", url=peer.url, cache=str(tmp_path))
         with pytest.raises(VerifierError, match=rf"answered '{content}', {said}, and gave no logprobs"):
@@ -285,7 +285,7 @@ def test_no_logprobs_and_no_verdict_is_an_error_and_nothing_is_cached(tmp_path, 
 
 @pytest.mark.parametrize("content, score", [("No", 1.0), ("Yes.", 0.0), (" no, it is not", 1.0),
                                             ("The answer is Yes.", 0.0), ("**No**", 1.0)])
-def test_without_logprobs_the_verdict_decides_and_says_so(content, score):
+def test_without_logprobs_the_answer_word_decides_and_says_so(content, score):
     with Peer(200, reply(content)) as peer:
         scores = OpenAIVerifier("m", url=peer.url).verify(SENTENCES)
     assert (scores.score == score).all() and not scores.extra["from_logprobs"].any()
@@ -293,7 +293,7 @@ def test_without_logprobs_the_verdict_decides_and_says_so(content, score):
 
 
 @pytest.mark.parametrize("status", [500, 400])
-def test_a_refusal_of_logprobs_is_paid_once_then_the_verdicts_decide(status):
+def test_a_refusal_of_logprobs_is_paid_once_then_the_answer_words_decide(status):
     def answer(request):
         if "logprobs" in request:
             return status, json.dumps({"error": {"message": "Logprobs is not supported for this model"}})

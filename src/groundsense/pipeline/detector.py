@@ -110,7 +110,7 @@ class Detector(Detection):
 
     def describe(self, chunks: int | None = None) -> dict:
         """The scorer, mode and leave-one-out kind (None in two-pass mode), and what judges an
-        answer scored in ``chunks`` chunks (default: K): the detector (``sensitivity`` or ``gap``),
+        answer scored in ``chunks`` chunks (default: K): the score rule (``sensitivity``, ``gap`` or ``fused``),
         its calibration's source (``given``, ``shipped`` or None: nothing is flagged) and the
         sentence and answer thresholds."""
         config = self.config

@@ -8,11 +8,11 @@ question, the instruction and the sentence), ``temperature`` 0, a few answer tok
 :data:`TOP_LOGPROBS` log-probabilities per token. P(supported) is read at the first answer
 token whose alternatives hold a Yes or No spelling: the probability of the Yes spellings over
 Yes and No together, as the local judge does. A server that gives no logprobs is read by its
-verdict: the reply's Yes or No word (Yes -> 1, No -> 0; ``from_logprobs`` False); a reply
+answer word: the reply's Yes or No (Yes -> 1, No -> 0; ``from_logprobs`` False); a reply
 with neither, or both, is an error. A server that refuses to give logprobs (an HTTP error
 whose message mentions them, as llama.cpp's 500 "logprobs is not supported ..." without
 ``--logits_all``) is asked again without them, with room for a short lead-in
-(:data:`VERDICT_TOKENS`: a small model answers "The answer is No."), and from then on the
+(:data:`ANSWER_TOKENS`: a small model answers "The answer is No."), and from then on the
 verifier asks it that way: the refusal is paid once per verifier, not per sentence.
 
 Every failure raises :class:`~groundsense.errors.VerifierError` naming the server and what
@@ -52,7 +52,7 @@ URL_ENV = "GROUNDSENSE_VERIFIER_URL"
 KEY_ENVS = ("GROUNDSENSE_VERIFIER_API_KEY", "OPENAI_API_KEY")  # the first one set is sent
 SYSTEM = "You check whether a sentence is supported by a context. Answer with one word: Yes or No."
 MAX_TOKENS, TOP_LOGPROBS = 3, 20
-VERDICT_TOKENS = 8  # answer tokens when the verdict is read from the words alone
+ANSWER_TOKENS = 8  # reply tokens when the answer is read from its words alone
 USAGE = ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
 
 
@@ -61,7 +61,7 @@ class Reading:
     """What one reply says about its sentence."""
 
     p_supported: float
-    answer_mass: float  # P(Yes) + P(No) at the answer token; NaN when read from the verdict
+    answer_mass: float  # P(Yes) + P(No) at the answer token; NaN when read from the answer word
     from_logprobs: bool
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -73,9 +73,9 @@ class LogprobsRefused(Exception):
 
 
 def without_logprobs(request: dict) -> dict:
-    """``request`` for a server that refuses logprobs: none asked, room for the verdict's words."""
+    """``request`` for a server that refuses logprobs: none asked, room for the answer's words."""
     kept = {name: value for name, value in request.items() if name not in ("logprobs", "top_logprobs")}
-    return {**kept, "max_tokens": VERDICT_TOKENS}
+    return {**kept, "max_tokens": ANSWER_TOKENS}
 
 
 class OpenAIVerifier(ModelVerifier):
@@ -165,7 +165,7 @@ class OpenAIVerifier(ModelVerifier):
             reply = self.post(request)
         except LogprobsRefused as exc:
             if not self.logprobs_refused:
-                log.warning("%s refused logprobs (%s): asking it without them, its verdicts read from its Yes or No",
+                log.warning("%s refused logprobs (%s): asking it without them, its answers read from its Yes or No",
                             self.server, exc)
             self.logprobs_refused = True
             return self.ask(request)
