@@ -30,6 +30,7 @@ from groundsense_eval.fits.verifier_training import (
     MANIFEST,
     Hyperparameters,
     begin,
+    data_identity,
     row_inputs,
     run_manifest,
     train,
@@ -143,10 +144,11 @@ def test_a_folder_holding_another_run_is_refused(tmp_path):
     data = tmp_path / "td.parquet"
     pd.DataFrame({"benchmark": ["ragtruth"] * 4, "label": [0, 1, 0, 1]}).to_parquet(data)
     rows = training_rows(pd.read_parquet(data), "ragbench")
-    begin(tmp_path / "run", run_manifest(data, rows, "ragbench", None, Hyperparameters(1e-4, 1), "base"))
-    begin(tmp_path / "run", run_manifest(data, rows, "ragbench", None, Hyperparameters(1e-4, 1), "base"))
+    identity = data_identity(data)
+    begin(tmp_path / "run", run_manifest(identity, rows, "ragbench", None, Hyperparameters(1e-4, 1), "base"))
+    begin(tmp_path / "run", run_manifest(identity, rows, "ragbench", None, Hyperparameters(1e-4, 1), "base"))
     with pytest.raises(InputError, match="differs in: hyperparameters"):
-        begin(tmp_path / "run", run_manifest(data, rows, "ragbench", None, Hyperparameters(3e-4, 1), "base"))
+        begin(tmp_path / "run", run_manifest(identity, rows, "ragbench", None, Hyperparameters(3e-4, 1), "base"))
 
 
 def test_a_delete_rows_input_lacks_the_deleted_sentence(tiny_scorer):

@@ -21,7 +21,7 @@ from .reports import (
     text_classifier,
 )
 from .scoring import case, extract, lexical, verify
-from .training import train_verifier, training_data
+from .training import score_bundle, train_verifier, training_data, verifier_bundle
 
 
 @click.group("eval", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
@@ -31,5 +31,6 @@ def eval_group() -> None:
 
 for command in (extract, verify, lexical, report, selection, fusion, aggregation, default_score, ceiling,
                 text_classifier, answers, scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve,
-                attribution_pairs, rate_attribution, compare, case, training_data, train_verifier):
+                attribution_pairs, rate_attribution, compare, case, training_data, train_verifier,
+                verifier_bundle, score_bundle):
     eval_group.add_command(command)

@@ -94,7 +94,7 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
 
 
 def benchmark_sets_options(judges: str | None) -> Callable[[CommandFunction], CommandFunction]:
-    """The feature caches the fusion protocols read (:func:`_benchmark_sets`), the scorer, and the
+    """The feature caches the fusion protocols read (:func:`benchmark_sets`), the scorer, and the
     judges' cache (``judges``: what the command does with it; None: no such option)."""
     options = [
         click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE,
@@ -165,7 +165,7 @@ def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | No
             elif judges:
                 command = report_command("fusion", "--cache", cache, "--split-cache", split_cache, "--judges",
                                          judges, "--fit-fusion", fit_fusion)
-                fused = _dev_fusion(_benchmark_sets(cache, split_cache, scorer), calibration, judges, seed, command)
+                fused = _dev_fusion(benchmark_sets(cache, split_cache, scorer), calibration, judges, seed, command)
             else:
                 raise Failure("--fit-fusion fits candidate J, the judge's score fused: give --judges (its dev "
                               "partitions) or --train-cache and --train-judges (the training answers)")
@@ -178,7 +178,7 @@ def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | No
                    f"{fused.made_with['n_sentences']} sentences); sentences flagged at fused >= {fused.threshold:.4f}, "
                    f"answers at {answer} >= {fused.answer_threshold:.4f}", err=True)
         return
-    found = _benchmark_sets(cache, split_cache, scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("fusion", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["--dev-only"] if dev_only else []),
                              *(["-o", output] if output else []))
@@ -198,7 +198,7 @@ def _render(render: Callable[[], str], output: Path | None) -> None:
     emit_report(text, output)
 
 
-def _benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[str, FeatureSet]:
+def benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[str, FeatureSet]:
     """The feature set of each benchmark the fusion protocols read: the whole RAGTruth test split
     (``split_cache``), TofuEval and RAGBench (``cache``), one full-mode set each."""
     if split_cache is None:
@@ -223,7 +223,7 @@ def aggregation(cache: Path, split_cache: Path | None, scorer: str, train_cache:
     from ..reports.fusion import fusion_table
 
     calibration = shipped_calibration(scorer, 5)
-    found = _benchmark_sets(cache, split_cache, scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
     training = _one_set(train_cache, "ragtruth", scorer)
     command = report_command("aggregation", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
@@ -253,7 +253,7 @@ def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | N
     a label-free fusion of those signals can go. Reads no test partition."""
     from ..reports.ceiling import ceiling_report
 
-    found = _benchmark_sets(cache, split_cache, scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("ceiling", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["-o", output] if output else []))
     _render(lambda: ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed), output)
@@ -274,7 +274,7 @@ def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_ca
     from ..reports.text_classifier import text_classifier_report
 
     train = _one_set(train_cache, "ragtruth", scorer)
-    found = _benchmark_sets(cache, split_cache, scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("text-classifier", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
     _render(lambda: text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed),
@@ -298,7 +298,7 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
     if len(fusions) < len(shipped):
         raise Failure(f"no lexical fusion ships for scorer {scorer} in "
                       f"{' and '.join(set(shipped) - set(fusions))} mode")
-    found = _benchmark_sets(cache, split_cache, scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
                              *(["-o", output] if output else []))
     _render(lambda: default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed),

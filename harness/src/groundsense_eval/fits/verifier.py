@@ -25,12 +25,13 @@ from groundsense.scorer import Scorer
 from groundsense.verification.model import ModelVerifier, VerifierScores, gflops
 from groundsense.verification.verifier import SentenceInput
 
-from .verifier_inputs import chunk_texts, input_ids
+from .verifier_inputs import sentence_inputs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 LORA: dict[str, Any] = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.05, "target_modules": ["q_proj", "v_proj"]}
+Ids = Sequence[int] | np.ndarray  # one input's token ids: a list, or an array read from a bundle
 FORMAT = 1  # of the saved file and of the input (verifier_inputs): bump when either changes
 
 
@@ -75,7 +76,7 @@ class VerifierModel(torch.nn.Module):
         self.head.load_state_dict({k.removeprefix("head."): v for k, v in state.items() if k.startswith("head.")})
 
 
-def padded(inputs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def padded(inputs: Sequence[Ids], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """``inputs`` right-padded to the longest: ids and attention mask, [batch, tokens] each."""
     width = max(map(len, inputs))
     ids = torch.full((len(inputs), width), pad_id, dtype=torch.long)
@@ -134,7 +135,7 @@ class TrainedVerifier(ModelVerifier):
                                               "lora": json.dumps(LORA)})
 
     @torch.inference_mode()
-    def probabilities(self, inputs: Sequence[Sequence[int]]) -> np.ndarray:
+    def probabilities(self, inputs: Sequence[Ids]) -> np.ndarray:
         """P(unsupported) of each input (:func:`.verifier_inputs.input_ids`), :attr:`batch_size` a pass."""
         self.model.eval()
         out = np.zeros(len(inputs))
@@ -145,7 +146,6 @@ class TrainedVerifier(ModelVerifier):
         return out
 
     def score_input(self, sentences: SentenceInput) -> VerifierScores:
-        chunks = chunk_texts(self.scorer, sentences.context, sentences.passages)
-        inputs = [input_ids(self.scorer, chunks, text) for text in sentences.texts()]
+        inputs = sentence_inputs(self.scorer, sentences)
         return VerifierScores(score=self.probabilities(inputs),
                               gflops=gflops(np.array([len(i) for i in inputs], dtype=float), self.n_parameters))

@@ -18,6 +18,7 @@ import numpy as np
 from groundsense.config import DEFAULTS
 from groundsense.inputs.evidence import Tokenizer, build_evidence
 from groundsense.lexical import overlap
+from groundsense.verification.verifier import SentenceInput
 
 K = DEFAULTS.k
 CONTEXT_TOKENS = DEFAULTS.max_context_tokens
@@ -55,3 +56,9 @@ def input_ids(tokenizer: Tokenizer, chunks: Sequence[str], sentence: str, max_to
         if len(ids) > fits:
             break
     return evidence + taken + claim + said + question
+
+
+def sentence_inputs(tokenizer: Tokenizer, sentences: SentenceInput) -> list[list[int]]:
+    """The input ids of each sentence of one answer, over its evidence's chunks."""
+    chunks = chunk_texts(tokenizer, sentences.context, sentences.passages)
+    return [input_ids(tokenizer, chunks, text) for text in sentences.texts()]

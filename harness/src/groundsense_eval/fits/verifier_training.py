@@ -35,7 +35,7 @@ from groundsense.progress import track
 from ..data.benchmarks import load_benchmark
 from ..data.cases import Case
 from ..data.training_set import SPLITS, row_evidence
-from .verifier import TrainedVerifier, VerifierModel, padded
+from .verifier import Ids, TrainedVerifier, VerifierModel, padded
 from .verifier_inputs import chunk_texts, input_ids
 
 HOLD_OUTS = {"tofueval": ("ragtruth", "ragbench"), "ragbench": ("ragtruth",)}  # held out -> trained on
@@ -99,7 +99,7 @@ def epoch_order(n_rows: int, epoch: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(n_rows)
 
 
-def train(verifier: TrainedVerifier, inputs: Sequence[Sequence[int]], labels: Sequence[int] | np.ndarray,
+def train(verifier: TrainedVerifier, inputs: Sequence[Ids], labels: Sequence[int] | np.ndarray,
           settings: Hyperparameters, folder: Path, micro_batch: int = 4, checkpoint_every: int = 50,
           precision: str = "fp32", steps: int | None = None, progress: bool = True,
           say: Callable[[str], None] = lambda _: None) -> list[float]:
@@ -195,14 +195,19 @@ def source_commit() -> str | None:
     return commit.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
 
 
-def run_manifest(data_file: Path, rows: pd.DataFrame, hold_out: str, limit: int | None, settings: Hyperparameters,
-                 base: str) -> dict[str, Any]:
-    """What a run trains on and how: its ``identity`` (a rerun into the same folder must match it)
-    and the training rows used (their positions in the data file)."""
+def data_identity(data_file: Path) -> dict[str, Any]:
+    """The training data file's path, digest and version (from its manifest beside it)."""
     data_manifest = data_file.with_suffix(".json")
     version = json.loads(data_manifest.read_text()).get("version") if data_manifest.exists() else None
-    identity = {"data": str(data_file), "data_sha256": file_sha256(data_file), "data_version": version,
-                "hold_out": hold_out, "trained_on": list(HOLD_OUTS[hold_out]), "limit": limit, "base": base,
+    return {"data": str(data_file), "data_sha256": file_sha256(data_file), "data_version": version}
+
+
+def run_manifest(data: dict[str, Any], rows: pd.DataFrame, hold_out: str, limit: int | None,
+                 settings: Hyperparameters, base: str) -> dict[str, Any]:
+    """What a run trains on and how: its ``identity`` (a rerun into the same folder must match it),
+    the data's first (:func:`data_identity`), and the training rows used (their positions in the
+    data file)."""
+    identity = {**data, "hold_out": hold_out, "trained_on": list(HOLD_OUTS[hold_out]), "limit": limit, "base": base,
                 "hyperparameters": asdict(settings)}
     return {"identity": identity, "rows": len(rows), "unsupported": int(rows["label"].sum()),
             "row_positions": [int(i) for i in rows.index]}
