@@ -74,7 +74,8 @@ def main() -> None:
     threads = [int(t) for t in args.threads.split(",")]
     load_before = os.getloadavg()
     started = time.perf_counter()
-    scorer = Scorer(batch_conditions=False)  # each condition's cache of its own; the batched runs stack them
+    # each condition's cache of its own (the batched runs stack them); fp32, as the report says
+    scorer = Scorer(batch_conditions=False, precision="fp32")
     picked = pick_cases(load_test_cases(), args.cases, 1, args.seed)
     sections = {"answer": None, f"stream, {args.step} token(s) a step": args.step}
     cap = {None: args.answer_tokens, args.step: args.stream_tokens}

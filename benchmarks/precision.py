@@ -78,7 +78,7 @@ def main() -> None:
     if unknown or "fp32" not in names:
         sys.exit(f"candidates must include fp32 and be among {', '.join(CANDIDATES)}")
     load_before, started = os.getloadavg(), time.perf_counter()
-    base = Scorer(device="cpu")
+    base = Scorer(device="cpu", precision="fp32")  # the candidates are made from fp32 weights
     scorers = {name: Scorer.from_model(CANDIDATES[name](copy.deepcopy(base.model)), base.tokenizer, base.name)
                for name in names}
     items = [Encoder(base, args.k).item(case) for case in pick_cases(load_test_cases(), args.cases, 1, args.seed)]

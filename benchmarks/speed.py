@@ -220,7 +220,7 @@ def peak_rss_mb() -> float:
 def measure_here(items: list[Item], methods: list[str], repeats: int, threads: int | None) -> Measurement:
     if threads:
         torch.set_num_threads(threads)
-    scorer = Scorer()
+    scorer = Scorer(precision="fp32")  # the report's and the feature cache's
     scorer.model(input_ids=torch.tensor([items[0].prompt.prefix]))  # warm-up
     result = Measurement(defaultdict(list), {}, {}, peak_rss_mb(), {}, torch.get_num_threads())
     for repeat in range(repeats):
@@ -548,7 +548,7 @@ def main() -> None:
     started = time.perf_counter()
     chosen = args.sections.split(",")
     measured_folder = split_cache(args.cache, args.k) if "measured" in chosen else None  # before any measuring
-    scorer = Scorer()  # tokenizer and prompt layout; the model runs in the subprocesses
+    scorer = Scorer(precision="fp32")  # tokenizer and prompt layout; the model runs in the subprocesses
     cases = load_test_cases()
     picked = pick_cases(cases, args.cases, args.per_source, args.seed, set(args.tasks.split(",")))
     items = [Encoder(scorer, args.k).item(c) for c in picked]
