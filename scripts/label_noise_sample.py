@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from groundsense.lexical import overlap
-from groundsense_eval.data.benchmarks import load_benchmark
 from groundsense_eval.data.hard_negatives import evidence_sentences
-from groundsense_eval.data.training_set import SPLITS, row_evidence
+from groundsense_eval.data.training_set import row_evidence
+from groundsense_eval.fits.verifier_training import training_cases
 
 SAMPLE, READ = 200, 50
 
@@ -47,9 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = pd.read_parquet(args.training_set)
     sample = rows[rows["recipe"] != ""].sample(SAMPLE, random_state=0).reset_index(drop=True)
-    wanted = set(sample["case_id"])
-    cases = {c.id: c for benchmark, splits in SPLITS.items()
-             for c in load_benchmark(benchmark, splits)[0] if c.id in wanted}
+    cases = training_cases(sample)
     if args.judge:
         judge_sample(sample, cases, args.judge, args.precision, args.output)
         return
