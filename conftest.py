@@ -133,8 +133,8 @@ def cli_scorer(request, monkeypatch):
 
     held = request.getfixturevalue("tiny_scorer" if request.param == "tiny" else "scorer")
 
-    def make(config):
-        return make_detection(config, Scorer.from_model(held.model, held.tokenizer, held.name))
+    def make(config, **given):
+        return make_detection(config, Scorer.from_model(held.model, held.tokenizer, held.name), **given)
 
     monkeypatch.setattr(common, "make_detection", make)
     return held

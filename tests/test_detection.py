@@ -44,7 +44,7 @@ def cli_on(monkeypatch, scorer):
     """The commands' detections built by the real factory on the session's scorer."""
     from groundsense.cli import common
 
-    monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
+    monkeypatch.setattr(common, "make_detection", lambda config, **given: make_detection(config, scorer, **given))
 
 
 def rows_file(tmp_path: Path) -> Path:

@@ -75,15 +75,6 @@ def edges() -> list[tuple[str, str, str]]:
     return out
 
 
-def runtime_imports(path: Path) -> set[str]:
-    """:func:`imported_modules` less those under ``if TYPE_CHECKING:`` (annotations only)."""
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            node.body = []
-    return imported_modules(path, tree)
-
-
 def test_no_two_modules_import_each_other_even_through_others():
     """Module by module, imports (deferred ones, and those for annotations only under
     ``TYPE_CHECKING``, included) form no cycle. A module's import of a package above it is left
@@ -110,7 +101,6 @@ def test_no_module_imports_a_layer_above_its_own_or_beside_it():
 def test_the_rule_sees_relative_and_deferred_imports():
     assert "groundsense.verification.verifier" in imported_modules(PACKAGE / "verification" / "cascade.py")  # relative
     assert "groundsense.result" in imported_modules(PACKAGE / "calibration" / "adaptation.py")  # under TYPE_CHECKING
-    assert "groundsense.result" not in runtime_imports(PACKAGE / "calibration" / "adaptation.py")
     assert layer_part("groundsense.service.app") == "service" and layer_part("groundsense.pipeline.detector") == "core"
     assert "groundsense_eval.caches.extract" in imported_modules(HARNESS / "reports" / "fusion.py")  # the harness's own
 
@@ -126,14 +116,14 @@ def core_stage(module: str) -> int | None:
 
 
 def test_the_core_imports_only_its_own_stage_and_those_before_it():
-    """Runtime imports only: a name used in annotations alone (under ``TYPE_CHECKING``) may point
-    up, as the config's calibration does."""
+    """Annotations included: a name used in annotations alone (under ``TYPE_CHECKING``) may not
+    point up a stage either (the config holds plain values, not a calibration)."""
     upward = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = module_name(path)
         if layer_part(module) != "core" or (source := core_stage(module)) is None:
             continue
-        upward += [f"{module} imports {target}" for target in sorted(runtime_imports(path))
+        upward += [f"{module} imports {target}" for target in sorted(imported_modules(path))
                    if layer_part(target) == "core" and (core_stage(target) or 0) > source]
     assert not upward, "\n".join(upward)
 

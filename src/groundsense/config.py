@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import InputError
 from .inputs.validate import MODES, PRECISIONS, check_k
-
-if TYPE_CHECKING:  # the config names a calibration; calibration, above it, reads the config
-    from .calibration.calibration import Calibration
-    from .calibration.fusion import LexicalFusions, RankFusion
 
 LEAVE_ONE_OUT = ("exact", "masked")
 # The sentence scores: ``fused``, the lexical fusion, and ``sensitivity`` (the calibrated score of
@@ -38,8 +34,10 @@ class DetectorConfig:
     embedded default). ``k``: the chunks a context string is split into (passages are chunks
     as given). ``mode``: ``full`` (K+2 conditions, the ``sensitivity`` score rule) or
     ``two_pass`` (the ``gap`` score rule). ``leave_one_out`` (full mode): ``exact`` or the
-    cheaper, approximate ``masked``. ``calibration``: a file or :class:`Calibration`; ``None``
-    for the one shipped for the scorer, ``False`` for none. ``max_context_tokens`` and
+    cheaper, approximate ``masked``. ``calibration``: a file; ``None``
+    for the one shipped for the scorer, ``False`` for none, ``True`` for a
+    :class:`~groundsense.calibration.calibration.Calibration` given beside the config (a config
+    holds plain values; the objects it stands for: :mod:`groundsense.calibration.loaded`). ``max_context_tokens`` and
     ``max_answer_tokens``: where the evidence is cut and where answer tokens stop being
     scored. ``device``: a torch device (``None``: cuda if available, else cpu).
     ``precision``: the scorer's numbers: ``auto`` (``bf16`` on CUDA and on a CPU with AVX-512
@@ -62,17 +60,18 @@ class DetectorConfig:
     verifier kind that calls one (``openai:``). The spec and whether its kind takes a URL are
     checked where verifiers are known, by ``groundsense.verification.check_verifier``.
     ``fuse``: verify every sentence instead, and flag by the fused score of the detector's and the
-    judge's signals (docs/verifiers.md, "A fused cascade"), ranked against ``fusion`` (a file or
-    ``RankFusion``; ``None``: the one shipped for the verifier). Without a verifier, ``fusion`` is
-    the fused score's own: :class:`~groundsense.calibration.fusion.LexicalFusions` or a file of them,
-    as ``groundsense calibrate --adapt`` writes them for a domain, in place of the shipped ones.
+    judge's signals (docs/verifiers.md, "A fused cascade"), ranked against ``fusion`` (a file, or
+    ``True`` for a ``RankFusion`` given beside the config; ``None``: the one shipped for the
+    verifier). Without a verifier, ``fusion`` is the fused score's own lexical fusions, as
+    ``groundsense calibrate --adapt`` writes them for a domain (a file, or ``True`` for a
+    ``LexicalFusions`` given beside the config), in place of the shipped ones.
     """
 
     scorer: str | None = None
     k: int = 5
     mode: str = "full"
     leave_one_out: str = "exact"
-    calibration: Calibration | str | Path | bool | None = None
+    calibration: str | Path | bool | None = None
     max_context_tokens: int = 1800
     max_answer_tokens: int = 256
     device: str | None = None
@@ -85,9 +84,17 @@ class DetectorConfig:
     verifier_threshold: float = 0.5
     verifier_url: str | None = None
     fuse: bool = False
-    fusion: RankFusion | LexicalFusions | str | Path | None = None
+    fusion: str | Path | bool | None = None
 
     def __post_init__(self) -> None:
+        for name in ("calibration", "fusion"):
+            value = getattr(self, name)
+            if not isinstance(value, (str, Path, bool, type(None))):
+                raise InputError(f"a config holds the {name}'s file (a path), not a {type(value).__name__}: pass "
+                                 f"the object beside it, to Detector({name}=...) or make_detection(config, {name}=...)")
+        if self.fusion is False:
+            raise InputError("fusion takes a file (a path), True (an object given beside the config) or None (the "
+                             "shipped ones), not False: to score without the fused score, use score='sensitivity'")
         if self.mode not in MODES:
             raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.leave_one_out not in LEAVE_ONE_OUT:

@@ -235,7 +235,7 @@ def test_adapting_on_detections_made_in_python(detector):
     assert list(mine.answers) == [0, 0, 1, 1] and set(mine.chunk_counts) == {3}
     assert mine.features["gap"][0] == pytest.approx(results[0].sentences[0].features["gap"])
     adapted = adapt(shipped_calibration("smollm2-135m-instruct", None), mine)
-    again = Detector.from_config(DetectorConfig(calibration=adapted), detector.scorer).detect(**rows[1])
+    again = Detector.from_config(DetectorConfig(), detector.scorer, calibration=adapted).detect(**rows[1])
     assert again.threshold == pytest.approx(adapted.thresholds["sensitivity"])
 
 

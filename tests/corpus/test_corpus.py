@@ -159,7 +159,7 @@ def cli_on_shared_detector(detector, monkeypatch_module):
     """The CLI builds its detection through ``common.make_detection``; here it gets the session's
     real detector (with the requested K and mode) instead of loading the scorer per case."""
     monkeypatch_module.setattr(cli_common, "make_detection",
-                               lambda config: detector.with_options(k=config.k, mode=config.mode))
+                               lambda config, **given: detector.with_options(k=config.k, mode=config.mode))
 
 
 @pytest.fixture(scope="module")

@@ -83,14 +83,12 @@ def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
     ({"scorer": "some/other-model"}, "some/other-model at fp32 has none"),
 ])
 def test_what_the_fused_score_cannot_honour_is_refused_and_the_default_then_is_sensitivity(options, message):
-    from groundsense.calibration.calibration import Calibration
+    from groundsense.calibration.loaded import load_files
 
     given = {"scorer": "smollm2-135m-instruct", "precision": "fp32", **options}
-    if isinstance(given.get("calibration"), str):
-        given["calibration"] = Calibration.load(given["calibration"])
     with pytest.raises(InputError, match=message):
-        Adjudicator(DetectorConfig(score="fused", **given))
-    assert Adjudicator(DetectorConfig(**given)).config.score == "sensitivity"  # what the default resolves to
+        Adjudicator(*load_files(DetectorConfig(score="fused", **given)))
+    assert Adjudicator(*load_files(DetectorConfig(**given))).config.score == "sensitivity"  # the default's
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])

@@ -89,7 +89,7 @@ def test_detect_checks_the_request_once(scorer, monkeypatch, validator_calls):
     from groundsense.cli import cli, common
     from groundsense.verification import make_detection
 
-    monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
+    monkeypatch.setattr(common, "make_detection", lambda config, **given: make_detection(config, scorer, **given))
     result = CliRunner().invoke(cli, ["detect", "--json", "-k", "5"], input=json.dumps(rows()[1]))
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["id"] == "b"

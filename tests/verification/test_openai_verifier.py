@@ -364,7 +364,7 @@ def test_batch_escalates_to_the_server_named_by_verifier_url(judge_server, keyed
     from groundsense.inputs.files import load_example
     from groundsense.verification import make_detection
 
-    monkeypatch.setattr(common, "make_detection", lambda config: make_detection(config, scorer))
+    monkeypatch.setattr(common, "make_detection", lambda config, **given: make_detection(config, scorer, **given))
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(json.dumps({"id": n, **load_example(n)}) + "\n"
                             for n in ("passages-qa", "clinical-summary")))

@@ -31,6 +31,7 @@ from ..scorer import EncodedPrompt, TokenScores
 from ..weights import display_name
 from .calibration import LEVELS, Calibration, gap_score, shipped_calibration
 from .fusion import LexicalFusions, RankFusion, shipped_lexical_fusion
+from .loaded import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,10 @@ class Rule(NamedTuple):
 
 class Adjudicator:
     """The verdicts of one detector configuration: ``config`` with its scorer resolved to a name
-    and its calibration loaded (a :class:`Calibration`; ``None``: the shipped ones; ``False``: none).
+    and its precision to ``fp32``, ``bf16`` or ``int8``, and ``loaded``, the objects it names
+    (:func:`~groundsense.calibration.loaded.load_files`; None: it names none): a calibration
+    given (else the shipped ones, or none where ``config.calibration`` is False), and the fused
+    score's lexical fusions, given (else the shipped ones).
 
     Made, it has resolved the score ``auto`` (``config`` then names ``fused`` or ``sensitivity``),
     refused a calibration fitted on the other leave-one-out kind, settings the fused score cannot
@@ -55,21 +59,28 @@ class Adjudicator:
     meet, and warned when nothing will be flagged for want of a calibration.
     """
 
-    def __init__(self, config: DetectorConfig):
+    def __init__(self, config: DetectorConfig, loaded: Loaded | None = None):
+        calibration, fusions = (loaded.calibration, loaded.lexical_fusions) if loaded is not None else (None, None)
+        if (calibration is None) != (config.calibration in (None, False)) or (fusions is None) != (
+                config.fusion is None or config.fuse):
+            raise InputError("the config names a calibration or fusion that was not loaded, or was given one it does "
+                             "not name: pass what groundsense.calibration.loaded.load_files(config) returns")
         self.config = config  # its score resolved below, where it is ``auto``
+        self.calibration = calibration
         self.leave_one_out = config.leave_one_out if config.mode == "full" else None  # two-pass mode has none
-        given = config.calibration
-        if isinstance(given, Calibration) and self.leave_one_out and given.leave_one_out != self.leave_one_out:
+        if calibration is not None and self.leave_one_out and calibration.leave_one_out != self.leave_one_out:
             raise InputError(
-                f"the calibration was fitted on {given.leave_one_out} leave-one-out features, not "
+                f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "
                 f"{self.leave_one_out} ones: fit one with `groundsense calibrate --loo {self.leave_one_out}`"
             )
-        if given is None and self._shipped(None) is None:
+        if config.calibration is None and self._shipped(None) is None:
             log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
                         "run `groundsense calibrate` to make one", config.scorer, config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         self._fusions: dict[str, RankFusion | None] = {}
-        self._given_fusions = self._load_given_fusions()
+        self._given_fusions = fusions
+        if fusions is not None:
+            self._check_fusions(fusions)
         _, score_rule = self.calibration_for(config.k)  # that of an answer scored in K chunks
         if config.score == "auto":
             config = self.config = replace(config, score="fused" if self._fused_serves() else "sensitivity")
@@ -88,10 +99,9 @@ class Adjudicator:
         chunks nor on the leave-one-out rows, takes any shipped one where there is none, in
         two-pass mode, and in masked mode (the shipped ones are fitted on exact features).
         """
-        given = self.config.calibration
-        if isinstance(given, Calibration):
-            return given, "sensitivity" if self.config.mode == "full" else "gap"
-        if given is False:
+        if self.calibration is not None:
+            return self.calibration, "sensitivity" if self.config.mode == "full" else "gap"
+        if self.config.calibration is False:
             return None, "gap"
         if chunks not in self._calibrations:
             fitted = self._shipped(chunks) if self.leave_one_out == "exact" else None
@@ -112,22 +122,14 @@ class Adjudicator:
             self._fusions[mode] = shipped_lexical_fusion(scorer, self.config.precision, mode)
         return self._fusions[mode]
 
-    def _load_given_fusions(self) -> LexicalFusions | None:
-        """The lexical fusions the config names (``fusion`` without a verifier: a domain's, from
-        ``calibrate --adapt``), loaded and checked against the settings; None: the shipped ones."""
+    def _check_fusions(self, fusions: LexicalFusions) -> None:
+        """Refuse given lexical fusions made for another scorer or precision than the config's."""
         config = self.config
-        if config.fusion is None or config.fuse:
-            return None
-        if isinstance(config.fusion, RankFusion):
-            raise InputError("a fusion without a verifier must be the fused score's lexical fusions (a LexicalFusions, "
-                             "or a file `groundsense calibrate --adapt` wrote), not one RankFusion")
-        fusions = config.fusion if isinstance(config.fusion, LexicalFusions) else LexicalFusions.load(config.fusion)
         scorer = display_name(config.scorer)
         if (fusions.scorer, fusions.precision) != (scorer, config.precision):
             raise InputError(f"the fusion file was made for scorer {fusions.scorer} at {fusions.precision}, and this "
                              f"detector runs {scorer} at {config.precision}: detect with -m {fusions.scorer} "
                              f"--precision {fusions.precision}, or adapt the fusions again at these settings")
-        return fusions
 
     def _fused_serves(self) -> bool:
         """Whether the fused score serves the config: no calibration file (or ``False``) is given,
@@ -190,7 +192,7 @@ class Adjudicator:
         """What judges an answer scored in ``chunks`` chunks: the score rule, its calibration's
         source (``given``, ``shipped`` or None: nothing is flagged) and the two thresholds."""
         rule = self.rule(chunks)
-        given = isinstance(self.config.calibration, Calibration) or self._given_fusions is not None
+        given = self.calibration is not None or self._given_fusions is not None
         source = "given" if given else "shipped"
         return {"score_rule": rule.score_rule,
                 "calibration": None if rule.calibration is None and rule.fusion is None else source,
@@ -262,12 +264,12 @@ class Adjudicator:
         """A target recall or precision needs the labelled curve of every calibration that may judge,
         and must be reached by each score rule that may: the ``gap`` judges answers scored in
         chunk counts the calibration was not fitted on, so a full-mode target must suit it too."""
-        given, scorer = self.config.calibration, self.config.scorer
-        if isinstance(given, Calibration):
-            calibrations = [given]
+        scorer = self.config.scorer
+        if self.calibration is not None:
+            calibrations = [self.calibration]
         else:
             shipped = (self._shipped(n) for n in (None, self.config.k))
-            calibrations = [c for c in shipped if c is not None] if given is None else []
+            calibrations = [c for c in shipped if c is not None] if self.config.calibration is None else []
         if not calibrations:
             raise InputError(f"a target recall or precision needs a labelled calibration, and scorer "
                              f"{scorer} has none: fit one with `groundsense calibrate`")

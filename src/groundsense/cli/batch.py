@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +92,6 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         import ray
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
-    from ..calibration.calibration import Calibration
     from ..scale import Resources, open_sink, run_ray_batch
     from ..verification import check_verifier
 
@@ -101,9 +99,6 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     sink = open_sink(output)
     if "://" not in source and not Path(source).is_file():
         raise InputError(f"{source}: no such file")
-    # Actors on other nodes cannot read the driver's files: --calibration's path is sent as the calibration.
-    if isinstance(config.calibration, (str, Path)):
-        config = replace(config, calibration=Calibration.load(config.calibration))
     threads = click.get_current_context().find_root().params["threads"]
     ray.init(address=address, ignore_reinit_error=True)
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress

@@ -28,6 +28,7 @@ from .common import (
 from .interrupts import resumable
 
 if TYPE_CHECKING:
+    from ..calibration.fusion import RankFusion
     from ..detection import Detection
 
 
@@ -53,13 +54,16 @@ fused_verifier_option = click.option(
 
 
 def score_rows(source: Path, features: Path | None, no_progress: bool, options: dict[str, Any],
-               check: Callable[[Detection], None] | None = None) -> tuple[Detection, Path]:
+               check: Callable[[Detection], None] | None = None, fusion: RankFusion | None = None
+               ) -> tuple[Detection, Path]:
     """Score ``source``'s rows in full mode, uncalibrated, into ``features`` (resuming a killed
-    run): the detector and the batch output's path. ``check(detector)`` runs before any scoring."""
+    run): the detector and the batch output's path. ``check(detector)`` runs before any scoring;
+    ``fusion``: a fused cascade's, given beside the options."""
     from ..rows.batch import run_batch
 
     features = features or source.with_suffix(".features.jsonl")
-    detector = common.make_detection(DetectorConfig(**options, mode="full", calibration=False))
+    config = DetectorConfig(**options, mode="full", calibration=False)
+    detector = common.make_detection(config, fusion=fusion)
     if check:
         check(detector)
     with resumable(f"the features scored so far are in {features}"):
@@ -130,7 +134,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision")
         fusion = fusion_base(base, verifier)  # read first: a bad base fails before the scorer loads
         _, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
-                                 {**detector_options, **fused_options(fusion)})
+                                 {**detector_options, **fused_options(fusion)}, fusion=fusion)
         write_adapted(fusion, source, features, output)
         return
     if base:

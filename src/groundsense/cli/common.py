@@ -184,14 +184,15 @@ def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFuncti
     return stacked([output, *targets])
 
 
-def make_detection(config: DetectorConfig) -> Detection:
+def make_detection(config: DetectorConfig, **given: Any) -> Detection:
     """Every command's detection (a detector, or a cascade when ``config`` names a verifier:
-    ``verification.make_detection``). Commands call it as ``common.make_detection``, so that a test
-    can hand them one on a loaded scorer; the detector module (torch) is imported only when one
-    is made, which keeps ``groundsense -h`` fast."""
+    ``verification.make_detection``; ``given``: its ``calibration`` or ``fusion`` objects).
+    Commands call it as ``common.make_detection``, so that a test can hand them one on a loaded
+    scorer; the detector module (torch) is imported only when one is made, which keeps
+    ``groundsense -h`` fast."""
     from ..verification import make_detection as make
 
-    return make(config)
+    return make(config, **given)
 
 
 def plain_detector(detection: Detection) -> Detector:

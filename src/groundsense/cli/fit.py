@@ -155,7 +155,7 @@ def _default_score(score: str, detection: Any, values: dict[str, np.ndarray], ch
         click.echo(f"note: the sentences in {features} lack the lexical signals the default (fused) score ranks: "
                    "the fit is checked against the shipped calibration's sensitivity instead", err=True)
         score = "sensitivity"
-    adjudicator = Adjudicator(replace(config, calibration=None, score=score))
+    adjudicator = Adjudicator(replace(config, calibration=None, fusion=None, score=score))  # the shipped files
     if adjudicator.config.score == "fused" and (lacking := int((~complete_rows(values, LEXICAL)).sum())):
         raise InputError(f"{lacking} scored sentences in {features} lack the lexical signals the default score ranks "
                          "(an older groundsense scored them): delete it to score the rows again, or fit against "
@@ -187,7 +187,7 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
 
     base = fusion_base(base_name, verifier)  # read first: a bad base fails before the scorer loads
     detector, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
-                                    {**detector_options, **fused_options(base)})
+                                    {**detector_options, **fused_options(base)}, fusion=base)
     scored = read_scored(source, features, detector.config.leave_one_out)
     assert scored.labels is not None, "fit refuses rows without labels before scoring them"
     signals = base.signals(scored.features, scored.verifier_scores)

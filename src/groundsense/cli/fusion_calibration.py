@@ -27,8 +27,9 @@ def fusion_base(base: str, verifier: str | None) -> RankFusion:
 
 
 def fused_options(base: RankFusion) -> dict:
-    """The detection options that score rows as a fused cascade over ``base``'s judge."""
-    return {"verifier": base.verifier, "fuse": True, "fusion": base}
+    """The detection options that score rows as a fused cascade over ``base``'s judge (``base``
+    itself goes beside them: the config records ``True``)."""
+    return {"verifier": base.verifier, "fuse": True, "fusion": True}
 
 
 def write_adapted(base: RankFusion, source: Path, features: Path, output: Path) -> None:

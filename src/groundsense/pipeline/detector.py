@@ -9,6 +9,7 @@ from pathlib import Path
 from ..calibration.adjudicator import Adjudicator
 from ..calibration.calibration import Calibration
 from ..calibration.fusion import LexicalFusions
+from ..calibration.loaded import Loaded, load_files
 from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection
 from ..errors import InputError
@@ -69,43 +70,46 @@ class Detector(Detection):
         score: str = DEFAULTS.score,
         fusion: LexicalFusions | str | Path | None = None,
     ):
-        config = DetectorConfig(  # checked before the scorer loads
+        config = DetectorConfig(  # checked before the scorer loads; an object given: True, beside it
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
-            calibration=calibration, max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
+            calibration=True if isinstance(calibration, Calibration) else calibration,
+            max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
-            score=score, fusion=fusion,
+            score=score, fusion=True if isinstance(fusion, LexicalFusions) else fusion,
         )
-        self._build(config, scorer if isinstance(scorer, Scorer) else None, {})
+        loaded = load_files(config, calibration if isinstance(calibration, Calibration) else None,
+                            fusion if isinstance(fusion, LexicalFusions) else None)
+        self._build(*loaded, scorer if isinstance(scorer, Scorer) else None, {})
 
-    def _build(self, config: DetectorConfig, scorer: Scorer | None, siblings: dict[tuple[int, str], Detector]) -> None:
-        """The one way a detector is made: its calibration and fusion files read, then ``config``'s
-        scorer loaded (unless ``scorer`` is given); ``siblings``, the detectors by K and mode that share it."""
-        calibration, fusion = config.calibration, config.fusion
-        if isinstance(calibration, (str, Path)):
-            calibration = Calibration.load(calibration)
-        if isinstance(fusion, (str, Path)):  # the fused score's own (a fused cascade's is the cascade's)
-            fusion = LexicalFusions.load(fusion)
+    def _build(self, config: DetectorConfig, loaded: Loaded, scorer: Scorer | None,
+               siblings: dict[tuple[int, str], Detector]) -> None:
+        """The one way a detector is made: from ``config`` and the objects it names, ``loaded``
+        (:func:`~groundsense.calibration.loaded.load_files`), with ``config``'s scorer loaded
+        (unless ``scorer`` is given); ``siblings``, the detectors by K and mode that share it."""
         self.scorer = scorer or Scorer(config.scorer, device=config.device,
                                        precision=detection_precision(config.precision, config.device))
         # What this detector was built from (its siblings, :meth:`with_options`, too): the scorer by
-        # the name it resolved to and at its precision, the calibration and fusion files loaded.
-        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision, calibration=calibration,
-                              fusion=fusion)
-        self.adjudicator = Adjudicator(self.config)  # which calibration judges, the thresholds, the result
+        # the name it resolved to and at its precision.
+        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision)
+        self.loaded = loaded
+        # which calibration judges, the thresholds, the result
+        self.adjudicator = Adjudicator(self.config, loaded)
         self.config = self.adjudicator.config  # its score resolved (``auto``: ``fused`` or ``sensitivity``)
         self._siblings = siblings
         siblings[(self.config.k, self.config.mode)] = self
 
     @classmethod
-    def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None) -> Detector:
+    def from_config(cls, config: DetectorConfig, scorer: Scorer | None = None, *,
+                    calibration: Calibration | None = None, fusion: LexicalFusions | None = None) -> Detector:
         """The detector ``config`` describes; ``scorer``, an already loaded one to use instead
-        of loading ``config.scorer``. A config that names a verifier describes a cascade, which
-        ``groundsense.make_detection`` builds."""
+        of loading ``config.scorer``; ``calibration`` and ``fusion``, objects to use instead of the
+        files the config names (:func:`~groundsense.calibration.loaded.load_files`). A config that
+        names a verifier describes a cascade, which ``groundsense.make_detection`` builds."""
         if config.verifier is not None:
             raise InputError(f"this config names a verifier ({config.verifier}), so it describes a cascade: "
                              "build it with groundsense.make_detection(config)")
         detector = cls.__new__(cls)
-        detector._build(config, scorer, {})
+        detector._build(*load_files(config, calibration, fusion), scorer, {})
         return detector
 
     def describe(self, chunks: int | None = None) -> dict:
@@ -125,7 +129,7 @@ class Detector(Detection):
         key = (self.config.k if k is None else k, self.config.mode if mode is None else mode)
         if key not in self._siblings:
             sibling = type(self).__new__(type(self))
-            sibling._build(replace(self.config, k=key[0], mode=key[1]), self.scorer, self._siblings)
+            sibling._build(replace(self.config, k=key[0], mode=key[1]), self.loaded, self.scorer, self._siblings)
             self._siblings[key] = sibling  # under the key asked for too (a checked k may read otherwise)
         return self._siblings[key]
 

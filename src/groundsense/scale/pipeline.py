@@ -28,6 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import ray.data
 
+from ..calibration.calibration import Calibration
+from ..calibration.fusion import LexicalFusions, RankFusion
+from ..calibration.loaded import Loaded, load_files
 from ..config import DetectorConfig
 from ..detection import Detection
 from ..errors import GroundsenseError
@@ -64,7 +67,7 @@ class ScoreRows:
     """A Ray Data actor: the detection its config describes (a detector or a cascade:
     ``verification.make_detection``), loaded once, scoring batches of rows."""
 
-    def __init__(self, source: str, threads: int, config: DetectorConfig) -> None:
+    def __init__(self, source: str, threads: int, config: DetectorConfig, loaded: Loaded) -> None:
         from transformers.utils import logging as hf_logging
 
         from ..scorer.threads import use_threads
@@ -78,7 +81,7 @@ class ScoreRows:
         self.detection: Detection | None = None
         self.error: GroundsenseError | None = None
         try:
-            self.detection = make_detection(config)
+            self.detection = make_detection(config, calibration=loaded.calibration, fusion=loaded.fusion)
         except GroundsenseError as exc:
             self.error = exc
 
@@ -111,8 +114,12 @@ def _encode_rows(batch: pa.Table) -> pa.Table:
     })
 
 
-def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.data.Dataset:
-    """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring)."""
+def score_lines(ds: ray.data.Dataset, source: str, resources: Resources, calibration: Calibration | None = None,
+                fusion: LexicalFusions | RankFusion | None = None) -> ray.data.Dataset:
+    """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring). The
+    files the config names are read here, on the driver, and sent to the actors, which may run
+    on nodes without them; ``calibration`` and ``fusion``: objects given in their place."""
+    config, loaded = load_files(resources.actor_detection(), calibration, fusion)
     grouped = (
         # Ray types fn as taking the batch alone; fn_kwargs passes the rest
         ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")  # type: ignore[arg-type]
@@ -126,7 +133,8 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
         fn_constructor_kwargs={
             "source": source,
             "threads": resources.threads or max(1, int(resources.cpus_per_actor)),
-            "config": resources.actor_detection(),
+            "config": config,
+            "loaded": loaded,
         },
         batch_size=resources.rows_per_batch,
         batch_format="pyarrow",
@@ -138,22 +146,24 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources) -> ray.
     return records
 
 
-def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None,
-                   **detector_options: Any) -> ray.data.Dataset:
+def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, *, calibration: Calibration | None = None,
+                   fusion: LexicalFusions | RankFusion | None = None, **detector_options: Any) -> ray.data.Dataset:
     """Batch records for a Dataset of detector rows (columns ``question``, ``context`` or
     ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
     grouping the rows runs now; the scoring runs when the result is consumed.
 
     ``detector_options`` are :class:`groundsense.config.DetectorConfig` fields (``scorer``,
     ``k``, ``mode``, ``calibration``, ...) over ``resources.detection``; they go to every
-    actor, so a ``calibration`` should be a loaded :class:`groundsense.Calibration` and a
-    ``scorer`` a name every node can resolve. The result has one row per input row in
+    actor, so a ``scorer`` should be a name every node can resolve. A calibration or fusion
+    file is read once, here, and sent to the actors; ``calibration`` and ``fusion`` may also be
+    objects (a :class:`groundsense.Calibration`, lexical fusions). The result has one row per input row in
     :data:`groundsense.scale.schema.RECORD_SCHEMA`, ready for ``write_parquet``; ``line`` is
     null where the input has none.
     """
     resources = resources or Resources()
     resources = replace(resources, detection=replace(resources.detection, **detector_options))
-    return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources)
+    return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources, calibration,
+                       fusion)
 
 
 def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary:

@@ -43,12 +43,7 @@ class ServiceSettings:
 
 def _values(kind: type, overrides: dict) -> dict:
     """``kind``'s fields (those with a default value) from the environment, then ``overrides``."""
-    # named in DetectorConfig's hints, imported there for typing only
-    from ..calibration.calibration import Calibration
-    from ..calibration.fusion import LexicalFusions, RankFusion
-
-    hinted = {"Calibration": Calibration, "RankFusion": RankFusion, "LexicalFusions": LexicalFusions}
-    values, types = {}, get_type_hints(kind, localns=hinted)
+    values, types = {}, get_type_hints(kind)
     for f in fields(kind):
         if f.default is MISSING:
             continue

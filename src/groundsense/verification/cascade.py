@@ -77,6 +77,26 @@ class Cascade(Detection):
 
     def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5,
                  fuse: bool | RankFusion | str | Path = False):
+        fusion = None if fuse is False else fusion_for(_name(verifier), None if fuse is True else fuse)
+        if fusion is not None:
+            check_scorer(fusion, as_detection(detector).describe().get("scorer"))
+        # the config's record of it: its file, True for an object, None for the shipped one
+        record = fuse if isinstance(fuse, (str, Path)) else None if isinstance(fuse, bool) else True
+        self._build(detector, verifier, escalate, threshold, fusion, record)
+
+    @classmethod
+    def made(cls, detector: Detection, verifier: Verifier, config: DetectorConfig,
+             fusion: RankFusion | None) -> Cascade:
+        """The cascade ``config`` describes over ``detector`` (``make_detection``), with a fused
+        cascade's ``fusion`` loaded and checked by the caller
+        (:func:`~groundsense.calibration.loaded.load_files`)."""
+        cascade = cls.__new__(cls)
+        cascade._build(detector, verifier, config.escalate, config.verifier_threshold, fusion,
+                       config.fusion if fusion is not None else None)
+        return cascade
+
+    def _build(self, detector: Detection, verifier: Verifier, escalate: float, threshold: float,
+               fusion: RankFusion | None, fusion_record: str | Path | bool | None) -> None:
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
         self.detector, self.verifier = as_detection(detector), verifier
@@ -84,19 +104,17 @@ class Cascade(Detection):
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
                              "cascade cannot threshold them: use a judge or a classifier "
                              "(judge:, openai:, nli:, minicheck:, alignscore:)")
-        self.escalate, self.threshold = escalate, threshold
-        self.fusion = None if fuse is False else fusion_for(self.verifier_name, None if fuse is True else fuse)
-        if self.fusion is not None:
-            check_scorer(self.fusion, self.detector.describe().get("scorer"))
-            _check_exact(detector.config.mode, detector.config.leave_one_out)
+        self.escalate, self.threshold, self.fusion = escalate, threshold, fusion
+        if fusion is not None:
+            _check_exact(self.detector.config.mode, self.detector.config.leave_one_out)
         # The detector's config with this verifier (by name), share and threshold, which it checks.
-        self.config: DetectorConfig = replace(detector.config, verifier=self.verifier_name, escalate=escalate,
+        self.config: DetectorConfig = replace(self.detector.config, verifier=self.verifier_name, escalate=escalate,
                                               verifier_threshold=threshold, verifier_url=getattr(verifier, "url", None),
-                                              fuse=self.fusion is not None, fusion=self.fusion)
+                                              fuse=fusion is not None, fusion=fusion_record)
 
     @property
     def verifier_name(self) -> str:
-        return getattr(self.verifier, "name", type(self.verifier).__name__)
+        return _name(self.verifier)
 
     def describe(self, chunks: int | None = None) -> dict:
         """The detector's description (``chunks``: see :meth:`Detector.describe`) as a cascade's."""
@@ -110,8 +128,11 @@ class Cascade(Detection):
     def with_options(self, k: int | None = None, mode: str | None = None) -> Cascade:
         """The cascade over the detector with a request's ``k`` or ``mode``."""
         detector = self.detector.with_options(k=k, mode=mode)
-        return self if detector is self.detector else Cascade(detector, self.verifier, self.escalate, self.threshold,
-                                                              self.fusion or False)
+        if detector is self.detector:
+            return self
+        cascade = type(self).__new__(type(self))
+        cascade._build(detector, self.verifier, self.escalate, self.threshold, self.fusion, self.config.fusion)
+        return cascade
 
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
         """The detector's result on a checked request row with its answer's most suspicious
@@ -282,6 +303,11 @@ class _AnswerRequest:
 
     def text(self) -> str:
         return self.context if self.context is not None else join_passages(self.passages or [])[0]
+
+
+def _name(verifier: object) -> str:
+    """A verifier's name: its ``name``, else its type's."""
+    return getattr(verifier, "name", type(verifier).__name__)
 
 
 def _usage(verifier: Verifier) -> dict[str, int] | None:
