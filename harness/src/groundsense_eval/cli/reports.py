@@ -1,5 +1,5 @@
-"""`groundsense eval report`, `selection`, `fusion`, `default-score`, `ceiling`, `text-classifier`, `answers`,
-`scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
+"""`groundsense eval report`, `selection`, `fusion`, `default-score`, `verifier-selection`, `ceiling`,
+`text-classifier`, `answers`, `scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
 
@@ -289,20 +289,61 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
     """F, the default score, on every benchmark's test partition as the product computes it:
     its ranking and its flags at the shipped thresholds against `sensitivity` and word overlap,
     and issue #52's goals (docs/detector-selection.md). Needs `groundsense eval lexical` first."""
-    from groundsense.calibration.fusion import shipped_lexical_fusion
-
     from ..reports.default_score import default_score_report
+
+    fusions = shipped_fusions(scorer)
+    found = benchmark_sets(cache, split_cache, scorer)
+    command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
+                             *(["-o", output] if output else []))
+    _render(lambda: default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed),
+            output)
+
+
+def shipped_fusions(scorer: str) -> dict[str, RankFusion]:
+    """The fp32 lexical fusions shipped for ``scorer``, by mode: F, the default score, as the product
+    computes it on the fp32 caches."""
+    from groundsense.calibration.fusion import shipped_lexical_fusion
 
     shipped = {mode: shipped_lexical_fusion(scorer, "fp32", mode) for mode in ("full", "two_pass")}
     fusions = {mode: fusion for mode, fusion in shipped.items() if fusion is not None}
     if len(fusions) < len(shipped):
         raise Failure(f"no lexical fusion ships for scorer {scorer} in "
                       f"{' and '.join(set(shipped) - set(fusions))} mode")
-    found = benchmark_sets(cache, split_cache, scorer)
-    command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
-                             *(["-o", output] if output else []))
-    _render(lambda: default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed),
-            output)
+    return fusions
+
+
+@click.command("verifier-selection", context_settings=CONTEXT_SETTINGS)
+@benchmark_sets_options(None)
+@click.option("--scores", type=click.Path(file_okay=False, path_type=Path), default=Path("results/trained-verifier"),
+              show_default=True, metavar="DIR",
+              help="The trained verifier's scores: a folder per hold-out (tofueval/, ragbench/), each with its run's "
+                   "manifest.json, scores.parquet and training-scores.parquet (`eval score-bundle`).")
+@click.option("--verifiers", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="A verifier cache (`eval verify --verifier trained:FILE`): a hold-out's sentence scores from there "
+                   "where its folder has no scores.parquet but the verifier.safetensors they were made with.")
+@markdown_report_options
+def verifier_selection(cache: Path, split_cache: Path | None, scorer: str, scores: Path, verifiers: Path | None,
+                       output: Path | None, resamples: int, seed: int) -> None:
+    """The trained verifier (candidate V-135M, docs/detector-selection.md) on each benchmark's test
+    partition, by the model that holds it out: alone, as F's fused partner and as a cascade's
+    verifier, against F and word overlap; TofuEval's balanced accuracy; the adoption rule. What is
+    not scored yet is listed with the commands that score it, and its benchmark is not read."""
+    from ..caches.trained_scores import SCORED, load_model_scores
+    from ..reports.fusion import fusion_table
+    from ..reports.verifier_selection import benchmarks_scored, verifier_selection_report
+
+    try:
+        models = {hold_out: load_model_scores(scores, hold_out, verifiers) for hold_out in SCORED}
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
+    calibration = shipped_calibration(scorer, 5)
+    needed = benchmarks_scored(models)
+    found = benchmark_sets(cache, split_cache, scorer) if needed else {}
+    tables = {name: fusion_table(found[name], calibration) for name in needed}
+    command = report_command("verifier-selection", "--cache", cache, "--split-cache", split_cache, "--scores", scores,
+                             *(["--verifiers", verifiers] if verifiers else []), *(["-o", output] if output else []))
+    _render(lambda: verifier_selection_report(models, tables, calibration, shipped_fusions(scorer), command,
+                                              resamples, seed), output)
 
 
 def _dev_fusion(found: dict[str, FeatureSet], calibration: Calibration, judges: Path, seed: int,

@@ -217,25 +217,34 @@ def verifier_bundle(cache: Path, split_cache: Path | None, scorer: str, output: 
               help="What `eval train-verifier` saved (verifier.safetensors).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The Parquet file of scores: each sentence's bundle columns and its score, P(unsupported).")
-@click.option("--benchmark", "benchmarks", type=click.Choice(BENCHMARKS), multiple=True, required=True,
+@click.option("--benchmark", "benchmarks", type=click.Choice(BENCHMARKS), multiple=True,
               help="A benchmark to score (repeat for several).")
+@click.option("--training", "hold_out", type=click.Choice(["ragbench", "tofueval"]), default=None,
+              help="Score the training rows a run holding out this benchmark trains on instead (the fused "
+                   "partner's reference sample in `eval verifier-selection`).")
 @click.option("--partition", "partitions", type=click.Choice(["dev", "test"]), multiple=True, default=("dev",),
               show_default=True, help="Which partitions: test ones only once the protocol allows it.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
               help="[default: cuda if available, else cpu]")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
-def score_bundle(bundle: Path, artefact: Path, output: Path, benchmarks: tuple[str, ...], partitions: tuple[str, ...],
-                 device: str | None, batch_size: int) -> None:
-    """Score a bundle's evaluation sentences (`eval verifier-bundle`) with a trained verifier, without
-    the benchmark data: for a lent GPU, whose scores come back as one small file."""
+def score_bundle(bundle: Path, artefact: Path, output: Path, benchmarks: tuple[str, ...], hold_out: str | None,
+                 partitions: tuple[str, ...], device: str | None, batch_size: int) -> None:
+    """Score a bundle's evaluation sentences (`eval verifier-bundle`), or with --training a hold-out's
+    training rows, with a trained verifier, without the benchmark data: for a lent GPU, whose scores
+    come back as one small file."""
     from ..fits.verifier import TrainedVerifier
-    from ..fits.verifier_bundle import read_manifest, score_evaluation
+    from ..fits.verifier_bundle import read_manifest, score_evaluation, score_training
 
+    if bool(benchmarks) == bool(hold_out):
+        raise click.UsageError("give --benchmark (evaluation sentences) or --training (training rows), not both")
     made = read_manifest(bundle)
     verifier = TrainedVerifier.load(artefact, device=device, batch_size=batch_size)
     if made["base"] != verifier.scorer.name:
         raise click.UsageError(f"{bundle} holds the input ids of {made['base']!r}, not {verifier.scorer.name!r}")
-    scores = score_evaluation(verifier, bundle, benchmarks, partitions)
+    if hold_out:
+        scores = score_training(verifier, bundle, hold_out)
+    else:
+        scores = score_evaluation(verifier, bundle, benchmarks, partitions)
     output.parent.mkdir(parents=True, exist_ok=True)
     scores.to_parquet(output, index=False, compression="zstd")
-    click.echo(f"{output}: {len(scores):,} sentences scored", err=True)
+    click.echo(f"{output}: {len(scores):,} {'training rows' if hold_out else 'sentences'} scored", err=True)

@@ -12,7 +12,6 @@ its scorer, which must not score for a detector too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from groundsense.scorer import Scorer
 from groundsense.verification.model import ModelVerifier, VerifierScores, gflops
 from groundsense.verification.verifier import SentenceInput
 
+from ..caches.trained_scores import artefact_digest
 from .verifier_inputs import sentence_inputs
 
 if TYPE_CHECKING:
@@ -121,8 +121,7 @@ class TrainedVerifier(ModelVerifier):
             scorer = Scorer(meta["base"], device=device, precision="fp32")
         elif scorer.name != meta["base"]:
             raise ValueError(f"{path} was trained over {meta['base']!r}, not {scorer.name!r}")
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-        verifier = cls(scorer, Path(path).stem, batch_size, params={"sha256": digest})
+        verifier = cls(scorer, Path(path).stem, batch_size, params={"sha256": artefact_digest(path)})
         verifier.model.load_trained_state({k: v.to(scorer.device) for k, v in state.items()})
         return verifier
 

@@ -128,3 +128,10 @@ def score_evaluation(verifier: TrainedVerifier, folder: Path, benchmarks: Iterab
         scores = verifier.probabilities([ids[i] for i in keep])
         scored.append(rows.iloc[keep].assign(score=scores))
     return pd.concat(scored, ignore_index=True)
+
+
+def score_training(verifier: TrainedVerifier, folder: Path, hold_out: str) -> pd.DataFrame:
+    """P(unsupported) of every training row a run holding out ``hold_out`` trains on: their rows
+    (less the ids), ``row`` their position in the training data, with a ``score`` column."""
+    rows, ids = training_inputs(folder, hold_out)
+    return rows.assign(score=verifier.probabilities(ids)).rename_axis("row").reset_index()

@@ -202,14 +202,19 @@ def score_test(rows: pd.DataFrame, candidate: np.ndarray, probability: np.ndarra
                               n_resamples, seed)
     against = {level: {b: boot.difference("candidate", b) for b in ("sensitivity", "word overlap (chunk)")}
                for level, boot in (("sentence", sentence), ("answer", answer))}
-    return Scored(name, len(rows), int(y.sum()), _with_differences(sentence), _with_differences(answer), against)
+    return Scored(name, len(rows), int(y.sum()), with_differences(sentence), with_differences(answer), against)
 
 
-def _with_differences(boot: BootstrapResult) -> pd.DataFrame:
+AGAINST = {"sensitivity": "− sensitivity", "word overlap (chunk)": "− word overlap"}
+
+
+def with_differences(boot: BootstrapResult, against: Mapping[str, str] = AGAINST) -> pd.DataFrame:
+    """Each method's AUC with its interval, and its paired difference from each baseline of
+    ``against`` (method -> its column's name), as a report's table cells."""
     table = boot.intervals()
     cells = pd.DataFrame({"AUC": [interval_at(table, m, ["auc", "lo", "hi"]) for m in table.index]},
                          index=table.index)
-    for baseline, column in (("sensitivity", "− sensitivity"), ("word overlap (chunk)", "− word overlap")):
+    for baseline, column in against.items():
         diffs = boot.differences(baseline)
         cells[column] = [interval_at(diffs, m, sign="+") if m in diffs.index else "—"
                          for m in table.index]
@@ -218,16 +223,21 @@ def _with_differences(boot: BootstrapResult) -> pd.DataFrame:
 
 @dataclass
 class Verdict:
+    """The adoption rule on the benchmarks where the candidate is significantly ``better`` than
+    ``baseline`` at sentence level, and where it is significantly ``worse`` (at ``worse_at``)."""
+
     better: list[str]
     worse: list[str]
+    baseline: str = "sensitivity"
+    worse_at: str = "sentence or answer level"
 
     @property
     def adopted(self) -> bool:
         return len(self.better) >= 2 and not self.worse
 
     def text(self) -> str:
-        return (f"Significantly better than sensitivity at sentence level on {len(self.better)} of 3 benchmarks "
-                f"({', '.join(self.better) or 'none'}); significantly worse at sentence or answer level on "
+        return (f"Significantly better than {self.baseline} at sentence level on {len(self.better)} of 3 benchmarks "
+                f"({', '.join(self.better) or 'none'}); significantly worse at {self.worse_at} on "
                 f"{len(self.worse)} ({', '.join(self.worse) or 'none'}): "
                 f"{'adopt' if self.adopted else 'do not adopt'}")
 
