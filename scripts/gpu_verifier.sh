@@ -15,6 +15,8 @@
 #                                          # SECONDS; its manifest, checkpoint and adapter to $OUT/RUN
 #   scripts/gpu_verifier.sh score HOLD_OUT LR EPOCHS           # P(unsupported) of the dev sentences of the
 #                                          # benchmarks the run trains on, to $OUT/RUN/dev-scores.parquet
+#   scripts/gpu_verifier.sh evaluate HOLD_OUT LR EPOCHS        # the chosen run's scores `eval verifier-selection`
+#                                          # reads (test partitions): $OUT/RUN/scores.parquet, training-scores.parquet
 set -euo pipefail
 
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -84,7 +86,7 @@ receive)
         echo "unpacked and installed into $WORK/payload"
     fi
     ;;
-train | score)
+train | score | evaluate)
     hold_out=${2:?} lr=${3:?} epochs=${4:?}
     run=$(run_name "$hold_out" "$lr" "$epochs")
     export PYTHONPATH="$PWD/src:$PWD/harness/src:$WORK/payload/site" GROUNDSENSE_CACHE="$WORK/cache" PYTHONUNBUFFERED=1
@@ -101,6 +103,16 @@ train | score)
         ((status == 0 || status == 124 || status == 143)) || exit "$status"
         cp "$folder"/manifest.json "$folder"/checkpoint.pt "$OUT/$run/" 2>/dev/null || true
         [ -f "$folder/verifier.safetensors" ] && cp "$folder/verifier.safetensors" "$OUT/$run/"
+    elif [ "$1" = evaluate ]; then
+        scored=$(python3 -c "from groundsense_eval.caches.trained_scores import SCORED
+benchmarks, partitions = SCORED['$hold_out']
+print(' '.join([*(f'--benchmark {b}' for b in benchmarks), *(f'--partition {p}' for p in partitions)]))")
+        # shellcheck disable=SC2086  # one word per option
+        python_eval score-bundle "$WORK/payload/bundle" --verifier "$folder/verifier.safetensors" $scored \
+            --device "${DEVICE:-cuda}" -o "$OUT/$run/scores.parquet"
+        python_eval score-bundle "$WORK/payload/bundle" --verifier "$folder/verifier.safetensors" \
+            --training "$hold_out" --device "${DEVICE:-cuda}" -o "$OUT/$run/training-scores.parquet"
+        cp "$folder/manifest.json" "$OUT/$run/"
     else
         benchmarks=$(python3 -c "from groundsense_eval.fits.verifier_training import HOLD_OUTS as H
 print(' '.join(f'--benchmark {b}' for b in H['$hold_out']))")
@@ -111,7 +123,7 @@ print(' '.join(f'--benchmark {b}' for b in H['$hold_out']))")
     ls -la "$OUT/$run"
     ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,19p' "$0"
     exit 2
     ;;
 esac
