@@ -179,6 +179,23 @@ def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
         assert_same_records(got[key], record, key)
 
 
+def test_a_calibration_file_is_read_on_the_driver_and_sent_to_the_actors(tmp_path, detector, ray_runtime):
+    from dataclasses import replace
+
+    from groundsense.calibration.calibration import shipped_calibration
+
+    shipped = shipped_calibration("smollm2-135m-instruct", 5, "fp32")
+    path = tmp_path / "flags-everything.json"
+    replace(shipped, thresholds={rule: -1e9 for rule in shipped.thresholds}, answer_thresholds={}).save(path)
+    rows = [r for r in synthetic_rows() if r["answer"]][2:4]
+    records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5, calibration=str(path))
+    path.unlink()  # read when the Dataset was made: the actors score with what the driver read
+    got = table_records(pa.concat_tables(records.iter_batches(batch_size=None, batch_format="pyarrow")))
+    scored = [s for r in got for s in r["sentences"] if s["status"] == "scored"]
+    assert len(got) == 2 and scored and all(s["flagged"] for s in scored)
+    assert {r["score_rule"] for r in got} == {"sensitivity"}  # a calibration file: the sensitivity score
+
+
 def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):
     from groundsense.errors import ScorerUnavailable
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -146,24 +147,30 @@ def score_lines(ds: ray.data.Dataset, source: str, resources: Resources, calibra
     return records
 
 
-def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, *, calibration: Calibration | None = None,
-                   fusion: LexicalFusions | RankFusion | None = None, **detector_options: Any) -> ray.data.Dataset:
+def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, *,
+                   calibration: Calibration | str | Path | bool | None = None,
+                   fusion: LexicalFusions | RankFusion | str | Path | None = None,
+                   **detector_options: Any) -> ray.data.Dataset:
     """Batch records for a Dataset of detector rows (columns ``question``, ``context`` or
     ``passages``, ``answer``, optional ``sentences``, ``id`` and ``line``). Reading and
     grouping the rows runs now; the scoring runs when the result is consumed.
 
     ``detector_options`` are :class:`groundsense.config.DetectorConfig` fields (``scorer``,
-    ``k``, ``mode``, ``calibration``, ...) over ``resources.detection``; they go to every
-    actor, so a ``scorer`` should be a name every node can resolve. A calibration or fusion
-    file is read once, here, and sent to the actors; ``calibration`` and ``fusion`` may also be
-    objects (a :class:`groundsense.Calibration`, lexical fusions). The result has one row per input row in
+    ``k``, ``mode``, ...) over ``resources.detection``; they go to every actor, so a ``scorer``
+    should be a name every node can resolve. ``calibration`` and ``fusion``: a file, read once,
+    here, and sent to the actors (which may run on nodes without it), or an object (a
+    :class:`groundsense.Calibration`, lexical fusions). The result has one row per input row in
     :data:`groundsense.scale.schema.RECORD_SCHEMA`, ready for ``write_parquet``; ``line`` is
     null where the input has none.
     """
+    calibration_object = calibration if isinstance(calibration, Calibration) else None
+    fusion_object = fusion if isinstance(fusion, (LexicalFusions, RankFusion)) else None
+    named = {"calibration": True if calibration_object else calibration, "fusion": True if fusion_object else fusion}
+    options = {**{name: value for name, value in named.items() if value is not None}, **detector_options}
     resources = resources or Resources()
-    resources = replace(resources, detection=replace(resources.detection, **detector_options))
-    return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources, calibration,
-                       fusion)
+    resources = replace(resources, detection=replace(resources.detection, **options))
+    return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources,
+                       calibration_object, fusion_object)
 
 
 def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary:
