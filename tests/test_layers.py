@@ -23,7 +23,7 @@ LAYERS = {"service": 1, "scale": 1, "integrations": 1, "cli": 2, "testing": 2}
 # -> pipeline -> verification -> rows), each with the top-level parts it holds: a core module
 # imports, at runtime, only its own stage and the stages before it.
 CORE_ORDER = (
-    ("errors", "progress", "weights"),  # what every stage may use
+    ("errors", "progress", "weights", "lazy"),  # what every stage may use (lazy: the public packages' re-exports)
     ("inputs", "config"),  # the request as given, and the settings
     ("scorer",),
     ("features", "lexical", "result"),  # what is computed per sentence, and the result's types

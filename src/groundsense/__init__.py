@@ -2,10 +2,14 @@
 
     from groundsense import Detector
     Detector().detect(answer=..., context=... | passages=[...], question=...)
+
+The public surface is this ``__all__`` and those of the modules docs/architecture.md lists
+("The public surface"); every other module is private, and may change without notice.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import exported
 
 if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported when first used
     from .calibration.adaptation import DomainSentences, adapt
@@ -29,22 +33,12 @@ __all__ = ["Detector", "DetectorConfig", "Detection", "DetectionOptions", "make_
            "Calibration", "shipped_calibration", "LexicalFusions", "DomainSentences", "adapt", "segment_sentences",
            "load_example", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
-_WHERE = {
-    "Detector": "pipeline.detector", "DetectorConfig": "config",
-    "Detection": "detection", "DetectionOptions": "detection",
-    "make_detection": "verification.factory", "Cascade": "verification.cascade",
-    "make_verifier": "verification.kinds", "LexicalOverlapVerifier": "verification.lexical",
-    "DetectionResult": "result", "SentenceResult": "result", "AnswerSummary": "result", "Truncation": "result",
-    "Scorer": "scorer", "Calibration": "calibration.calibration", "shipped_calibration": "calibration.calibration",
-    "LexicalFusions": "calibration.fusion", "DomainSentences": "calibration.adaptation",
-    "adapt": "calibration.adaptation",
-    "segment_sentences": "inputs.text", "load_example": "inputs.files",
-    "GroundsenseError": "errors", "InputError": "errors", "ScorerUnavailable": "errors",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so that `groundsense --help` does not wait for torch to import.
-    if name in _WHERE:
-        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module 'groundsense' has no attribute {name!r}")
+__getattr__ = exported(__name__, {
+    "pipeline.detector": ["Detector"], "config": ["DetectorConfig"], "detection": ["Detection", "DetectionOptions"],
+    "verification.factory": ["make_detection"], "verification.cascade": ["Cascade"],
+    "verification.kinds": ["make_verifier"], "verification.lexical": ["LexicalOverlapVerifier"],
+    "result": ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation"], "scorer": ["Scorer"],
+    "calibration.calibration": ["Calibration", "shipped_calibration"], "calibration.fusion": ["LexicalFusions"],
+    "calibration.adaptation": ["DomainSentences", "adapt"], "inputs.text": ["segment_sentences"],
+    "inputs.files": ["load_example"], "errors": ["GroundsenseError", "InputError", "ScorerUnavailable"],
+})  # lazy, so that `groundsense --help` does not wait for torch to import

@@ -17,6 +17,8 @@ from typing import Any
 from .errors import InputError
 from .inputs.validate import MODES, PRECISIONS, check_k
 
+__all__ = ["DetectorConfig", "DEFAULTS", "SCORES", "LEAVE_ONE_OUT", "VERIFIER_FIELDS"]
+
 LEAVE_ONE_OUT = ("exact", "masked")
 # The sentence scores: ``fused``, the lexical fusion, and ``sensitivity`` (the calibrated score of
 # the scorer's features; in two-pass mode the gap) (docs/architecture.md, glossary); ``auto``, the

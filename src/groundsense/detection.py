@@ -32,6 +32,8 @@ from .result import DetectionResult, SentenceResult
 if TYPE_CHECKING:
     from .inputs.evidence import Evidence
 
+__all__ = ["Detection", "DetectionOptions", "Outcome", "AnswerStream", "as_detection"]
+
 
 @dataclass(frozen=True)
 class DetectionOptions:

@@ -1,5 +1,7 @@
 """Errors a caller can act on. The CLI turns each into a message and exit code 2."""
 
+__all__ = ["GroundsenseError", "InputError", "ScorerUnavailable", "VerifierUnavailable", "VerifierError", "Cancelled"]
+
 
 class GroundsenseError(Exception):
     """Base class: the message says what went wrong and what to do."""

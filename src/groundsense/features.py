@@ -22,6 +22,9 @@ import numpy as np
 from .inputs.text import Span
 from .lexical import LEXICAL
 
+__all__ = ["GROUNDING", "BASELINES", "FEATURES", "SIGNED", "SENTENCE_VALUES", "SentenceFeatures",
+           "sentence_features", "signed_features", "support_chunk"]
+
 GROUNDING = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean")
 BASELINES = ("surprisal", "n_tokens")
 FEATURES = GROUNDING + BASELINES

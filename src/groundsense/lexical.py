@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["LEXICAL", "EvidenceWords", "lexical_signals", "absent_terms", "overlap"]
+
 LEXICAL = (
     "overlap_chunk", "overlap_evidence", "content_novel", "stem_novel", "bigram_novel", "novel_numbers", "novel_names",
 )

@@ -11,6 +11,8 @@ from typing import TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+__all__ = ["track"]
+
 T = TypeVar("T")
 LOG_EVERY_S = 60.0
 

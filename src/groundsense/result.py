@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "Support", "TokenRows", "ChunkSpan",
+           "InFlightVerdict", "support_score"]
+
 
 def support_score(flags: Iterable[bool | None]) -> float:
     """The score in [0, 1] that the integrations and the AlignScore route report, defined here

@@ -39,6 +39,8 @@ from .inputs.validate import MAX_K, check_row
 from .result import DetectionResult, SentenceResult
 from .rows.runner import run_row
 
+__all__ = ["check_detection", "ConformanceReport", "ConformanceError"]
+
 # The tiny example every check runs on: two passages, a supported sentence and an invented one.
 EXAMPLE: dict[str, Any] = {
     "question": "How long is the main span?",

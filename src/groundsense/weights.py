@@ -20,6 +20,8 @@ import platformdirs
 
 from .errors import ScorerUnavailable
 
+__all__ = ["DEFAULT_SCORER", "BUILTINS", "BuiltinScorer", "find_builtin", "display_name"]
+
 log = logging.getLogger(__name__)
 
 

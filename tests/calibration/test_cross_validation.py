@@ -44,7 +44,7 @@ def test_cross_validation_needs_five_sources():
 def _signals(n_sources=40, per_source=3, sentences=4, carried=("bigram_novel",), seed=0):
     """A fused cascade's five signals over sentences of answers of sources: each of ``carried``
     separates the labels, the others are noise."""
-    from groundsense.calibration.fusion import SIGNALS
+    from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
 
     rng = np.random.default_rng(seed)
     n = n_sources * per_source * sentences
@@ -56,7 +56,8 @@ def _signals(n_sources=40, per_source=3, sentences=4, carried=("bigram_novel",),
 def test_a_fused_fit_beats_the_ranks_average_when_one_signal_carries_the_labels():
     from helpers.fusions import STATS
 
-    from groundsense.calibration.fusion import SIGNALS, RankFusion
+    from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
+    from groundsense.calibration.fusion import RankFusion
 
     base = RankFusion("judge:x", "s", STATS, {name: [0.0] for name in SIGNALS}, 0.5, 0.5,
                       weights={"intercept": 9.0, "coefficients": dict.fromkeys(SIGNALS, -1.0)})  # not used

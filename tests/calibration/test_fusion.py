@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from groundsense.calibration.fusion import (
+    JUDGE_FUSION_SIGNALS as SIGNALS,
+)
+from groundsense.calibration.fusion import (
     LENGTH_AWARE_NOISY_OR,
     LEXICAL_FUSION_SIGNALS,
-    SIGNALS,
     RankFusion,
     answer_scores,
     reference_sample,

@@ -128,7 +128,8 @@ def test_fit_fuse_learns_weights_on_the_real_scorer_and_detect_flags_by_them(lab
     """`fit --fuse` on one answer of each of the five sources, the default scorer also the judge (the shipped fusion's
     statistics, a cheap judge): the file carries a weight per signal and its cross-validation,
     and a fused cascade over it scores each sentence as those weights' log-odds of its ranks."""
-    from groundsense.calibration.fusion import SIGNALS, RankFusion
+    from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
+    from groundsense.calibration.fusion import RankFusion
 
     judge = "judge:smollm2-135m-instruct"
     output = labelled.with_name("fusion.json")

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from groundsense.calibration.fusion import SIGNALS, RankFusion, reference_sample
+from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
+from groundsense.calibration.fusion import RankFusion, reference_sample
 
 STATS = {"gap": (0.0, 1.0), "jsd_noctx": (0.1, 0.1), "drop_max": (0.5, 0.5), "jsd_loo_max": (0.05, 0.05)}
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from helpers.fusions import STATS, fusion
 
-from groundsense.calibration.fusion import SIGNALS, RankFusion, top_two_mean
+from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
+from groundsense.calibration.fusion import RankFusion, top_two_mean
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.inputs.validate import check_row

@@ -103,7 +103,8 @@ def test_the_shipped_section_says_what_the_files_references_are_and_its_threshol
 def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_their_best_f1():
     """`eval fusion --fit-fusion --train-cache … --train-judges …`: what ships once the judge has
     scored the shipped calibration's training answers."""
-    from groundsense.calibration.fusion import SIGNALS, reference_sample
+    from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
+    from groundsense.calibration.fusion import reference_sample
     from groundsense.calibration.thresholds import best_f1_threshold
     from groundsense_eval.fits.judge_fusion import fit_training_fusion
 

@@ -16,7 +16,7 @@ from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 from groundsense.calibration.fusion import RankFusion, rank_share, reference_sample
 from groundsense.cli import cli
-from groundsense.cli.common import shipped_calibration
+from groundsense.cli.common import required_calibration
 from groundsense.scorer import Scorer
 from groundsense_eval.caches.extract import load_cache
 from groundsense_eval.caches.trained_scores import ARTEFACT, ModelScores, load_model_scores
@@ -59,7 +59,7 @@ def tofueval():
     """TofuEval's committed feature set (882 summaries) and its fusion-table rows."""
     (features,) = [s for s in load_cache(ROOT / "results" / "features", SCORER)
                    if s.benchmark == "tofueval" and s.full_exact_at("fp32")]
-    return features, fusion_table(features, shipped_calibration(SCORER, 5))
+    return features, fusion_table(features, required_calibration(SCORER, 5))
 
 
 def invoke(args):
@@ -111,7 +111,7 @@ def test_a_tiny_verifiers_scores_go_from_its_bundle_to_the_report(tiny_scorer, t
     test = scores[scores["partition"] == "test"]
     assert auc_cell(report, ALONE, "tofueval") == f"{roc_auc_score(test['label'], test['score']):.3f}"
     rows = with_verifier(partitioned(table)[1], test)
-    sentences, _ = product_judgements(rows, shipped_calibration(SCORER, 5), shipped_fusions(SCORER))
+    sentences, _ = product_judgements(rows, required_calibration(SCORER, 5), shipped_fusions(SCORER))
     rank = rank_share(np.sort(reference_sample(training_scores["score"].to_numpy())), rows["verifier"].to_numpy())
     by_hand = (4 * sentences["f"].to_numpy() + rank) / 5
     assert auc_cell(report, FUSED, "tofueval") == f"{roc_auc_score(rows['label'], by_hand):.3f}"
@@ -130,7 +130,7 @@ def test_a_tiny_verifiers_scores_go_from_its_bundle_to_the_report(tiny_scorer, t
 def test_a_verifier_that_gives_the_labels_ranks_perfectly_alone(tofueval):
     _, table = tofueval
     test = partitioned(table)[1]
-    calibration, fusions = shipped_calibration(SCORER, 5), shipped_fusions(SCORER)
+    calibration, fusions = required_calibration(SCORER, 5), shipped_fusions(SCORER)
     perfect = measured(test.assign(verifier=test["label"].astype(float)), np.linspace(0, 1, 50), calibration,
                        fusions, 100, 0)
     assert perfect.point[ALONE] == 1.0 and perfect.point[FUSED] > perfect.point[DEFAULT]
@@ -192,7 +192,7 @@ def test_without_scores_the_report_reads_no_benchmark_and_says_what_makes_them(t
             raise AssertionError(f"read {key}")
 
     models = {h: load_model_scores(tmp_path, h) for h in ("tofueval", "ragbench")}
-    report = verifier_selection_report(models, Unread(), shipped_calibration(SCORER, 5), shipped_fusions(SCORER),
+    report = verifier_selection_report(models, Unread(), required_calibration(SCORER, 5), shipped_fusions(SCORER),
                                        "cmd")
     assert "Not evaluated" in report and "No test figure" in report
     for hold_out in models:

@@ -55,6 +55,7 @@ LEVELS = ("sentence", "answer")
 
 
 def gap_score(features: dict[str, np.ndarray]) -> np.ndarray:
+    """The gap score rule: minus the sentence's ``gap`` feature (higher = more suspicious)."""
     return -np.asarray(features["gap"], dtype=float)
 
 

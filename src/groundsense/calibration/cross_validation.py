@@ -71,7 +71,7 @@ def fusion_sides(fusion: RankFusion, values: Mapping[str, np.ndarray], labels: n
     return sides
 
 
-def judge(sides: Sides, labels: np.ndarray, train: np.ndarray,
+def score_fold(sides: Sides, labels: np.ndarray, train: np.ndarray,
           test: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fit on the ``train`` rows and judge the ``test`` rows: each side's scores and its flags
     at the best-F1 threshold on the training rows."""
@@ -97,7 +97,7 @@ def cross_validate(labels: np.ndarray, groups: np.ndarray, sides: Sides, folds: 
         if labels[train].min() == labels[train].max():
             raise InputError("a cross-validation fold's training answers hold only supported or only unsupported "
                              "sentences: label more answers, or more varied ones")
-        fold_scores, fold_flags = judge(sides, labels, train, test)
+        fold_scores, fold_flags = score_fold(sides, labels, train, test)
         for side in SIDES:
             scores[side][test], flags[side][test] = fold_scores[side], fold_flags[side]
     return HeldOut(labels, groups, scores, flags)

@@ -4,7 +4,7 @@ unlabelled sentences (the share of the sample below it, ties counted half) and t
 averaged.
 
 - A cascade whose verifier is a judge (candidate J of docs/detector-selection.md, adopted
-  there) fuses five, :data:`SIGNALS`: the detector's ``sensitivity``, the judge's
+  there) fuses five, :data:`JUDGE_FUSION_SIGNALS`: the detector's ``sensitivity``, the judge's
   P(unsupported) and three lexical signals; an answer's score is the mean of its two most
   suspicious sentences. Its cascade and shipped file are :mod:`groundsense.calibration.judge_fusion`'s.
 - The lexical fusion (candidate F, issue #52) fuses four, :data:`LEXICAL_FUSION_SIGNALS`: the
@@ -46,10 +46,11 @@ if TYPE_CHECKING:
 
 # A judge's fused signals, in the order they are ranked: ``judge`` is the cascade's verifier's
 # score, the lexical ones are a sentence result's ``features`` of the same names.
-SIGNALS = ("sensitivity", "judge", "overlap_chunk", "stem_novel", "bigram_novel")
+JUDGE_FUSION_SIGNALS = ("sensitivity", "judge", "overlap_chunk", "stem_novel", "bigram_novel")
 # The lexical fusion's, by mode: ``gap`` is the sentence's gap score (:func:`gap_score`, higher
 # = more suspicious), for two-pass mode, which has no leave-one-out features.
-LEXICAL_FUSION_SIGNALS = {"full": ("sensitivity", *SIGNALS[2:]), "two_pass": ("gap", *SIGNALS[2:])}
+LEXICAL_FUSION_SIGNALS = {"full": ("sensitivity", *JUDGE_FUSION_SIGNALS[2:]),
+                          "two_pass": ("gap", *JUDGE_FUSION_SIGNALS[2:])}
 LENGTH_AWARE_NOISY_OR = "length-aware noisy-OR"
 REFERENCE_SIZE = 1001  # the most values a reference keeps: evenly spaced order statistics of the sample
 FOLDER = "calibrations"  # where the shipped fusions lie in the package, beside the calibrations
@@ -132,7 +133,7 @@ class RankFusion:
 
     @property
     def signal_names(self) -> tuple[str, ...]:
-        """The fused signals, in the order they are ranked (:data:`SIGNALS` for a judge's)."""
+        """The fused signals, in the order they are ranked (:data:`JUDGE_FUSION_SIGNALS` for a judge's)."""
         return tuple(self.references)
 
     @property
@@ -314,7 +315,7 @@ class RankFusion:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise InputError(f"cannot read fusion file {path}: {exc}") from exc
         names = fusion.signal_names
-        known = [SIGNALS, *LEXICAL_FUSION_SIGNALS.values()]
+        known = [JUDGE_FUSION_SIGNALS, *LEXICAL_FUSION_SIGNALS.values()]
         if not isinstance(fusion.references, dict) or set(names) not in map(set, known):
             raise InputError(f"cannot read fusion file {path}: its references must be of one of these signal sets: "
                              + "; ".join(", ".join(signals) for signals in known))

@@ -4,6 +4,10 @@ One module per command (:mod:`.detect`, :mod:`.stream`, :mod:`.batch`, :mod:`.ca
 :mod:`.serve`, :mod:`.mcp`; :mod:`.catalogue` lists the examples and scorers); what they share is in
 :mod:`.common`. Other distributions add command groups (:mod:`.plugins`): `groundsense eval` is the
 research harness's, in ``groundsense-eval``. Exit codes: :data:`.common.EXIT_CODES`.
+
+``__all__`` is the plugin API such a command group builds on (docs/architecture.md, "The public
+surface"): the shared help settings, exit codes and failure, the detection's options, and a
+resumable long run. The modules of this package are private.
 """
 
 from __future__ import annotations
@@ -16,13 +20,30 @@ from ..scorer.threads import THREADS_VARIABLE, use_threads
 from .batch import batch
 from .calibrate import calibrate
 from .catalogue import examples, scorers
-from .common import CONTEXT_SETTINGS, EXIT_CODES
+from .common import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES,
+    FLAGGING,
+    CommandFunction,
+    Failure,
+    calibration_written,
+    detector_options,
+    fit_target_options,
+    plain_detector,
+    required_calibration,
+    stacked,
+)
 from .detect import detect
 from .fit import fit
+from .interrupts import resumable
 from .mcp import mcp
 from .plugins import WithPlugins
 from .serve import serve
 from .stream import stream
+
+__all__ = ["cli", "main", "CONTEXT_SETTINGS", "EXIT_CODES", "Failure", "CommandFunction", "stacked", "detector_options",
+           "FLAGGING", "fit_target_options", "plain_detector", "required_calibration", "calibration_written",
+           "resumable"]
 
 
 @click.group(cls=WithPlugins, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)

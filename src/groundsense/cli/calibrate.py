@@ -22,7 +22,7 @@ from .common import (
     detector_options,
     fit_target_options,
     plain_detector,
-    shipped_calibration,
+    required_calibration,
     stacked,
 )
 from .interrupts import resumable
@@ -212,7 +212,7 @@ def adaptation_base(base: str, precision: str) -> Calibration:
 
     if base != "shipped":
         return Calibration.load(base)
-    return shipped_calibration(DEFAULT_SCORER, None, precision)
+    return required_calibration(DEFAULT_SCORER, None, precision)
 
 
 def check_base(calibration: Calibration, base: str, scorer: str, k: int) -> None:

@@ -206,10 +206,10 @@ def plain_detector(detection: Detection) -> Detector:
     return detection
 
 
-def shipped_calibration(scorer: str, chunks: int | None = None, precision: str = "fp32") -> Calibration:
-    """The calibration shipped for ``scorer`` (any chunk count if ``chunks`` is None; for
-    ``precision``: :func:`groundsense.calibration.calibration.shipped_calibration`); :class:`Failure`
-    when the package ships none for it."""
+def required_calibration(scorer: str, chunks: int | None = None, precision: str = "fp32") -> Calibration:
+    """:func:`groundsense.shipped_calibration` for a command: the calibration shipped for ``scorer``
+    (any chunk count if ``chunks`` is None) at ``precision``, or :class:`Failure` when the package
+    ships none for it."""
     from ..calibration.calibration import shipped_calibration as shipped
 
     calibration = shipped(scorer, chunks, precision)

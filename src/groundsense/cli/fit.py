@@ -181,7 +181,7 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
     """A fused cascade's weighted fusion (:meth:`~groundsense.calibration.fusion.RankFusion.weighted`),
     checked against the ranks' average with references from the same training folds."""
     from ..calibration.cross_validation import compare, cross_validate, fusion_sides
-    from ..calibration.fusion import SIGNALS, RankFusion
+    from ..calibration.fusion import JUDGE_FUSION_SIGNALS, RankFusion
     from .calibration_data import read_scored
     from .fusion_calibration import fused_options, fusion_base
 
@@ -201,8 +201,8 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
         **scored.made_with, "base": base_name, "sensitivity": f"the z-sum of the base fusion's statistics "
                                                               f"({base.scorer})",
         "references": "the labelled sentences' values, at most 1001 evenly spaced order statistics each",
-        "rule": f"logistic regression over the ranks of {', '.join(SIGNALS)}; answer: the mean of the top two "
-                "sentences"})
+        "rule": f"logistic regression over the ranks of {', '.join(JUDGE_FUSION_SIGNALS)}; answer: the mean of the "
+                "top two sentences"})
 
     comparison = compare(cross_validate(labels, scored.groups[rows], fusion_sides(unweighted, values, labels)))
     grouped = _checked(comparison, scored, output, force,

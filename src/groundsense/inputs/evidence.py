@@ -22,6 +22,8 @@ class Tokenizer(Protocol):
 
 @dataclass(frozen=True)
 class Evidence:
+    """The evidence as scored: its text, its removable chunks and how many tokens were cut."""
+
     context: str  # the string every chunk span indexes (passages joined by a blank line)
     chunks: list[Chunk]
     tokens_removed: int  # context tokens cut from the end to fit the budget

@@ -25,14 +25,26 @@ and :mod:`.divergence` (the scores). The verifiers' passes over the same encodin
 (:mod:`groundsense.verification.judge`, :mod:`groundsense.verification.contextcite`).
 """
 
-from .conditions import OpenConditions
-from .divergence import Distributions, js_divergence
-from .encoding import EncodedAnswer, EncodedPrompt
-from .masked import additive_mask
-from .scorer import Scorer
-from .token_scores import TokenScores
+from typing import TYPE_CHECKING
+
+from ..lazy import exported
+
+if TYPE_CHECKING:
+    from .conditions import OpenConditions
+    from .divergence import Distributions, js_divergence
+    from .encoding import EncodedAnswer, EncodedPrompt
+    from .masked import additive_mask
+    from .scorer import Scorer
+    from .token_scores import TokenScores
 
 __all__ = [
     "OpenConditions", "Distributions", "EncodedAnswer", "EncodedPrompt", "Scorer", "TokenScores",
     "additive_mask", "js_divergence",
 ]
+
+# Imported when first used: the CLI reads this package's thread settings (``threads``) without torch.
+__getattr__ = exported(__name__, {
+    "conditions": ["OpenConditions"], "divergence": ["Distributions", "js_divergence"],
+    "encoding": ["EncodedAnswer", "EncodedPrompt"], "masked": ["additive_mask"], "scorer": ["Scorer"],
+    "token_scores": ["TokenScores"],
+})

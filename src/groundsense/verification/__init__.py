@@ -13,24 +13,47 @@ escalation rule), the verifiers (:mod:`.lexical`, :mod:`.judge` with :mod:`.prom
 :mod:`.contextcite`, :mod:`.seqclf`, :mod:`.openai_judge`). ``groundsense eval verify`` runs
 one over a benchmark into a cache (docs/verifiers.md).
 
+The public names are this package's ``__all__``; its modules are private. A new verifier is a
+:class:`ModelVerifier` subclass registered in :data:`KINDS` (CONTRIBUTING.md, "A new verifier"):
+:func:`gflops` gives its cost, and a verifier that asks a scorer a question with one-word answers
+reads them as the judge does (:class:`JudgeLayout`, :func:`answer_token_ids`,
+:func:`next_token_logprobs`, :func:`option_probabilities`).
+
 Every name is imported when first used: importing the package, :func:`make_verifier` or
 :func:`check_verifier` loads no torch; a verifier kind's module loads when it is asked for.
 """
 
-from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING
 
-_WHERE = {
-    "Cascade": "cascade", "CascadeStream": "cascade", "escalation_mask": "cascade",
-    "SentenceInput": "verifier", "Verifier": "verifier",
-    "ModelVerifier": "model", "VerifierScores": "model",
-    "KINDS": "kinds", "check_verifier": "kinds", "make_verifier": "kinds", "verifier_class": "kinds",
-    "make_detection": "factory",
-}
-__all__ = sorted(_WHERE)
+from ..lazy import exported
 
+if TYPE_CHECKING:
+    from .cascade import Cascade, CascadeStream, escalation_mask
+    from .factory import make_detection
+    from .judge import answer_token_ids, next_token_logprobs, option_probabilities
+    from .kinds import KINDS, check_verifier, make_verifier, verifier_class
+    from .lexical import LexicalOverlapVerifier
+    from .model import ModelVerifier, VerifierScores, gflops, model_slug
+    from .prompts import JudgeLayout
+    from .verifier import SentenceInput, Verifier
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module 'groundsense.verification' has no attribute {name!r}")
+__all__ = [
+    # a verifier: the interface, a model-backed one and its scores, the KIND:MODEL specs
+    "Verifier", "SentenceInput", "ModelVerifier", "VerifierScores", "KINDS", "make_verifier", "check_verifier",
+    "verifier_class", "LexicalOverlapVerifier",
+    # what a new model verifier builds on: its cost, its cache name, and the judge's one-word reading
+    "gflops", "model_slug", "JudgeLayout", "answer_token_ids", "next_token_logprobs", "option_probabilities",
+    # the cascade, and every entry point's detection
+    "Cascade", "CascadeStream", "escalation_mask", "make_detection",
+]
+
+__getattr__ = exported(__name__, {
+    "verifier": ["Verifier", "SentenceInput"],
+    "model": ["ModelVerifier", "VerifierScores", "gflops", "model_slug"],
+    "kinds": ["KINDS", "make_verifier", "check_verifier", "verifier_class"],
+    "lexical": ["LexicalOverlapVerifier"],
+    "judge": ["answer_token_ids", "next_token_logprobs", "option_probabilities"],
+    "prompts": ["JudgeLayout"],
+    "cascade": ["Cascade", "CascadeStream", "escalation_mask"],
+    "factory": ["make_detection"],
+})

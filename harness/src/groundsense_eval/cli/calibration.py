@@ -15,7 +15,7 @@ from groundsense.cli.common import (
     Failure,
     calibration_written,
     fit_target_options,
-    shipped_calibration,
+    required_calibration,
     stacked,
 )
 from groundsense.errors import InputError
@@ -103,7 +103,7 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
 
     if fusion and score != "fused":
         raise InputError("--fusion names the fused score's lexical fusions: drop it, or drop --score sensitivity")
-    fitted = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None, precision)
+    fitted = Calibration.load(calibration) if calibration else required_calibration(DEFAULT_SCORER, None, precision)
     chosen = [*(["--score", score] if score != "fused" else []), *(["--fusion", fusion] if fusion else []),
               *(["--precision", precision] if precision != "fp32" else [])]
     command = report_command("operating", *_report_arguments(caches, calibration, partial, output, chosen))
@@ -155,7 +155,7 @@ def adaptation(caches: tuple[Path, ...], calibration: Path | None, output: Path 
 
     from ..reports.adapted_operating import adaptation_report
 
-    base = Calibration.load(calibration) if calibration else shipped_calibration(DEFAULT_SCORER, None)
+    base = Calibration.load(calibration) if calibration else required_calibration(DEFAULT_SCORER, None)
     command = report_command("adaptation", *_report_arguments(caches, calibration, partial, output))
     emit_report(adaptation_report(held_out_sets(caches, base.scorer, partial), base, command, resamples, seed),
                 output)
@@ -216,7 +216,7 @@ def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, sco
                              *(["--partial"] if partial else []), *(["-o", output] if output else []))
     fusions = _lexical_fusions(None, DEFAULT_SCORER, "fp32") if score == "fused" else None
     try:
-        text = learning_curve_report(sets, shipped_calibration(DEFAULT_SCORER, None), command, seed, fusions)
+        text = learning_curve_report(sets, required_calibration(DEFAULT_SCORER, None), command, seed, fusions)
     except (ValueError, FileNotFoundError) as exc:  # lexical signals not stored, or stale
         raise Failure(str(exc)) from exc
     emit_report(text, output)

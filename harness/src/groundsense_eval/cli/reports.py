@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli.common import CONTEXT_SETTINGS, CommandFunction, Failure, shipped_calibration, stacked
+from groundsense.cli.common import CONTEXT_SETTINGS, CommandFunction, Failure, required_calibration, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS
@@ -150,7 +150,7 @@ def fusion(cache: Path, split_cache: Path | None, scorer: str, judges: Path | No
     if (precision != "fp32" or two_pass) and not lexical:
         raise Failure("--precision and --two-pass are the lexical fusion's: give --fit-fusion and --train-cache, "
                       "without --train-judges")
-    calibration = shipped_calibration(scorer, 5, precision)
+    calibration = required_calibration(scorer, 5, precision)
     if fit_fusion:
         try:
             if lexical and train_cache:  # the benchmarks' caches are not read
@@ -222,7 +222,7 @@ def aggregation(cache: Path, split_cache: Path | None, scorer: str, train_cache:
     from ..reports.aggregation import aggregation_report
     from ..reports.fusion import fusion_table
 
-    calibration = shipped_calibration(scorer, 5)
+    calibration = required_calibration(scorer, 5)
     found = benchmark_sets(cache, split_cache, scorer)
     training = _one_set(train_cache, "ragtruth", scorer)
     command = report_command("aggregation", "--cache", cache, "--split-cache", split_cache, "--train-cache",
@@ -256,7 +256,7 @@ def ceiling(cache: Path, split_cache: Path | None, scorer: str, judges: Path | N
     found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("ceiling", "--cache", cache, "--split-cache", split_cache,
                              *(["--judges", judges] if judges else []), *(["-o", output] if output else []))
-    _render(lambda: ceiling_report(found, shipped_calibration(scorer, 5), judges, command, resamples, seed), output)
+    _render(lambda: ceiling_report(found, required_calibration(scorer, 5), judges, command, resamples, seed), output)
 
 
 @click.command("text-classifier", context_settings=CONTEXT_SETTINGS)
@@ -277,7 +277,7 @@ def text_classifier(cache: Path, split_cache: Path | None, scorer: str, train_ca
     found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("text-classifier", "--cache", cache, "--split-cache", split_cache, "--train-cache",
                              train_cache, *(["-o", output] if output else []))
-    _render(lambda: text_classifier_report(train, found, shipped_calibration(scorer, 5), command, resamples, seed),
+    _render(lambda: text_classifier_report(train, found, required_calibration(scorer, 5), command, resamples, seed),
             output)
 
 
@@ -295,7 +295,7 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
     found = benchmark_sets(cache, split_cache, scorer)
     command = report_command("default-score", "--cache", cache, "--split-cache", split_cache,
                              *(["-o", output] if output else []))
-    _render(lambda: default_score_report(found, shipped_calibration(scorer, 5), fusions, command, resamples, seed),
+    _render(lambda: default_score_report(found, required_calibration(scorer, 5), fusions, command, resamples, seed),
             output)
 
 
@@ -336,7 +336,7 @@ def verifier_selection(cache: Path, split_cache: Path | None, scorer: str, score
         models = {hold_out: load_model_scores(scores, hold_out, verifiers) for hold_out in SCORED}
     except ValueError as exc:
         raise Failure(str(exc)) from exc
-    calibration = shipped_calibration(scorer, 5)
+    calibration = required_calibration(scorer, 5)
     needed = benchmarks_scored(models)
     found = benchmark_sets(cache, split_cache, scorer) if needed else {}
     tables = {name: fusion_table(found[name], calibration) for name in needed}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from groundsense.calibration.calibration import Calibration, threshold_quality
-from groundsense.calibration.fusion import SIGNALS, RankFusion, reference_sample, top_two_mean
+from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS, RankFusion, reference_sample, top_two_mean
 from groundsense.calibration.thresholds import best_f1_threshold
 
 from ..reports.fusion import Domain
@@ -47,10 +47,10 @@ def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fi
     if calibration.weights:
         raise ValueError("the fusion's sensitivity is the z-sum of a calibration's statistics, not a fitted logistic")
     signals = ["sensitivity", *SETS[FROZEN_J["signals"]]]
-    if [("judge" if s == JUDGE else s) for s in signals] != list(SIGNALS):
-        raise ValueError(f"the frozen candidate fuses {signals}, not the product's {SIGNALS}")
+    if [("judge" if s == JUDGE else s) for s in signals] != list(JUDGE_FUSION_SIGNALS):
+        raise ValueError(f"the frozen candidate fuses {signals}, not the product's {JUDGE_FUSION_SIGNALS}")
     values = {("judge" if s == JUDGE else s): rows[s].to_numpy(float) for s in signals}
-    references = {name: reference_sample(values[name]) for name in SIGNALS}
+    references = {name: reference_sample(values[name]) for name in JUDGE_FUSION_SIGNALS}
     unfitted = RankFusion(judge_spec(), calibration.scorer, dict(calibration.stats), references, 0.0, 0.0)
     fused, labels = unfitted.score(values), rows["label"].to_numpy(int)
     answers = pd.DataFrame({"answer": rows["answer"], "fused": fused, "label": labels}).groupby("answer", sort=False)
@@ -59,8 +59,8 @@ def fit_fusion_on(rows: pd.DataFrame, calibration: Calibration, command: str, fi
     threshold, answer_threshold = best_f1_threshold(fused, labels), best_f1_threshold(answer_scores, answer_labels)
     made_with = {
         "command": command,
-        "rule": f"{FROZEN_J['rule']} of {', '.join(SIGNALS)} (docs/detector-selection.md, candidate J); answer: "
-                f"{FROZEN_J['aggregation']} sentences",
+        "rule": f"{FROZEN_J['rule']} of {', '.join(JUDGE_FUSION_SIGNALS)} (docs/detector-selection.md, candidate J); "
+                f"answer: {FROZEN_J['aggregation']} sentences",
         "fitted_on": fitted_on, "data": data, "n_answers": int(answers.ngroups), "n_sentences": len(rows),
         "references": f"the values of the sentences of {fitted_on}, at most {len(references['sensitivity'])} "
                       "evenly spaced order statistics each",

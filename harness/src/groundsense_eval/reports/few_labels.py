@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from groundsense.calibration.calibration import LOGISTIC_SIGNALS, Calibration
-from groundsense.calibration.cross_validation import SIDES, judge, logistic_sides
+from groundsense.calibration.cross_validation import SIDES, logistic_sides, score_fold
 from groundsense.calibration.fitting import fitted_rows
 from groundsense.calibration.fusion import LexicalFusions
 from groundsense.calibration.resampling import flag_metrics
@@ -79,7 +79,7 @@ def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0, fusions: Lexic
             test = ~dev["source_id"].isin(touched).to_numpy()
             if len(set(labels[train])) < 2 or len(set(labels[test])) < 2:
                 continue
-            scores, flags = judge(sides, labels, np.flatnonzero(train), np.flatnonzero(test))
+            scores, flags = score_fold(sides, labels, np.flatnonzero(train), np.flatnonzero(test))
             row = {"n": n, "draw": draw, "answers evaluated": dev.loc[test, "case_id"].nunique(),
                    "word overlap AUC": roc_auc_score(labels[test], features[OVERLAP][test])}
             y = labels[test] == 1
