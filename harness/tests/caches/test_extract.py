@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from groundsense import Detector
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
 from groundsense.features import FEATURES
-from groundsense.pipeline.detector import Detector
 from groundsense_eval.caches.extract import ExtractionConfig, extract, load_cache
 from groundsense_eval.caches.store import (
     cached_case_ids,

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense.errors import InputError
-from groundsense.verification.judge import option_probabilities
+from groundsense.verification import option_probabilities
 from groundsense_eval.caches.attribution import attribution_summary
 from groundsense_eval.caches.rater import SupportRater, rating_layout
 from groundsense_eval.caches.rating import COLUMNS, PROBABILITY_COLUMNS, rate_pairs, read_ratings

@@ -8,8 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundsense.cli import cli
-from groundsense.verification import VerifierScores
-from groundsense.verification.judge import JudgeVerifier
+from groundsense.verification import VerifierScores, verifier_class
 from groundsense_eval.caches.store import read_parts
 from groundsense_eval.caches.verifier_scores import load_verifier_cache
 from groundsense_eval.caches.verify import score_rows, verify
@@ -29,7 +28,7 @@ def case(case_id: str, passages=PASSAGES) -> Case:
 def runs(tmp_path_factory, scorer):
     """One case and a broken one, then a rerun with a second case added."""
     cache = tmp_path_factory.mktemp("verifiers")
-    judge = JudgeVerifier(scorer)
+    judge = verifier_class("judge")(scorer)  # the judge: judge:<the scorer>
     broken = case("ragtruth:blank", passages=["  "])
     first = verify(judge, [case("ragtruth:1"), broken], cache, progress=False)
     before = read_parts(first.folder)

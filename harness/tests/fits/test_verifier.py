@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.scorer import Scorer
-from groundsense.verification.verifier import SentenceInput
+from groundsense.verification import SentenceInput
 from groundsense_eval.caches.verifier_scores import load_verifier_cache
 from groundsense_eval.data.cases import Case, LabelledSentence
 from groundsense_eval.data.locations import data_root

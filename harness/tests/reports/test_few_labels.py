@@ -32,8 +32,7 @@ def test_the_learning_curve_judges_on_sources_not_drawn():
 
 
 def test_against_the_fused_default_the_curve_judges_the_shipped_fused_score_on_the_same_rows():
-    from groundsense.calibration.calibration import shipped_calibration
-    from groundsense.calibration.fusion import LexicalFusions
+    from groundsense.calibration import LexicalFusions, shipped_calibration
 
     calibration = shipped_calibration("smollm2-135m-instruct", None)
     fusions = LexicalFusions.shipped("smollm2-135m-instruct", "fp32")

@@ -6,9 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
-from groundsense.calibration.calibration import shipped_calibration
-from groundsense.calibration.fusion import RankFusion
-from groundsense.calibration.judge_fusion import shipped_fusion
+from groundsense.calibration import RankFusion, shipped_calibration, shipped_fusion
 from groundsense_eval.reports.fusion import Domain, label_free_score
 from groundsense_eval.reports.fusion_judge import (
     JUDGE,
@@ -103,14 +101,12 @@ def test_the_shipped_section_says_what_the_files_references_are_and_its_threshol
 def test_a_fusion_fitted_on_training_answers_ranks_against_them_and_flags_at_their_best_f1():
     """`eval fusion --fit-fusion --train-cache … --train-judges …`: what ships once the judge has
     scored the shipped calibration's training answers."""
-    from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
-    from groundsense.calibration.fusion import reference_sample
-    from groundsense.calibration.thresholds import best_f1_threshold
+    from groundsense.calibration import JUDGE_FUSION_SIGNALS, best_f1_threshold, reference_sample
     from groundsense_eval.fits.judge_fusion import fit_training_fusion
 
     rows = judged_rows(seed=3, n_answers=60)
     fitted = fit_training_fusion(rows, CALIBRATION, "groundsense eval fusion …")
-    for name in SIGNALS:  # every reference is the training sentences' own values
+    for name in JUDGE_FUSION_SIGNALS:  # every reference is the training sentences' own values
         assert fitted.references[name] == reference_sample(rows[JUDGE if name == "judge" else name].to_numpy(float))
     fused = cascade_scores(fitted, rows)
     assert fitted.threshold == best_f1_threshold(fused, rows["label"].to_numpy())
@@ -126,8 +122,13 @@ def test_the_lexical_fusion_fitted_on_training_answers(mode):
     are the training sentences' values, its answer rule the logistic map of their fused scores,
     and its thresholds the sentences' best F1 and the best Youden's J of the answers' verdict (a
     sentence flagged, or their length-aware noisy-OR at the threshold)."""
-    from groundsense.calibration.fusion import answer_scores, reference_sample
-    from groundsense.calibration.thresholds import best_f1_threshold, forced_scores, youden_threshold
+    from groundsense.calibration import (
+        answer_scores,
+        best_f1_threshold,
+        forced_scores,
+        reference_sample,
+        youden_threshold,
+    )
     from groundsense_eval.fits.lexical_fusion import fit_lexical_fusion
     from groundsense_eval.reports.aggregation import probability_map
 

@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from groundsense.calibration.calibration import shipped_calibration
-from groundsense.calibration.fusion import LexicalFusions
+from groundsense.calibration import LexicalFusions, shipped_calibration
 from groundsense.weights import DEFAULT_SCORER
 from groundsense_eval.reports.default_score import product_judgements
 from groundsense_eval.reports.fused_operating import TARGETS, point_rows, thresholds_table

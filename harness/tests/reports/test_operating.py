@@ -83,7 +83,7 @@ def _write_cache(root, benchmark, seed):
 def test_the_commands_fit_a_calibration_from_a_cache_and_report_its_flags(tmp_path):
     from click.testing import CliRunner
 
-    from groundsense.calibration.calibration import Calibration
+    from groundsense.calibration import Calibration
     from groundsense.cli import cli
 
     _write_cache(tmp_path / "train", "ragtruth", 0)
@@ -107,7 +107,7 @@ def test_a_fitted_file_reading_lexical_signals_is_judged_where_they_are_stored_a
     """`eval operating` and `eval adaptation` with a `groundsense fit` file that weighs lexical signals."""
     from click.testing import CliRunner
 
-    from groundsense.calibration.fitting import fit_detector
+    from groundsense.calibration import fit_detector
     from groundsense.cli import cli
     from groundsense.features import GROUNDING
     from groundsense.lexical import LEXICAL

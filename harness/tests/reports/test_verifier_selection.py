@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
-from groundsense.calibration.fusion import RankFusion, rank_share, reference_sample
-from groundsense.cli import cli
-from groundsense.cli.common import required_calibration
+from groundsense.calibration import RankFusion, rank_share, reference_sample
+from groundsense.cli import cli, required_calibration
 from groundsense.scorer import Scorer
 from groundsense_eval.caches.extract import load_cache
 from groundsense_eval.caches.trained_scores import ARTEFACT, ModelScores, load_model_scores

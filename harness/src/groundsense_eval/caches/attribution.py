@@ -5,7 +5,7 @@ For every grounded sentence (label 0) with a support chunk (:func:`features.supp
 on its cached drops, the detector's own rule) three chunks of the same case are put to a
 judge: the ``detector``'s, a ``random`` one (uniform over all the case's chunks, seeded; it
 may be the detector's, as chance would have it) and the ``lexical`` one (the most words in
-common, :func:`lexical.lexical_chunk`). :func:`attribution_pairs` writes the rows to rate;
+common, by :func:`groundsense.lexical.overlap`; the first on ties). :func:`attribution_pairs` writes the rows to rate;
 the judge fills ``rating`` with one of :data:`SCALE`; :func:`attribution_summary` reads the
 ratings table (columns :data:`RATING_COLUMNS`).
 """
@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.stats import wilcoxon
 
 from groundsense.features import support_chunk
-from groundsense.verification.lexical import lexical_chunk
+from groundsense.lexical import overlap
 
 from ..data.cases import Case
 from .rating_scale import SCALE
@@ -38,7 +38,7 @@ _ORDINAL = {"contradicts": 0, "none": 1, "partial": 2, "full": 3}
 def case_chunks(cases: Sequence[Case], scorer: Scorer, config: Mapping) -> dict[str, list[str]]:
     """Each case's chunk texts exactly as the detector scored them (same evidence cut and
     chunking: :func:`evidence.build_evidence` with the feature set's ``k`` and context cap)."""
-    from groundsense.inputs.evidence import build_evidence
+    from groundsense.inputs import build_evidence
 
     chunks = {}
     for case in cases:
@@ -66,8 +66,7 @@ def attribution_pairs(table: pd.DataFrame, chunks: Mapping[str, list[str]], seed
         if detector is None:
             continue
         random = int(rng.integers(len(texts)))
-        lexical = lexical_chunk(row.sentence, texts)
-        assert lexical is not None, "a chunk supports the sentence, so there are chunks"
+        lexical = int(np.argmax(overlap(row.sentence, texts)))  # a chunk supports the sentence: there are chunks
         picks = {"detector": detector, "random": random, "lexical": lexical}
         rows += [{"case_id": row.case_id, "sentence_index": int(row.sentence_index), "which": which, "chunk": chunk,
                   "sentence": row.sentence, "chunk_text": texts[chunk]} for which, chunk in picks.items()]

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from groundsense import Detector
 from groundsense.config import DetectorConfig
 from groundsense.detection import Outcome
 from groundsense.features import FEATURES
-from groundsense.pipeline.detector import Detector
 from groundsense.result import DetectionResult, TokenRows
 
 from ..data.cases import Case

@@ -29,8 +29,7 @@ import numpy as np
 
 from groundsense.errors import InputError, VerifierUnavailable
 from groundsense.scorer import Scorer
-from groundsense.verification.judge import answer_token_ids, next_token_logprobs, option_probabilities
-from groundsense.verification.prompts import JudgeLayout
+from groundsense.verification import JudgeLayout, answer_token_ids, next_token_logprobs, option_probabilities
 
 from .rating_scale import OPTION_WORDS, RATING_QUESTION, SCALE
 

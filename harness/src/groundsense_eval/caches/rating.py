@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from groundsense.progress import track
-from groundsense.verification.model import model_slug
+from groundsense.verification import model_slug
 
 from .attribution import RATING_COLUMNS
 from .rater import SupportRater

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from groundsense.cli.common import CONTEXT_SETTINGS, EXIT_CODES
+from groundsense.cli import CONTEXT_SETTINGS, EXIT_CODES
 
 from .attribution import attribution_pairs, rate_attribution
 from .calibration import adaptation, calibrate_from_cache, learning_curve, operating

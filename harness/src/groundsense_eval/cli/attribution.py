@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from groundsense.cli.common import CONTEXT_SETTINGS, Failure
-from groundsense.cli.interrupts import resumable
+from groundsense.cli import CONTEXT_SETTINGS, Failure, resumable
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli.common import (
+from groundsense.cli import (
     CONTEXT_SETTINGS,
     CommandFunction,
     Failure,
@@ -26,7 +26,7 @@ from .options import emit_report, load_sets, markdown_report_options, partial_op
 if TYPE_CHECKING:
     import pandas as pd
 
-    from groundsense.calibration.fusion import LexicalFusions
+    from groundsense.calibration import LexicalFusions
 
     from ..caches.extract import FeatureSet
 
@@ -98,7 +98,7 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
     `groundsense eval lexical` on each cache first. With --score sensitivity, every held-out
     answer of each benchmark is judged, and so is, on each test partition, the calibration
     adapted without labels on its dev partition."""
-    from groundsense.calibration.calibration import Calibration
+    from groundsense.calibration import Calibration
     from groundsense.weights import DEFAULT_SCORER
 
     if fusion and score != "fused":
@@ -129,7 +129,7 @@ def operating(caches: tuple[Path, ...], calibration: Path | None, score: str, fu
 
 def _lexical_fusions(path: Path | None, scorer: str, precision: str) -> LexicalFusions:
     """The lexical fusions ``path`` holds, or those shipped for ``scorer`` at ``precision``."""
-    from groundsense.calibration.fusion import LexicalFusions
+    from groundsense.calibration import LexicalFusions
 
     fusions = LexicalFusions.load(path) if path else LexicalFusions.shipped(scorer, precision)
     if fusions is None:
@@ -150,7 +150,7 @@ def adaptation(caches: tuple[Path, ...], calibration: Path | None, output: Path 
     adaptation rules, today's --flag-rate fit and a labelled oracle fitted on its dev partition,
     measured on its test partition for sentences and answers, with source-level intervals; the
     rule chosen on dev, and whether adaptation is adopted."""
-    from groundsense.calibration.calibration import Calibration
+    from groundsense.calibration import Calibration
     from groundsense.weights import DEFAULT_SCORER
 
     from ..reports.adapted_operating import adaptation_report

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli.common import CommandFunction, stacked
+from groundsense.cli import CommandFunction, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS

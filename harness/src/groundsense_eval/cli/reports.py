@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli.common import CONTEXT_SETTINGS, CommandFunction, Failure, required_calibration, stacked
+from groundsense.cli import CONTEXT_SETTINGS, CommandFunction, Failure, required_calibration, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS
@@ -24,8 +24,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from groundsense.calibration.calibration import Calibration
-    from groundsense.calibration.fusion import RankFusion
+    from groundsense.calibration import Calibration, RankFusion
 
     from ..caches.extract import FeatureSet
 
@@ -302,7 +301,7 @@ def default_score(cache: Path, split_cache: Path | None, scorer: str, output: Pa
 def shipped_fusions(scorer: str) -> dict[str, RankFusion]:
     """The fp32 lexical fusions shipped for ``scorer``, by mode: F, the default score, as the product
     computes it on the fp32 caches."""
-    from groundsense.calibration.fusion import shipped_lexical_fusion
+    from groundsense.calibration import shipped_lexical_fusion
 
     shipped = {mode: shipped_lexical_fusion(scorer, "fp32", mode) for mode in ("full", "two_pass")}
     fusions = {mode: fusion for mode, fusion in shipped.items() if fusion is not None}

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from groundsense.cli import common
-from groundsense.cli.common import CONTEXT_SETTINGS, FLAGGING, detector_options, plain_detector
-from groundsense.cli.interrupts import resumable
+from groundsense import make_detection
+from groundsense.cli import CONTEXT_SETTINGS, FLAGGING, detector_options, plain_detector, resumable
 from groundsense.config import DetectorConfig
 
 from ..data.benchmarks import BENCHMARKS
@@ -41,7 +40,7 @@ def extract(benchmark: str, data: Path | None, sample: str, splits: tuple[str, .
 
     config = DetectorConfig(**detector_options, calibration=False)
     cases = cases_for(benchmark, data, sample, splits, subsets)
-    detector = plain_detector(common.make_detection(config))  # FLAGGING, the verifier among them, is omitted
+    detector = plain_detector(make_detection(config))  # FLAGGING, the verifier among them, is omitted
     with resumable(f"the finished cases are saved under {cache}"):
         summary = run_extract(detector, cases, cache, limit=limit, progress=not no_progress, token_rows=token_rows)
     click.echo(f"{summary.folder}: {summary.written} scored, {summary.skipped} already cached, "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from groundsense.cli.common import CONTEXT_SETTINGS
+from groundsense.cli import CONTEXT_SETTINGS
 
 from ..data.benchmarks import BENCHMARKS
 from .options import data_option, report_command
@@ -101,7 +101,7 @@ def train_verifier(output: Path, hold_out: str, learning_rate: float, epochs: in
     """
     import pandas as pd
 
-    from groundsense.cli.interrupts import resumable
+    from groundsense.cli import resumable
     from groundsense.scorer import Scorer
 
     from ..fits.verifier import TrainedVerifier

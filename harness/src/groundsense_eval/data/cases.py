@@ -10,8 +10,8 @@ from typing import Literal
 
 import pandas as pd
 
-from groundsense.inputs.text import Span
-from groundsense.verification.verifier import SentenceInput
+from groundsense.inputs import Span
+from groundsense.verification import SentenceInput
 
 SentenceType = Literal["baseless", "conflict"]
 

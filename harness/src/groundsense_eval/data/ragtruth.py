@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from groundsense.inputs.text import segment_sentences
+from groundsense.inputs import segment_sentences
 
 from .cases import Case, DropLog, LabelledSentence, SentenceType, overlaps
 from .locations import BENCHMARK_PATHS, benchmark_path

@@ -8,7 +8,7 @@ sets qualify: they hold the shipped detector's features.
 
 from __future__ import annotations
 
-from groundsense.calibration.calibration import Calibration, fit_calibration
+from groundsense.calibration import Calibration, fit_calibration
 from groundsense.features import FEATURES
 
 from ..caches.extract import FeatureSet

@@ -12,9 +12,15 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration, threshold_quality
-from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS, RankFusion, reference_sample, top_two_mean
-from groundsense.calibration.thresholds import best_f1_threshold
+from groundsense.calibration import (
+    JUDGE_FUSION_SIGNALS,
+    Calibration,
+    RankFusion,
+    best_f1_threshold,
+    reference_sample,
+    threshold_quality,
+    top_two_mean,
+)
 
 from ..reports.fusion import Domain
 from ..reports.fusion_judge import FROZEN_J, JUDGE, SETS, judge_spec

@@ -12,8 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, RankFusion
+from groundsense.calibration import LENGTH_AWARE_NOISY_OR, LEXICAL_FUSION_SIGNALS, Calibration, RankFusion
 
 from ..reports.aggregation import probability_map
 

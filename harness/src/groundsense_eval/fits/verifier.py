@@ -21,8 +21,7 @@ import numpy as np
 import torch
 
 from groundsense.scorer import Scorer
-from groundsense.verification.model import ModelVerifier, VerifierScores, gflops
-from groundsense.verification.verifier import SentenceInput
+from groundsense.verification import ModelVerifier, SentenceInput, VerifierScores, gflops
 
 from ..caches.trained_scores import artefact_digest
 from .verifier_inputs import sentence_inputs

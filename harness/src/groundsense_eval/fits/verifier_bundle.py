@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from groundsense.errors import InputError
-from groundsense.inputs.evidence import Tokenizer
+from groundsense.inputs import Tokenizer
 
 from ..caches.extract import FeatureSet
 from ..data.cases import Case

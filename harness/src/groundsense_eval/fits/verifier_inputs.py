@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from groundsense.config import DEFAULTS
-from groundsense.inputs.evidence import Tokenizer, build_evidence
+from groundsense.inputs import Tokenizer, build_evidence
 from groundsense.lexical import overlap
-from groundsense.verification.verifier import SentenceInput
+from groundsense.verification import SentenceInput
 
 K = DEFAULTS.k
 CONTEXT_TOKENS = DEFAULTS.max_context_tokens

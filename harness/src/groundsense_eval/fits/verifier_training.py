@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from groundsense.errors import InputError
-from groundsense.inputs.evidence import Tokenizer
+from groundsense.inputs import Tokenizer
 from groundsense.progress import track
 
 from ..data.benchmarks import load_benchmark

@@ -12,9 +12,17 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.adaptation import DEFAULT_METHOD, METHODS, DomainSentences, adapt
-from groundsense.calibration.calibration import Calibration, fit_calibration
-from groundsense.calibration.resampling import flag_intervals, flag_metrics, paired_f1
+from groundsense.calibration import (
+    DEFAULT_METHOD,
+    METHODS,
+    Calibration,
+    DomainSentences,
+    adapt,
+    fit_calibration,
+    flag_intervals,
+    flag_metrics,
+    paired_f1,
+)
 from groundsense.features import FEATURES, SENTENCE_VALUES
 
 from ..data.split import DEV, TEST, assign_partition

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.fusion import (
+from groundsense.calibration import (
     LEXICAL_FUSION_SIGNALS,
     RankFusion,
     length_aware_noisy_or,

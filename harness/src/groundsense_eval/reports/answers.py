@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import shipped_calibration
+from groundsense.calibration import shipped_calibration
 
 from ..caches.detector_inputs import has_token_rows, token_threshold_sweep, tuned_thresholds, with_token_features
 from ..caches.extract import FeatureSet

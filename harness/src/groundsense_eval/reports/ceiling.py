@@ -21,9 +21,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import LOGISTIC_FEATURES, LOGISTIC_SIGNALS, Calibration
-from groundsense.calibration.cross_validation import Comparison, compare, cross_validate, logistic_sides
-from groundsense.calibration.fitting import fitted_rows
+from groundsense.calibration import (
+    LOGISTIC_FEATURES,
+    LOGISTIC_SIGNALS,
+    Calibration,
+    Comparison,
+    compare,
+    cross_validate,
+    fitted_rows,
+    logistic_sides,
+)
 from groundsense.lexical import LEXICAL
 
 from ..caches.extract import FeatureSet

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import LexicalFusions, RankFusion
-from groundsense.calibration.resampling import flag_intervals, paired_f1
+from groundsense.calibration import Calibration, LexicalFusions, RankFusion, flag_intervals, paired_f1
 
 from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
@@ -156,7 +154,7 @@ def adapted_to(domain: Domain, calibration: Calibration, fusions: Mapping[str, R
                ) -> tuple[Calibration, dict[str, RankFusion]]:
     """What ``calibrate --adapt`` makes of ``domain``'s dev partition, its labels unread: the
     ``sensitivity`` calibration by the default method, and F's lexical fusions."""
-    from groundsense.calibration.adaptation import DEFAULT_METHOD, adapt
+    from groundsense.calibration import DEFAULT_METHOD, adapt
 
     from .adapted_operating import domain as domain_sentences
 

@@ -11,11 +11,16 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import LOGISTIC_SIGNALS, Calibration
-from groundsense.calibration.cross_validation import SIDES, logistic_sides, score_fold
-from groundsense.calibration.fitting import fitted_rows
-from groundsense.calibration.fusion import LexicalFusions
-from groundsense.calibration.resampling import flag_metrics
+from groundsense.calibration import (
+    LOGISTIC_SIGNALS,
+    SIDES,
+    Calibration,
+    LexicalFusions,
+    fitted_rows,
+    flag_metrics,
+    logistic_sides,
+    score_fold,
+)
 
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet

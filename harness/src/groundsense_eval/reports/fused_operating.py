@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import RankFusion
-from groundsense.calibration.resampling import flag_intervals
+from groundsense.calibration import Calibration, RankFusion, flag_intervals
 from groundsense.errors import InputError
 
 from ..caches.extract import FeatureSet

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import rank_share
+from groundsense.calibration import Calibration, rank_share
 
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet

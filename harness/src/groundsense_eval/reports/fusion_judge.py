@@ -16,10 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import RankFusion, top_two_mean
-from groundsense.calibration.judge_fusion import shipped_fusion
-from groundsense.calibration.resampling import paired_f1
+from groundsense.calibration import Calibration, RankFusion, paired_f1, shipped_fusion, top_two_mean
 
 from ..caches.extract import FeatureSet
 from ..caches.verifier_scores import KEY, load_verifier_cache, scored
@@ -231,7 +228,7 @@ def fitted_fusion_section(domains: list[Domain], n_resamples: int, seed: int) ->
     """The report's closing section: `fit --fuse`'s cross-validation (the weighted fusion against
     the ranks' average) on each benchmark's judged dev sentences, as a team with that many
     labelled answers would see it, and whether it would write the file."""
-    from groundsense.calibration.cross_validation import compare, cross_validate, fusion_sides
+    from groundsense.calibration import compare, cross_validate, fusion_sides
 
     fusion = shipped_judge_fusion()
     rows = {}

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.resampling import flag_intervals
+from groundsense.calibration import Calibration, flag_intervals
 from groundsense.errors import InputError
 from groundsense.features import SIGNED
 

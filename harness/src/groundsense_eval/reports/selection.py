@@ -20,7 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from groundsense.calibration.fitting import REGULARISATION
+from groundsense.calibration import REGULARISATION
 
 from ..caches.detector_inputs import (
     SENTENCE_INPUTS,

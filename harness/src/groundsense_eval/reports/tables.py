@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.resampling import interval_text
+from groundsense.calibration import interval_text
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.cross_validation import Sides, compare, cross_validate
+from groundsense.calibration import Calibration, Sides, compare, cross_validate
 
 from ..caches.detector_inputs import detector_table
 from ..caches.extract import FeatureSet

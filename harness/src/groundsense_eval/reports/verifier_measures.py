@@ -10,10 +10,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.fusion import RankFusion
-from groundsense.calibration.resampling import group_counts, group_draws, percentile_interval
+from groundsense.calibration import RankFusion, group_counts, group_draws, percentile_interval
 from groundsense.config import DEFAULTS
-from groundsense.verification.cascade import escalation_mask
+from groundsense.verification import escalation_mask
 
 from ..statistics.escalation import cascade_scores
 

@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from groundsense.calibration.calibration import Calibration
-from groundsense.calibration.fusion import RankFusion, reference_sample
-from groundsense.calibration.thresholds import youden_threshold
+from groundsense.calibration import Calibration, RankFusion, reference_sample, youden_threshold
 from groundsense.config import DEFAULTS
 
 from ..caches.trained_scores import MODEL_OF, ModelScores

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from groundsense.calibration.resampling import group_aucs, group_draws, percentile_interval
+from groundsense.calibration import group_aucs, group_draws, percentile_interval
 
 
 @dataclass

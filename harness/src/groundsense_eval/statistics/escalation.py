@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from groundsense.verification.cascade import escalation_mask
+from groundsense.verification import escalation_mask
 
 from .bootstrap import source_bootstrap
 from .compare import VerifierComparison

@@ -21,7 +21,7 @@ from lightgbm import LGBMClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
-from groundsense.calibration.resampling import resample_aucs
+from groundsense.calibration import resample_aucs
 
 from ..data.locations import reference_dir
 

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from groundsense.calibration.calibration import STANDARDISED, sensitivity_score, standardisation
+from groundsense.calibration import STANDARDISED, sensitivity_score, standardisation
 from groundsense.features import BASELINES, GROUNDING
 
 ABLATIONS: dict[str, Sequence[str]] = {

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from groundsense.calibration.thresholds import best_f1_threshold
+from groundsense.calibration import best_f1_threshold
 
 from ..data.split import DEV, TEST, assign_partition
 from .bootstrap import BootstrapResult, source_bootstrap
