@@ -33,12 +33,13 @@ __all__ = ["Detector", "DetectorConfig", "Detection", "DetectionOptions", "make_
            "Calibration", "shipped_calibration", "LexicalFusions", "DomainSentences", "adapt", "segment_sentences",
            "load_example", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
-__getattr__ = exported(__name__, {
-    "pipeline.detector": ["Detector"], "config": ["DetectorConfig"], "detection": ["Detection", "DetectionOptions"],
-    "verification.factory": ["make_detection"], "verification.cascade": ["Cascade"],
-    "verification.kinds": ["make_verifier"], "verification.lexical": ["LexicalOverlapVerifier"],
-    "result": ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation"], "scorer": ["Scorer"],
-    "calibration.calibration": ["Calibration", "shipped_calibration"], "calibration.fusion": ["LexicalFusions"],
-    "calibration.adaptation": ["DomainSentences", "adapt"], "inputs.text": ["segment_sentences"],
-    "inputs.files": ["load_example"], "errors": ["GroundsenseError", "InputError", "ScorerUnavailable"],
-})  # lazy, so that `groundsense --help` does not wait for torch to import
+if not TYPE_CHECKING:  # at run time each name is imported when first used: `groundsense -h` imports no torch
+    __getattr__ = exported(__name__, {
+        "pipeline.detector": ["Detector"], "config": ["DetectorConfig"], "detection": ["Detection", "DetectionOptions"],
+        "verification.factory": ["make_detection"], "verification.cascade": ["Cascade"],
+        "verification.kinds": ["make_verifier"], "verification.lexical": ["LexicalOverlapVerifier"],
+        "result": ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation"], "scorer": ["Scorer"],
+        "calibration.calibration": ["Calibration", "shipped_calibration"], "calibration.fusion": ["LexicalFusions"],
+        "calibration.adaptation": ["DomainSentences", "adapt"], "inputs.text": ["segment_sentences"],
+        "inputs.files": ["load_example"], "errors": ["GroundsenseError", "InputError", "ScorerUnavailable"],
+    })

@@ -1,5 +1,6 @@
 """Public names imported when first used (PEP 562): a public package's ``__init__`` lists its
-names in ``__all__``, imports them under ``TYPE_CHECKING`` (what a type checker sees) and sets
+names in ``__all__``, imports them under ``TYPE_CHECKING`` (what a type checker sees) and, under
+``if not TYPE_CHECKING`` (so that a type checker flags a name it does not list), sets
 ``__getattr__ = exported(__name__, {module: names})``, so that importing the package stays fast
 and loads no torch until a name that needs it is used (docs/architecture.md, "The public surface")."""
 

@@ -6,7 +6,9 @@ from typing_extensions import assert_type
 
 import groundsense
 from groundsense import Cascade, Detection, DetectionResult, Detector, DetectorConfig, make_detection
+from groundsense.calibration import RankFusion, shipped_fusion
 from groundsense.testing import ConformanceReport, check_detection
+from groundsense.verification import ModelVerifier, SentenceInput, VerifierScores, make_verifier
 
 
 def check(answer: str, passages: list[str]) -> None:
@@ -18,3 +20,11 @@ def check(answer: str, passages: list[str]) -> None:
     assert_type(groundsense.Cascade, type[Cascade])
     flagged: list[bool | None] = [s.flagged for s in Detector().detect(answer=answer, passages=passages).sentences]
     assert_type(flagged, list[bool | None])
+
+
+def extend(spec: str) -> None:
+    """A researcher's or extension's names, from the public modules (docs/architecture.md)."""
+    verifier = make_verifier(spec)
+    assert_type(verifier, ModelVerifier)
+    assert_type(verifier.verify(SentenceInput.from_texts("q", ["a."], ["One."])), VerifierScores)
+    assert_type(shipped_fusion(spec), RankFusion | None)

@@ -5,6 +5,6 @@ measurements), :mod:`.reports` (what `groundsense eval` renders), :mod:`.fits` (
 ships) and :mod:`.cli` (that command group, which the ``groundsense`` command loads through the
 ``groundsense.commands`` entry point).
 
-``groundsense`` never imports it; it reads the product through its public namespace and the
-modules that ``HARNESS_READS`` in tests/test_layers.py declares.
+``groundsense`` never imports it; it reads the product through its public surface only (the
+public modules' ``__all__``: docs/architecture.md, "The public surface"; tests/test_public_surface.py).
 """

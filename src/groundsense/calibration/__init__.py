@@ -89,19 +89,20 @@ __all__ = [
     "percentile_interval", "interval_text",
 ]
 
-__getattr__ = exported(__name__, {
-    "calibration": ["Calibration", "shipped_calibration", "fit_calibration", "SCORE_RULES", "gap_score",
-                    "sensitivity_score", "standardisation", "STANDARDISED", "LOGISTIC_FEATURES", "LOGISTIC_SIGNALS",
-                    "threshold_quality"],
-    "thresholds": ["best_f1_threshold", "youden_threshold", "forced_scores"],
-    "fusion": ["RankFusion", "LexicalFusions", "shipped_lexical_fusion", "JUDGE_FUSION_SIGNALS",
-               "LEXICAL_FUSION_SIGNALS", "reference_sample", "rank_share", "answer_scores", "top_two_mean",
-               "unsupported_probability", "length_aware_noisy_or", "LENGTH_AWARE_NOISY_OR"],
-    "judge_fusion": ["shipped_fusion"],
-    "adaptation": ["DomainSentences", "adapt", "METHODS", "DEFAULT_METHOD"],
-    "fitting": ["fit_detector", "fitted_rows", "REGULARISATION"],
-    "cross_validation": ["Sides", "SIDES", "logistic_sides", "fusion_sides", "score_fold", "cross_validate", "HeldOut",
-                         "compare", "Comparison"],
-    "resampling": ["group_draws", "group_aucs", "resample_aucs", "group_counts", "flag_metrics", "flag_intervals",
-                   "paired_f1", "percentile_interval", "interval_text"],
-})
+if not TYPE_CHECKING:  # at run time each name is imported when first used (a type checker sees the imports above)
+    __getattr__ = exported(__name__, {
+        "calibration": ["Calibration", "shipped_calibration", "fit_calibration", "SCORE_RULES", "gap_score",
+                        "sensitivity_score", "standardisation", "STANDARDISED", "LOGISTIC_FEATURES", "LOGISTIC_SIGNALS",
+                        "threshold_quality"],
+        "thresholds": ["best_f1_threshold", "youden_threshold", "forced_scores"],
+        "fusion": ["RankFusion", "LexicalFusions", "shipped_lexical_fusion", "JUDGE_FUSION_SIGNALS",
+                   "LEXICAL_FUSION_SIGNALS", "reference_sample", "rank_share", "answer_scores", "top_two_mean",
+                   "unsupported_probability", "length_aware_noisy_or", "LENGTH_AWARE_NOISY_OR"],
+        "judge_fusion": ["shipped_fusion"],
+        "adaptation": ["DomainSentences", "adapt", "METHODS", "DEFAULT_METHOD"],
+        "fitting": ["fit_detector", "fitted_rows", "REGULARISATION"],
+        "cross_validation": ["Sides", "SIDES", "logistic_sides", "fusion_sides", "score_fold", "cross_validate",
+                             "HeldOut", "compare", "Comparison"],
+        "resampling": ["group_draws", "group_aucs", "resample_aucs", "group_counts", "flag_metrics", "flag_intervals",
+                       "paired_f1", "percentile_interval", "interval_text"],
+    })

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Span", "segment_sentences", "Chunk", "Evidence", "Tokenizer", "build_evidence", "load_example"]
 
-__getattr__ = exported(__name__, {
-    "text": ["Span", "segment_sentences", "Chunk"], "evidence": ["Evidence", "Tokenizer", "build_evidence"],
-    "files": ["load_example"],
-})
+if not TYPE_CHECKING:  # at run time each name is imported when first used (a type checker sees the imports above)
+    __getattr__ = exported(__name__, {
+        "text": ["Span", "segment_sentences", "Chunk"], "evidence": ["Evidence", "Tokenizer", "build_evidence"],
+        "files": ["load_example"],
+    })

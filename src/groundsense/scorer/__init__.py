@@ -42,9 +42,9 @@ __all__ = [
     "additive_mask", "js_divergence",
 ]
 
-# Imported when first used: the CLI reads this package's thread settings (``threads``) without torch.
-__getattr__ = exported(__name__, {
-    "conditions": ["OpenConditions"], "divergence": ["Distributions", "js_divergence"],
-    "encoding": ["EncodedAnswer", "EncodedPrompt"], "masked": ["additive_mask"], "scorer": ["Scorer"],
-    "token_scores": ["TokenScores"],
-})
+if not TYPE_CHECKING:  # at run time each name is imported when first used: the CLI reads ``threads`` without torch
+    __getattr__ = exported(__name__, {
+        "conditions": ["OpenConditions"], "divergence": ["Distributions", "js_divergence"],
+        "encoding": ["EncodedAnswer", "EncodedPrompt"], "masked": ["additive_mask"], "scorer": ["Scorer"],
+        "token_scores": ["TokenScores"],
+    })

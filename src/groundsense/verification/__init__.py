@@ -47,13 +47,14 @@ __all__ = [
     "Cascade", "CascadeStream", "escalation_mask", "make_detection",
 ]
 
-__getattr__ = exported(__name__, {
-    "verifier": ["Verifier", "SentenceInput"],
-    "model": ["ModelVerifier", "VerifierScores", "gflops", "model_slug"],
-    "kinds": ["KINDS", "make_verifier", "check_verifier", "verifier_class"],
-    "lexical": ["LexicalOverlapVerifier"],
-    "judge": ["answer_token_ids", "next_token_logprobs", "option_probabilities"],
-    "prompts": ["JudgeLayout"],
-    "cascade": ["Cascade", "CascadeStream", "escalation_mask"],
-    "factory": ["make_detection"],
-})
+if not TYPE_CHECKING:  # at run time each name is imported when first used (a type checker sees the imports above)
+    __getattr__ = exported(__name__, {
+        "verifier": ["Verifier", "SentenceInput"],
+        "model": ["ModelVerifier", "VerifierScores", "gflops", "model_slug"],
+        "kinds": ["KINDS", "make_verifier", "check_verifier", "verifier_class"],
+        "lexical": ["LexicalOverlapVerifier"],
+        "judge": ["answer_token_ids", "next_token_logprobs", "option_probabilities"],
+        "prompts": ["JudgeLayout"],
+        "cascade": ["Cascade", "CascadeStream", "escalation_mask"],
+        "factory": ["make_detection"],
+    })
