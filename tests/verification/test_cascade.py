@@ -9,7 +9,7 @@ from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import InputError
 from groundsense.verification import Cascade, escalation_mask
-from groundsense.verification.lexical import LexicalOverlapVerifier, lexical_chunk, overlap
+from groundsense.verification.lexical import LexicalOverlapVerifier, overlap
 
 PASSAGES = [
     "The Golden Gate Bridge opened to traffic on May 27, 1937, after four years of construction.",
@@ -52,7 +52,6 @@ def test_a_cascade_streams_only_over_a_detectors_stream():
 
 def test_lexical_overlap_finds_the_copied_chunk():
     sentence = "The main span is 4,200 feet long."
-    assert lexical_chunk(sentence, PASSAGES) == 1
     assert overlap(sentence, PASSAGES)[1] == 1.0
     scores = LexicalOverlapVerifier().score_sentences("", PASSAGES, [sentence, "Eiffel painted it red."])
     assert scores[0] == 0.0 and scores[1] > 0.5

@@ -1,19 +1,10 @@
-"""Word overlap between a sentence and evidence chunks: the lexical control for attribution
-and the simplest :class:`~groundsense.verification.verifier.Verifier` for a
-:class:`~groundsense.verification.cascade.Cascade`."""
+"""Word overlap between a sentence and evidence chunks: the simplest
+:class:`~groundsense.verification.verifier.Verifier` for a :class:`~groundsense.verification.cascade.Cascade`."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..lexical import overlap
 from .verifier import Verifier
-
-
-def lexical_chunk(sentence: str, chunks: list[str]) -> int | None:
-    """The chunk sharing the most words with the sentence (the first on ties); None when
-    there are no chunks."""
-    return int(np.argmax(overlap(sentence, chunks))) if chunks else None
 
 
 class LexicalOverlapVerifier(Verifier):
