@@ -9,9 +9,9 @@ precision and ``--threads``: the two-pass detector's seconds per answer (its evi
 first, so each answer encodes it), and the verifier's seconds over the sentences a cascade at the
 shipped escalation reads (the detector's most suspicious share of each answer's sentences, at
 least one) and over all of them. The verifier runs over a scorer of its own (its adapter changes
-that model in place) with an adapter and head freshly drawn: its cost does not depend on what
-they learned. The answers run in turn, each timed in one process, so the ratios are within one
-run.
+that model in place), in fp32 as ``TrainedVerifier.load`` builds it, with an adapter and head
+freshly drawn: its cost does not depend on what they learned. The answers run in turn in one
+process, so the ratios are within one run.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     cases = pick_cases(load_test_cases(), args.cases, 2, args.seed)
     detector = Detector(mode="two_pass")
-    verifier = TrainedVerifier(Scorer(precision=detector.scorer.precision, device=str(detector.scorer.device)))
+    verifier = TrainedVerifier(Scorer(precision="fp32", device=str(detector.scorer.device)))  # as load() makes it
     rows = []
     for case in cases:
         evidence = {"passages": case.passages} if case.passages is not None else {"context": case.context}
@@ -71,7 +71,8 @@ def main() -> None:
     escalated = np.array([r["verifier_escalated_s"] for r in rows])
     every = np.array([r["verifier_all_s"] for r in rows])
     report = {
-        "machine": results_machine(args.threads), "precision": detector.scorer.precision, "threads": args.threads,
+        "machine": results_machine(args.threads), "threads": args.threads,
+        "precision": {"detector": detector.scorer.precision, "verifier": verifier.scorer.precision},
         "answers": len(rows), "escalate": DEFAULTS.escalate,
         "seconds per answer, mean": {"two-pass detector": round(float(two_pass.mean()), 3),
                                      "verifier, escalated sentences": round(float(escalated.mean()), 3),
