@@ -300,7 +300,9 @@ def results_machine(threads: int | None) -> str:
         cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
                     if line.startswith("model name")), cpu)
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    modified = git("status", "--porcelain", "--", "src", "benchmarks")
+    changed = git("status", "--porcelain", "--", "src", "benchmarks").splitlines()
+    # a new output (a report not yet committed) is no change to what ran
+    modified = [line for line in changed if not (line.startswith("??") and line.endswith((".json", ".md")))]
     commit = git("rev-parse", "--short", "HEAD") + (" (modified)" if modified else "")
     return (f"{cpu}, {os.cpu_count()} logical cores; torch {torch.__version__} "
             f"({threads or torch.get_num_threads()} threads), transformers {transformers.__version__}, "
