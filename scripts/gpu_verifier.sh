@@ -114,7 +114,7 @@ print(' '.join([*(f'--benchmark {b}' for b in benchmarks), *(f'--partition {p}' 
             --training "$hold_out" --device "${DEVICE:-cuda}" -o "$OUT/$run/training-scores.parquet"
         cp "$folder/manifest.json" "$OUT/$run/"
     else
-        benchmarks=$(python3 -c "from groundsense_eval.fits.verifier_training import HOLD_OUTS as H
+        benchmarks=$(python3 -c "from groundsense_eval.data.training_set import HOLD_OUTS as H
 print(' '.join(f'--benchmark {b}' for b in H['$hold_out']))")
         # shellcheck disable=SC2086  # one word per option
         python_eval score-bundle "$WORK/payload/bundle" --verifier "$folder/verifier.safetensors" $benchmarks \

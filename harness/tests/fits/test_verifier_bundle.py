@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from groundsense.cli import cli
 from groundsense_eval.caches.extract import load_cache
+from groundsense_eval.data.training_set import HOLD_OUTS
 from groundsense_eval.fits.verifier_bundle import (
     FORMAT,
     MANIFEST,
@@ -23,7 +24,7 @@ from groundsense_eval.fits.verifier_bundle import (
     training_inputs,
     write_ids,
 )
-from groundsense_eval.fits.verifier_training import ARTEFACT, HOLD_OUTS, training_rows
+from groundsense_eval.fits.verifier_training import ARTEFACT, training_rows
 from groundsense_eval.reports.selection import with_overlap
 from groundsense_eval.statistics.benchmark_result import partitioned
 

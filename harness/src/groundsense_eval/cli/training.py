@@ -56,7 +56,7 @@ def training_data(data: Path | None, output: Path, seed: int, limit: int | None)
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The run's folder: manifest.json, checkpoint.pt and, once trained, verifier.safetensors "
                    "(the adapter and head, about 2 MB). Rerun the same command to resume from the checkpoint.")
-# HOLD_OUTS' keys (fits.verifier_training), named here: loading the command group imports no training code
+# HOLD_OUTS' keys (data.training_set), named here: loading the command group imports no training code
 @click.option("--hold-out", type=click.Choice(["ragbench", "tofueval"]), required=True,
               help="The benchmark held out: tofueval (train on RAGTruth and RAGBench rows) or ragbench (train on "
                    "RAGTruth rows alone).")

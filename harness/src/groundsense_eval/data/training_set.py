@@ -25,6 +25,7 @@ from .hard_negatives import delete, hard_negative
 
 VERSION = "td-2"  # td-1 also held swapped numbers and names: dropped on its label-noise reading
 SPLITS = {"ragtruth": ("train",), "ragbench": ("validation", "train")}
+HOLD_OUTS = {"tofueval": ("ragtruth", "ragbench"), "ragbench": ("ragtruth",)}  # held out -> trained on
 PER_SOURCE = 8
 COLUMNS = ["benchmark", "task", "source_id", "case_id", "sentence_index", "sentence", "label", "recipe", "detail",
            "replaced", "by"]

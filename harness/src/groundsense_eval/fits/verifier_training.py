@@ -34,11 +34,10 @@ from groundsense.progress import track
 
 from ..data.benchmarks import load_benchmark
 from ..data.cases import Case
-from ..data.training_set import SPLITS, row_evidence
+from ..data.training_set import HOLD_OUTS, SPLITS, row_evidence
 from .verifier import Ids, TrainedVerifier, VerifierModel, padded
 from .verifier_inputs import chunk_texts, input_ids
 
-HOLD_OUTS = {"tofueval": ("ragtruth", "ragbench"), "ragbench": ("ragtruth",)}  # held out -> trained on
 CHECKPOINT, MANIFEST, ARTEFACT = "checkpoint.pt", "manifest.json", "verifier.safetensors"
 
 
