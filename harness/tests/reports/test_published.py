@@ -89,7 +89,8 @@ RENDERED = ["docs/results/adaptation.md", "docs/results/answer-level.md", "docs/
             "docs/results/learning-curve-sensitivity.md",
             "docs/results/scorer-cost.md", "docs/results/selection-F.md", "docs/results/aggregation-F.md",
             "docs/results/selection-J.md", "docs/results/ceiling.md", "docs/results/text-classifier.md",
-            "docs/results/default-score.md", "docs/results/selection-V.md"]
+            "docs/results/default-score.md", "docs/results/selection-V.md",
+            "docs/results/selection-V-grid.md"]
 
 
 @pytest.mark.parametrize("report", RENDERED)

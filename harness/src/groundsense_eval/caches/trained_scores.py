@@ -65,7 +65,8 @@ class ModelScores:
         if self.manifest is None:
             lines.append(f"`{self.folder / MANIFEST}`, the run's manifest: train with `groundsense eval train-verifier "
                          f"-o {run} --hold-out {self.hold_out} --lr LR --epochs EPOCHS` at the setting chosen on "
-                         f"dev partitions (on a GPU: `scripts/gpu_verifier.sh train`), then copy it here")
+                         f"dev partitions (on a GPU: `scripts/gpu_verifier.sh train`), then copy it here: "
+                         f"`eval verifier-grid` (docs/results/selection-V-grid.md) names the chosen run")
         if self.sentences is None:
             lines.append(f"`{self.folder / SENTENCES}`: `groundsense eval score-bundle runs/bundle --verifier "
                          f"{run}/{ARTEFACT} " + " ".join(f"--benchmark {b}" for b in benchmarks) + " "

@@ -19,6 +19,7 @@ from .reports import (
     scorer_cost,
     selection,
     text_classifier,
+    verifier_grid,
     verifier_selection,
 )
 from .scoring import case, extract, lexical, verify
@@ -33,5 +34,5 @@ def eval_group() -> None:
 for command in (extract, verify, lexical, report, selection, fusion, aggregation, default_score, ceiling,
                 text_classifier, answers, scorer_cost, calibrate_from_cache, operating, adaptation, learning_curve,
                 attribution_pairs, rate_attribution, compare, case, training_data, train_verifier,
-                verifier_bundle, score_bundle, verifier_selection):
+                verifier_bundle, score_bundle, verifier_grid, verifier_selection):
     eval_group.add_command(command)

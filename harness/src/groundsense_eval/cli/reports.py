@@ -1,4 +1,4 @@
-"""`groundsense eval report`, `selection`, `fusion`, `default-score`, `verifier-selection`, `ceiling`,
+"""`groundsense eval report`, `selection`, `fusion`, `default-score`, `verifier-grid`, `verifier-selection`, `ceiling`,
 `text-classifier`, `answers`, `scorer-cost` and `compare`: analyses of the caches (no scorer needed)."""
 
 from __future__ import annotations
@@ -309,6 +309,27 @@ def shipped_fusions(scorer: str) -> dict[str, RankFusion]:
         raise Failure(f"no lexical fusion ships for scorer {scorer} in "
                       f"{' and '.join(set(shipped) - set(fusions))} mode")
     return fusions
+
+
+@click.command("verifier-grid", context_settings=CONTEXT_SETTINGS)
+@click.option("--runs", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("results/trained-verifier/grid"), show_default=True, metavar="DIR",
+              help="The grid's runs: a folder per run (v135m-HOLD_OUT-lrLR-eEPOCHS/), each with its manifest.json and "
+                   "dev-scores.parquet (`scripts/gpu_verifier.sh score`, or `eval score-bundle --partition dev`).")
+@click.option("--scores", type=click.Path(file_okay=False, path_type=Path), default=Path("results/trained-verifier"),
+              show_default=True, metavar="DIR",
+              help="Where each hold-out's chosen run goes (`eval verifier-selection --scores`); only named, not read.")
+@markdown_report_options
+def verifier_grid(runs: Path, scores: Path, output: Path | None, resamples: int, seed: int) -> None:
+    """The trained verifier's hyperparameters (candidate V-135M, docs/detector-selection.md), chosen on
+    dev partitions: per hold-out, each setting's sentence AUC on the dev partitions of the benchmarks
+    its run trained on, their mean and the setting the rule chooses. Missing runs are listed with the
+    commands that make them. No test partition is read."""
+    from ..caches.grid_runs import load_grid
+    from ..reports.verifier_grid import verifier_grid_report
+
+    command = report_command("verifier-grid", "--runs", runs, "--scores", scores, *(["-o", output] if output else []))
+    _render(lambda: verifier_grid_report(load_grid(runs), runs, scores, command, resamples, seed), output)
 
 
 @click.command("verifier-selection", context_settings=CONTEXT_SETTINGS)
