@@ -175,15 +175,15 @@ class Calibration:
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> Calibration:
+        data = read_json(path, "calibration")
+        if "references" in data or data.get("kind") == "lexical fusions":
+            raise InputError(f"{path} is a fusion file, not a calibration: pass it with --fusion (Python: "
+                             "fusion=), or make a calibration with `groundsense calibrate --adapt shipped "
+                             "--score sensitivity`")
         try:
-            data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
-            if isinstance(data, dict) and ("references" in data or data.get("kind") == "lexical fusions"):
-                raise InputError(f"{path} is a fusion file, not a calibration: pass it with --fusion (Python: "
-                                 "fusion=), or make a calibration with `groundsense calibrate --adapt shipped "
-                                 "--score sensitivity`")
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
             calibration = cls(**data)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise InputError(f"cannot read calibration file {path}: {exc}") from exc
         weights = calibration.weights
         if weights:
@@ -198,6 +198,17 @@ class Calibration:
                                  "which this groundsense does not compute (a newer one may have written it); it "
                                  f"knows {', '.join(LOGISTIC_SIGNALS)}")
         return calibration
+
+
+def read_json(path: str | Path | Traversable, kind: str) -> dict:
+    """The JSON object of a calibration or fusion file (``kind`` names it in errors)."""
+    try:
+        data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {kind} file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"cannot read {kind} file {path}: it holds no JSON object")
+    return data
 
 
 def json_text(data: dict, *one_line: str) -> str:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .calibration import gap_score, json_text, sensitivity_score, threshold_quality
+from .calibration import gap_score, json_text, read_json, sensitivity_score, threshold_quality
 from .fitting import REGULARISATION, fit_logistic
 from .thresholds import compact_curve, curve_threshold, forced_scores, labelled_threshold, verdict_threshold
 
@@ -300,7 +300,7 @@ class RankFusion:
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
-        data = _read_json(path)
+        data = read_json(path, "fusion")
         if data.get("kind") == LexicalFusions.KIND:
             raise InputError(f"{path} holds the fused score's lexical fusions (from `groundsense calibrate --adapt`), "
                              "not a fused cascade's fusion: pass it to detect with --fusion, without --verifier")
@@ -344,16 +344,6 @@ class RankFusion:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _read_json(path: str | Path | Traversable) -> dict:
-    try:
-        data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read fusion file {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"cannot read fusion file {path}: it holds no JSON object")
-    return data
 
 
 @dataclass(frozen=True)
@@ -422,7 +412,7 @@ class LexicalFusions:
 
     @classmethod
     def load(cls, path: str | Path) -> LexicalFusions:
-        data = _read_json(path)
+        data = read_json(path, "fusion")
         if data.get("kind") != cls.KIND:
             if data.get("verifier"):
                 raise InputError(f"{path} holds a fused cascade's fusion (judge {data['verifier']}), not the fused "
