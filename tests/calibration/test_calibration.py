@@ -169,3 +169,14 @@ def test_an_adjudicator_of_a_config_naming_no_scorer_judges_as_the_default_score
     calibration, detector = Adjudicator(DetectorConfig()).calibration_for(5)
     assert calibration == shipped_calibration(DEFAULT_SCORER, 5) and calibration is not None
     assert detector == "sensitivity"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[1, 2]", "holds no JSON object"), ("{not json", "Expecting property name"), ('{"scorer": "x"}', "'stats'"),
+    ('{"references": {}}', "is a fusion file, not a calibration"),
+])
+def test_a_file_that_is_no_calibration_says_what_it_is(tmp_path, text, message):
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        Calibration.load(path)
