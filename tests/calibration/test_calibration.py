@@ -173,7 +173,7 @@ def test_an_adjudicator_of_a_config_naming_no_scorer_judges_as_the_default_score
 
 @pytest.mark.parametrize(("text", "message"), [
     ("[1, 2]", "holds no JSON object"), ("{not json", "Expecting property name"), ('{"scorer": "x"}', "'stats'"),
-    ('{"references": {}}', "is a fusion file, not a calibration"),
+    ('{"references": {}}', "is a fusion, not a calibration: it is one mode's lexical fusion"),
 ])
 def test_a_file_that_is_no_calibration_says_what_it_is(tmp_path, text, message):
     path = tmp_path / "odd.json"

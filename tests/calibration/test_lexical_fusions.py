@@ -36,9 +36,12 @@ def test_each_kind_of_fusion_file_is_refused_where_the_other_belongs(tmp_path, s
     lexical, judge = tmp_path / "lexical.json", tmp_path / "judge.json"
     shipped.save(lexical)
     shipped_fusion("judge:qwen2.5-coder-1.5b-instruct").save(judge)
-    with pytest.raises(InputError, match="pass it to detect with --fusion, without --verifier"):
+    with pytest.raises(InputError, match=r"is the fused score's lexical fusions, not a fusion: pass it with --fusion "
+                       r"\(Python: fusion=\), without --verifier"):
         RankFusion.load(lexical)
-    with pytest.raises(InputError, match=r"a fused cascade's fusion \(judge .*--verifier and --fuse"):
+    with pytest.raises(InputError, match=r"is a fusion, not the fused score's lexical fusions: it is a fused "
+                       r"cascade's \(judge judge:qwen2.5-coder-1.5b-instruct\): detect with --verifier "
+                       "judge:qwen2.5-coder-1.5b-instruct --fuse --fusion"):
         LexicalFusions.load(judge)
     with pytest.raises(InputError, match="not the fused score's lexical fusions"):
         fusion_for("judge:qwen2.5-coder-1.5b-instruct", LexicalFusions.load(lexical))
@@ -50,7 +53,8 @@ def test_each_kind_of_fusion_file_is_refused_where_the_other_belongs(tmp_path, s
     shipped_calibration(SCORER, None).save(calibration)
     with pytest.raises(InputError, match="is a calibration.*--calibration"):
         LexicalFusions.load(calibration)
-    with pytest.raises(InputError, match="is a fusion file, not a calibration: pass it with --fusion"):
+    with pytest.raises(InputError, match="is the fused score's lexical fusions, not a calibration: pass it with "
+                                         "--fusion"):
         Calibration.load(lexical)
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"kind": "lexical fusions", "full": {}}))

@@ -23,7 +23,6 @@ threshold flags a chosen share of sentences and there is no answer threshold eit
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatch
 from importlib import resources
@@ -35,6 +34,7 @@ import numpy as np
 from ..errors import InputError
 from ..features import GROUNDING
 from ..lexical import LEXICAL
+from .files import CALIBRATION, file_text, read_file
 from .thresholds import compact_curve, curve_threshold, labelled_threshold
 
 if TYPE_CHECKING:
@@ -171,15 +171,11 @@ class Calibration:
 
     def save(self, path: str | Path) -> None:
         """Indented JSON, each curve on one line (they are long and read by programs)."""
-        Path(path).write_text(json_text(asdict(self), "curves"))
+        Path(path).write_text(file_text(CALIBRATION, asdict(self), "curves"))
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> Calibration:
-        data = read_json(path, "calibration")
-        if "references" in data or data.get("kind") == "lexical fusions":
-            raise InputError(f"{path} is a fusion file, not a calibration: pass it with --fusion (Python: "
-                             "fusion=), or make a calibration with `groundsense calibrate --adapt shipped "
-                             "--score sensitivity`")
+        data = read_file(path, CALIBRATION)
         try:
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
             calibration = cls(**data)
@@ -198,30 +194,6 @@ class Calibration:
                                  "which this groundsense does not compute (a newer one may have written it); it "
                                  f"knows {', '.join(LOGISTIC_SIGNALS)}")
         return calibration
-
-
-def read_json(path: str | Path | Traversable, kind: str) -> dict:
-    """The JSON object of a calibration or fusion file (``kind`` names it in errors)."""
-    try:
-        data = json.loads((Path(path) if isinstance(path, str) else path).read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {kind} file {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"cannot read {kind} file {path}: it holds no JSON object")
-    return data
-
-
-def json_text(data: dict, *one_line: str) -> str:
-    """``data`` as indented JSON, each value of its ``one_line`` mappings on one line (long arrays,
-    read by programs): a calibration's curves, a fusion's references and curves."""
-    lines = {(key, name): json.dumps(value, separators=(",", ":"))
-             for key in one_line if data.get(key) for name, value in data[key].items()}
-    placeholders = {key: {name: f"<{key} {name}>" for (k, name) in lines if k == key} for key in one_line
-                    if data.get(key)}
-    text = json.dumps({**data, **placeholders}, indent=2)
-    for (key, name), line in lines.items():  # each placeholder replaced by its value's one line
-        text = text.replace(json.dumps(f"<{key} {name}>"), line)
-    return text + "\n"
 
 
 def shipped_calibration(scorer: str, chunks: int | None, precision: str = "fp32") -> Calibration | None:

@@ -27,7 +27,6 @@ place of their plain average, and thresholds on those log-odds.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
@@ -37,7 +36,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .calibration import gap_score, json_text, read_json, sensitivity_score, threshold_quality
+from .calibration import gap_score, sensitivity_score, threshold_quality
+from .files import FUSION, LEXICAL_FUSIONS, file_text, read_file
 from .fitting import REGULARISATION, fit_logistic
 from .thresholds import compact_curve, curve_threshold, forced_scores, labelled_threshold, verdict_threshold
 
@@ -53,6 +53,7 @@ LEXICAL_FUSION_SIGNALS = {"full": ("sensitivity", *JUDGE_FUSION_SIGNALS[2:]),
                           "two_pass": ("gap", *JUDGE_FUSION_SIGNALS[2:])}
 LENGTH_AWARE_NOISY_OR = "length-aware noisy-OR"
 REFERENCE_SIZE = 1001  # the most values a reference keeps: evenly spaced order statistics of the sample
+ONE_LINE = ("references", "curves")  # a fusion file's long arrays, each written on one line
 FOLDER = "calibrations"  # where the shipped fusions lie in the package, beside the calibrations
 
 
@@ -287,24 +288,21 @@ class RankFusion:
                        curves={"sentence": compact_curve(scores, labels)})
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.text())
+        """Indented JSON, each reference and curve on one line."""
+        Path(path).write_text(file_text(FUSION, self.fields(), *ONE_LINE))
 
-    def text(self) -> str:
-        """Indented JSON, each reference and curve on one line; ``weights``, ``answer_rule`` and
-        ``curves`` only when there are some (a fusion without is written as before they existed)."""
+    def fields(self) -> dict:
+        """What its file holds: ``weights``, ``answer_rule`` and ``curves`` only when there are
+        some (a fusion without is written as before they existed)."""
         data = asdict(self)
         for optional in ("weights", "answer_rule", "curves"):
             if data[optional] is None:
                 del data[optional]
-        return json_text(data, "references", "curves")
+        return data
 
     @classmethod
     def load(cls, path: str | Path | Traversable) -> RankFusion:
-        data = read_json(path, "fusion")
-        if data.get("kind") == LexicalFusions.KIND:
-            raise InputError(f"{path} holds the fused score's lexical fusions (from `groundsense calibrate --adapt`), "
-                             "not a fused cascade's fusion: pass it to detect with --fusion, without --verifier")
-        return cls.from_dict(data, path)
+        return cls.from_dict(read_file(path, FUSION), path)
 
     @classmethod
     def from_dict(cls, data: dict, path: object) -> RankFusion:
@@ -356,8 +354,6 @@ class LexicalFusions:
     full: RankFusion
     two_pass: RankFusion
 
-    KIND = "lexical fusions"
-
     def __post_init__(self) -> None:
         for mode in ("full", "two_pass"):
             fusion: RankFusion = getattr(self, mode)
@@ -407,20 +403,12 @@ class LexicalFusions:
         return LexicalFusions(full, self.two_pass.adapted(self.two_pass.signals(features), **provenance))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(f'{{"kind": {json.dumps(self.KIND)},\n"full": {self.full.text().rstrip()},\n'
-                              f'"two_pass": {self.two_pass.text().rstrip()}}}\n')
+        fields = {"full": self.full.fields(), "two_pass": self.two_pass.fields()}
+        Path(path).write_text(file_text(LEXICAL_FUSIONS, fields, *ONE_LINE))
 
     @classmethod
     def load(cls, path: str | Path) -> LexicalFusions:
-        data = read_json(path, "fusion")
-        if data.get("kind") != cls.KIND:
-            if data.get("verifier"):
-                raise InputError(f"{path} holds a fused cascade's fusion (judge {data['verifier']}), not the fused "
-                                 "score's lexical fusions: detect with --verifier and --fuse to use it")
-            if "stats" in data:
-                raise InputError(f"{path} is a calibration, not the fused score's lexical fusions: pass it with "
-                                 "--calibration (it flags by the sensitivity score)")
-            raise InputError(f"{path} holds no lexical fusions (`groundsense calibrate --adapt` writes them)")
+        data = read_file(path, LEXICAL_FUSIONS)
         if not isinstance(data.get("full"), dict) or not isinstance(data.get("two_pass"), dict):
             raise InputError(f"cannot read fusion file {path}: it needs a 'full' and a 'two_pass' fusion")
         return cls(RankFusion.from_dict(data["full"], f"{path} (full)"),

@@ -167,18 +167,14 @@ def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:
     """Whether ``--adapt BASE`` adapts the fused score's lexical fusions (else a calibration): as
     ``--score`` says; ``auto``: where BASE is a fusion file, or ``shipped`` with lexical fusions
     shipped for the scorer at its (resolved) precision."""
-    import json
-
+    from ..calibration.files import LEXICAL_FUSIONS, file_kind
     from ..calibration.fusion import LexicalFusions
     from ..weights import display_name
 
     if base == "shipped":
         found = LexicalFusions.shipped(display_name(options["scorer"]), options["precision"]) is not None
     else:
-        try:
-            found = json.loads(Path(base).read_text()).get("kind") == LexicalFusions.KIND
-        except (OSError, ValueError, AttributeError) as exc:
-            raise InputError(f"cannot read --adapt {base}: {exc}") from exc
+        found = file_kind(base) == LEXICAL_FUSIONS
     if score == "fused" and not found:
         raise InputError(f"--score fused adapts lexical fusions, and --adapt {base} "
                          + ("holds none" if base != "shipped" else "has none shipped for this scorer and precision")
