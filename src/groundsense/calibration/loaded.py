@@ -1,6 +1,7 @@
 """What a detection runs with besides its scorer: the calibration and fusions its
 :class:`~groundsense.config.DetectorConfig` names, read once where the detection is made
-(:func:`load_files`), or handed over as objects beside the config.
+(:func:`load_files`), or handed over as objects beside the config (:func:`apart` splits what
+a caller gave into the two).
 
 The config holds plain values only: a file's path, ``True`` for an object given beside it,
 ``None`` for the shipped ones and, for a calibration, ``False`` for none. So a config can be
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict
 
 from ..config import DetectorConfig
 from ..errors import InputError
@@ -68,6 +70,26 @@ def load_files(config: DetectorConfig, calibration: Calibration | None = None,
                          "or a file `groundsense calibrate --adapt` wrote), not one RankFusion")
     lexical = named if named is None or isinstance(named, LexicalFusions) else LexicalFusions.load(named)
     return config, Loaded(calibration, lexical)
+
+
+class ConfigValues(TypedDict):
+    """A config's ``calibration`` and ``fusion`` values."""
+
+    calibration: str | Path | bool | None
+    fusion: str | Path | bool | None
+
+
+def apart(calibration: Calibration | str | Path | bool | None, fusion: LexicalFusions | RankFusion | str | Path | None,
+          ) -> tuple[ConfigValues, Calibration | None, LexicalFusions | RankFusion | None]:
+    """A calibration and a fusion each given as a file or an object, split for :func:`load_files`:
+    the config's values (``True`` for an object), then the objects that travel beside it."""
+    calibration_object = calibration if isinstance(calibration, Calibration) else None
+    fusion_object = fusion if isinstance(fusion, (LexicalFusions, RankFusion)) else None
+    values = ConfigValues(
+        calibration=True if isinstance(calibration, Calibration) else calibration,
+        fusion=True if isinstance(fusion, (LexicalFusions, RankFusion)) else fusion,
+    )
+    return values, calibration_object, fusion_object
 
 
 def _record(value: object) -> str | Path | bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..calibration.adjudicator import Adjudicator
 from ..calibration.calibration import Calibration
 from ..calibration.fusion import LexicalFusions
-from ..calibration.loaded import Loaded, load_files
+from ..calibration.loaded import Loaded, apart, load_files
 from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection
 from ..errors import InputError
@@ -70,15 +70,14 @@ class Detector(Detection):
         score: str = DEFAULTS.score,
         fusion: LexicalFusions | str | Path | None = None,
     ):
+        files, calibration_object, fusion_object = apart(calibration, fusion)
         config = DetectorConfig(  # checked before the scorer loads; an object given: True, beside it
             scorer=scorer.name if isinstance(scorer, Scorer) else scorer, k=k, mode=mode, leave_one_out=leave_one_out,
-            calibration=True if isinstance(calibration, Calibration) else calibration,
             max_context_tokens=max_context_tokens, max_answer_tokens=max_answer_tokens,
             device=device, target_recall=target_recall, target_precision=target_precision, precision=precision,
-            score=score, fusion=True if isinstance(fusion, LexicalFusions) else fusion,
+            score=score, **files,
         )
-        loaded = load_files(config, calibration if isinstance(calibration, Calibration) else None,
-                            fusion if isinstance(fusion, LexicalFusions) else None)
+        loaded = load_files(config, calibration_object, fusion_object)
         self._build(*loaded, scorer if isinstance(scorer, Scorer) else None, {})
 
     def _build(self, config: DetectorConfig, loaded: Loaded, scorer: Scorer | None,

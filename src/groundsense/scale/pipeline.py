@@ -31,7 +31,7 @@ import ray.data
 
 from ..calibration.calibration import Calibration
 from ..calibration.fusion import LexicalFusions, RankFusion
-from ..calibration.loaded import Loaded, load_files
+from ..calibration.loaded import Loaded, apart, load_files
 from ..config import DetectorConfig
 from ..detection import Detection
 from ..errors import GroundsenseError
@@ -163,10 +163,8 @@ def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, *,
     :data:`groundsense.scale.schema.RECORD_SCHEMA`, ready for ``write_parquet``; ``line`` is
     null where the input has none.
     """
-    calibration_object = calibration if isinstance(calibration, Calibration) else None
-    fusion_object = fusion if isinstance(fusion, (LexicalFusions, RankFusion)) else None
-    named = {"calibration": True if calibration_object else calibration, "fusion": True if fusion_object else fusion}
-    options = {**{name: value for name, value in named.items() if value is not None}, **detector_options}
+    files, calibration_object, fusion_object = apart(calibration, fusion)
+    options = {**{name: value for name, value in files.items() if value is not None}, **detector_options}
     resources = resources or Resources()
     resources = replace(resources, detection=replace(resources.detection, **options))
     return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources,
