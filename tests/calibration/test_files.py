@@ -60,6 +60,10 @@ def test_an_unknown_kind_is_refused_naming_the_kinds_known(tmp_path):
         with pytest.raises(InputError, match="is 'thresholds', not .*knows the kinds 'calibration', 'fusion', "
                                              "'lexical fusions'"):
             cls.load(path)
+    path.write_text(json.dumps({"kind": ["calibration"], "version": 1}))
+    with pytest.raises(InputError, match=r"its 'kind' must be one of 'calibration', 'fusion', 'lexical fusions', "
+                                         r"not \['calibration'\]"):
+        Calibration.load(path)
 
 
 def test_fields_of_no_kind_are_left_to_the_kinds_own_checks(tmp_path):

@@ -40,7 +40,7 @@ def test_each_kind_of_fusion_file_is_refused_where_the_other_belongs(tmp_path, s
                        r"\(Python: fusion=\), without --verifier"):
         RankFusion.load(lexical)
     with pytest.raises(InputError, match=r"is a fusion, not the fused score's lexical fusions: it is a fused "
-                       r"cascade's \(judge judge:qwen2.5-coder-1.5b-instruct\): detect with --verifier "
+                       r"cascade's \(verifier judge:qwen2.5-coder-1.5b-instruct\): detect with --verifier "
                        "judge:qwen2.5-coder-1.5b-instruct --fuse --fusion"):
         LexicalFusions.load(judge)
     with pytest.raises(InputError, match="not the fused score's lexical fusions"):

@@ -63,6 +63,9 @@ def read_file(path: str | Path | Traversable, kind: str) -> dict:
     data = _read_object(path, kind)
     # fields that show no kind are read as the kind asked for: its own checks say what is missing
     found = data.pop("kind", None) or _kind_by_fields(data) or kind
+    if not isinstance(found, str):
+        raise InputError(f"cannot read {kind} file {path}: its 'kind' must be one of {', '.join(map(repr, KINDS))}, "
+                         f"not {found!r}")
     version = data.pop("version", 1)
     if not (isinstance(version, int) and not isinstance(version, bool) and version >= 1):
         raise InputError(f"cannot read {kind} file {path}: its 'version' must be a whole number from 1, "
@@ -111,7 +114,7 @@ def _use(kind: str, data: dict, path: object) -> str:
         return ("pass it with --fusion (Python: fusion=), without --verifier; `groundsense calibrate --adapt` "
                 "wrote it for the fused score")
     if kind == FUSION and data.get("verifier"):
-        return (f"it is a fused cascade's (judge {data['verifier']}): detect with --verifier {data['verifier']} "
+        return (f"it is a fused cascade's (verifier {data['verifier']}): detect with --verifier {data['verifier']} "
                 f"--fuse --fusion {path}")
     if kind == FUSION:
         return ("it is one mode's lexical fusion, as the package ships them; `groundsense calibrate --adapt` "
