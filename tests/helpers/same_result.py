@@ -39,3 +39,31 @@ def _runner_up_within(drops, tol) -> bool:
     values = np.asarray(drops, float)
     finite = np.sort(values[np.isfinite(values)])
     return len(finite) >= 2 and finite[-1] - finite[-2] <= tol
+
+
+def assert_same_record(got: dict, want: dict, tol: float = 1e-4) -> None:
+    """Two results' JSON records agree as :func:`assert_same` has it: every number within ``tol``,
+    everything else equal, a sentence's flag compared wherever its score lies more than ``tol``
+    from the threshold."""
+    near = {i for i, s in enumerate(want["sentences"]) if _within(s["score"], want["threshold"], tol)}
+    _assert_close(_without_flags(got, near), _without_flags(want, near), tol, "record")
+
+
+def _without_flags(record: dict, sentences: set[int]) -> dict:
+    return {**record, "sentences": [{k: v for k, v in s.items() if not (k == "flagged" and i in sentences)}
+                                    for i, s in enumerate(record["sentences"])]}
+
+
+def _assert_close(got, want, tol, path) -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), path
+        for key in want:
+            _assert_close(got[key], want[key], tol, f"{path}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), path
+        for index, (g, w) in enumerate(zip(got, want)):
+            _assert_close(g, w, tol, f"{path}[{index}]")
+    elif isinstance(want, float):
+        assert isinstance(got, float) and got == pytest.approx(want, abs=tol, nan_ok=True), path
+    else:
+        assert got == want, path
