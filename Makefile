@@ -8,7 +8,7 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: setup demo-setup browser demo test test-simd-fallback
+.PHONY: setup demo-setup browser demo test test-harness test-simd-fallback
 
 demo-setup: $(VENV)/.demo-installed
 setup: $(VENV)/.installed
@@ -54,13 +54,21 @@ SIMD_FALLBACK := ATEN_CPU_CAPABILITY=default NPY_DISABLE_CPU_FEATURES="X86_V3 X8
 	OPENBLAS_CORETYPE=Nehalem MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41
 endif
 
+# The product's suite (tests/), then its numeric tests on the fallback SIMD paths.
 test: setup browser
-	$(PY) -m pytest -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
-	$(MAKE) --no-print-directory test-simd-fallback
+	$(PY) -m pytest tests -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
+	$(MAKE) --no-print-directory test-simd-fallback SUITE=tests
 
+# The research harness's suite (harness/tests: its statistics, caches, and every published report
+# re-rendered), the same way; CI runs it after `make test`.
+test-harness: setup
+	$(PY) -m pytest harness/tests -n auto --dist loadfile --durations=15
+	$(MAKE) --no-print-directory test-simd-fallback SUITE=harness/tests
+
+SUITE ?= tests harness/tests
 test-simd-fallback: setup
 ifdef SIMD_FALLBACK
-	$(SIMD_FALLBACK) $(PY) -m pytest -n auto --dist loadfile -m numeric -q
+	$(SIMD_FALLBACK) $(PY) -m pytest $(SUITE) -n auto --dist loadfile -m numeric -q
 else
 	@echo "note: the fallback SIMD pass runs on x86-64 only"
 endif

@@ -1,7 +1,12 @@
-"""What a newcomer waits for: the README's two commands, `make demo` then `make test`, timed from a
-fresh clone of this repository's HEAD, beside ``../shared`` as a checkout has it.
+"""What a newcomer waits for: the README's two commands, `make demo` then `make test` (the
+product's suite), timed from a fresh clone of this repository's HEAD, beside ``../shared`` as a
+checkout has it; then `make test-harness`, the research harness's suite, which CI runs after them.
 
-    python3 benchmarks/newcomer.py --out benchmarks/newcomer.json
+    python3 benchmarks/newcomer.py
+
+The record goes to ``benchmarks/newcomer-KIND.json``, KIND the widest vector extension the CPU
+has of those that change the suite's time and its default precision (``amx``, ``avx512_bf16``,
+``avx512``, ``avx2``), so that each kind of machine keeps its own (``--out`` writes elsewhere).
 
 The clone goes beside this checkout (so that its ``../shared`` resolves to the same data), with
 a user cache of its own for the scorer's converted weights (``GROUNDSENSE_CACHE``: the demo
@@ -26,7 +31,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COMMANDS = (("make demo", ["make", "demo"]), ("make test", ["make", "test"]))
+COMMANDS = (("make demo", ["make", "demo"]), ("make test", ["make", "test"]),
+            ("make test-harness", ["make", "test-harness"]))
+# The flags /proc/cpuinfo lists, widest first: AMX and AVX-512 BF16 make bf16 the default precision.
+KINDS = (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
 
 
 def cpu_name() -> str:
@@ -38,22 +46,34 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_kind() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines()
+                  if line.startswith("flags")), []) if cpuinfo.exists() else []
+    return next((kind for kind, flag in KINDS if flag in flags), platform.machine())
+
+
 def git(*args: str, cwd: Path = REPO) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="The JSON file to write.")
+    parser.add_argument("--out", type=Path, help="The JSON file to write (default: benchmarks/newcomer-KIND.json).")
     args = parser.parse_args()
+    kind = cpu_kind()
+    out = args.out or REPO / "benchmarks" / f"newcomer-{kind}.json"
     if git("status", "--porcelain", "--untracked-files=no"):
         sys.exit("the checkout has uncommitted changes: a fresh clone would not hold them; commit first")
     commit = git("rev-parse", "--short", "HEAD")
     clone = Path(tempfile.mkdtemp(prefix="newcomer-", dir=REPO.parent))
     cache = Path(tempfile.mkdtemp(prefix="groundsense-cache-"))
-    record: dict = {"command": "python3 benchmarks/newcomer.py --out " + str(args.out), "commit": commit,
-                    "cpu": cpu_name(), "logical_cores": len(os.sched_getaffinity(0)),
+    command = "python3 benchmarks/newcomer.py" + (f" --out {args.out}" if args.out else "")
+    record: dict = {"command": command, "commit": commit, "cpu": cpu_name(), "cpu_kind": kind,
+                    "logical_cores": len(os.sched_getaffinity(0)),
                     "pip_cache": "the machine's, as found", "weights_cache": "empty (converted by the demo)",
+                    "chromium": "on the machine before the run" if shutil.which("chromium")
+                    else "installed by make test (as root) or absent",
                     "commands": {}}
     try:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
@@ -72,8 +92,8 @@ def main() -> None:
     finally:
         shutil.rmtree(clone, ignore_errors=True)
         shutil.rmtree(cache, ignore_errors=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
     if any(c["exit_code"] for c in record["commands"].values()):
         sys.exit(1)
 

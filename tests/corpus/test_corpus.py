@@ -2,9 +2,13 @@
 and --json), `groundsense batch`, the Python API, `POST /v1/detect` and `/v1/detect/batch`.
 
 Refused cases need no model, so they run in the fast tier (the HTTP app's scorer never
-starts loading: input is checked before the scorer is asked). Accepted cases run the
-real default scorer, loaded once per process (``slow``), each case through every entry point
-in turn on the session's detector, so that its evidence is encoded once.
+starts loading: input is checked before the scorer is asked). Accepted cases go through every
+entry point in the fast tier too, on the tiny scorer under the default scorer's name (the real
+tokenizer, which makes every warning, cut and span checked here, and the shipped fusion, over
+scores that mean nothing), each case through every entry point in turn on one detector, so that
+its evidence is encoded once. Then each goes through `detect --json` once more on the real
+default scorer (``slow``): what the real model's numbers make of hostile text is checked too,
+without scoring the same answer six times on it.
 """
 
 from __future__ import annotations
@@ -145,28 +149,30 @@ def test_http_refuses(refusing_app, case):
         assert response.status_code == 422 and case.outcome.message in response.json()["error"]
 
 
-# -- accepted: the real scorer ---------------------------------------------------------------
+# -- accepted: every entry point on the tiny scorer, then the real one -------------------------
 
 
 @pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
+def plumbing_detector(tiny_scorer):
+    """The tiny scorer as the default scorer: its detections take the shipped fusion's path."""
+    from groundsense import Detector
+    from groundsense.scorer import Scorer
+
+    return Detector(Scorer.from_model(tiny_scorer.model, tiny_scorer.tokenizer, "smollm2-135m-instruct"), k=5)
+
+
+def serve_on(detector, monkeypatch):
+    """The CLI builds its detection through ``common.make_detection``; here it gets ``detector``
+    (with the requested K and mode) instead of loading the scorer per case."""
+    monkeypatch.setattr(cli_common, "make_detection",
+                        lambda config, **given: detector.with_options(k=config.k, mode=config.mode))
 
 
 @pytest.fixture(scope="module")
-def cli_on_shared_detector(detector, monkeypatch_module):
-    """The CLI builds its detection through ``common.make_detection``; here it gets the session's
-    real detector (with the requested K and mode) instead of loading the scorer per case."""
-    monkeypatch_module.setattr(cli_common, "make_detection",
-                               lambda config, **given: detector.with_options(k=config.k, mode=config.mode))
-
-
-@pytest.fixture(scope="module")
-def app(detector):
-    """The real app, serving the session's detector, so that one case's evidence, encoded by
-    the first entry point, is kept for the others (an evidence of 1,800 tokens takes seconds)."""
-    with TestClient(create_app(ServiceSettings(), detection=lambda: detector)) as client:
+def app(plumbing_detector):
+    """The real app, serving the plumbing detector, so that one case's evidence, encoded by the
+    first entry point, is kept for the others."""
+    with TestClient(create_app(ServiceSettings(), detection=lambda: plumbing_detector)) as client:
         deadline = time.time() + 300
         while client.get("/readyz").status_code != 200:
             assert time.time() < deadline, "the detection did not load"
@@ -217,18 +223,26 @@ def http_accepts(case: Case, app) -> None:
     assert "lone UTF-16 surrogate" in refused["error"]["message"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
-def test_every_entry_point_accepts(cli_on_shared_detector, detector, app, case, tmp_path):
+def test_every_entry_point_accepts(plumbing_detector, app, case, tmp_path, monkeypatch):
     """`detect` (--json and plain), `batch`, the Python API and both HTTP routes, one after
     another on one detector (so the case's evidence is encoded once)."""
+    serve_on(plumbing_detector, monkeypatch)
     cli_accepts(case)
     if case.in_batch:
         batch_accepts(case, tmp_path)
     ok, row = parsed(case)
     if ok:
-        python_accepts(case, row, detector)
+        python_accepts(case, row, plumbing_detector)
     http_accepts(case, app)
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
+def test_the_real_scorer_accepts(detector, case, monkeypatch):
+    serve_on(detector, monkeypatch)
+    result = detect("--json", body=case.body)
+    assert result.exit_code == 0, result.output
+    assert_result(case, json.loads(result.output))
 
 
 @pytest.mark.slow
@@ -242,8 +256,9 @@ def test_python_api_refuses(detector, case):
 
 
 @pytest.mark.slow
-def test_batch_gives_every_refused_case_its_error_record_on_its_line(cli_on_shared_detector, tmp_path):
+def test_batch_gives_every_refused_case_its_error_record_on_its_line(detector, tmp_path, monkeypatch):
     """Every refused case in one file, after an accepted row and before another: each line its record."""
+    serve_on(detector, monkeypatch)
     plain = next(c for c in ACCEPTED if c.name == "a plain request")
     cases = [plain, *(c for c in REFUSED if c.in_batch), plain]
     assert not any(b"\n" in c.body for c in cases)

@@ -1,4 +1,7 @@
-"""End to end with the real default scorer: no mocked model."""
+"""End to end with the real default scorer: no mocked model. The scorer's bookkeeping (how the
+conditions' caches are kept, stacked and pieced) is checked against independent passes on the
+real scorer at the shipped K, and on the tiny model at other K and for the other ways of keeping
+the evidence."""
 
 import gzip
 import itertools
@@ -251,13 +254,16 @@ def test_answers_over_the_same_evidence_reuse_its_encoding(scorer):
         assert np.abs(slow.logp - warm.logp).max() <= 1e-4 and np.abs(slow.jsd - warm.jsd).max() <= 1e-4
 
 
-@pytest.mark.parametrize("k", [2, 5, 8])
-def test_separate_and_batched_conditions_equal_independent_passes_whole_and_streamed(scorer, k):
+@pytest.mark.parametrize("k, held", [(2, "tiny_scorer"), pytest.param(5, "scorer", marks=pytest.mark.slow),
+                                     (8, "tiny_scorer")])
+def test_separate_and_batched_conditions_equal_independent_passes_whole_and_streamed(request, k, held):
     """Both ways of running the conditions' tails, one forward call per condition or every
     condition in one call (their caches, of different lengths, left-padded and masked), give
     the reference's scores for a whole answer and for one fed in uneven pieces."""
     from groundsense.scorer import Scorer
     from groundsense.scorer.passes import StackedCaches
+
+    scorer = request.getfixturevalue(held)
 
     context = " ".join(PASSAGES * 3)
     chunks = chunk_context(context, k)
@@ -278,8 +284,10 @@ def test_separate_and_batched_conditions_equal_independent_passes_whole_and_stre
             assert np.abs(jsd - slow.jsd).max() <= 1e-4, batched
 
 
-def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):
+def test_long_evidence_encoded_in_pieces_equals_independent_passes(tiny_scorer):
     from groundsense.scorer.passes import ENCODE_PIECE
+
+    scorer = tiny_scorer
 
     context = " ".join(PASSAGES * 20)  # several pieces of ENCODE_PIECE tokens
     chunks = chunk_context(context, 3)
@@ -289,9 +297,11 @@ def test_long_evidence_encoded_in_pieces_equals_independent_passes(scorer):
     assert np.abs(fast.logp - slow.logp).max() <= 1e-4 and np.abs(fast.jsd - slow.jsd).max() <= 1e-4
 
 
-def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes(scorer):
+def test_one_cache_for_every_condition_equals_kept_caches_and_independent_passes(tiny_scorer):
     """With no evidence kept for later answers, every condition reuses one cache in turn."""
     from groundsense.scorer import Scorer
+
+    scorer = tiny_scorer
 
     single = Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name, evidence_cache_bytes=0)
     context = " ".join(PASSAGES * 8)  # the leave-one-out tails span more than one encoding piece
