@@ -92,6 +92,10 @@ def test_the_wheel_marks_the_package_typed_and_holds_no_harness(install):
 
     names = zipfile.ZipFile(install.wheel).namelist()
     assert "groundsense/py.typed" in names  # PEP 561: users' type checkers read the package's hints
+    package = ROOT / "src" / "groundsense"
+    shipped = {f"groundsense/{p.relative_to(package).as_posix()}"
+               for folder in ("calibrations", "examples") for p in (package / folder).glob("*.json")}
+    assert shipped and shipped <= set(names), shipped - set(names)  # every calibration, fusion and example
     assert not [n for n in names if n.startswith(("groundsense/eval/", "groundsense_eval/"))]
     assert "groundsense/cli/__init__.py" in names and not [n for n in names if "/cli/eval" in n]
 
@@ -122,7 +126,9 @@ def test_stream_replays_the_shipped_example(install):
     assert [s["flagged"] for s in events[-1]["result"]["sentences"]] == [False, False, True]
 
 
-def test_calibrate_adapts_the_shipped_fusions_and_calibration_to_a_small_file(install):
+def test_calibrate_adapts_the_shipped_fusions_to_a_small_file(install):
+    """The default score's adaptation (`--score sensitivity`'s is tested in the repository,
+    tests/calibration/test_adaptation.py; its shipped calibrations are in the wheel, above)."""
     rows = [
         {"question": "How long is the main span?",
          "passages": ["The bridge opened in 1937.", "Its main span is 4,200 feet."],
@@ -140,12 +146,6 @@ def test_calibrate_adapts_the_shipped_fusions_and_calibration_to_a_small_file(in
     assert "re-estimated from 3 answers" in done.stderr and "warning: only 3 answers" in done.stderr
     detected = install.run("detect", "--fusion", "adapted.json", "--json", input=json.dumps(rows[0]))
     assert detected.returncode == 0 and json.loads(detected.stdout)["score_rule"] == "fused", detected.stderr[-3000:]
-    done = install.run("calibrate", "--adapt", "shipped", "--score", "sensitivity", "small.jsonl", "-o",
-                       "calibration.json", "--no-progress")
-    assert done.returncode == 0, done.stderr[-3000:]
-    adapted = json.loads((install.work / "calibration.json").read_text())
-    assert adapted["made_with"]["answers"] == 3 and adapted["made_with"]["adaptation"]["method"] == "restandardise"
-    assert "from 3 answers: flags" in done.stderr
 
 
 def test_fit_fits_on_a_small_labelled_file(install):
