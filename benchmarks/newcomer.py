@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 COMMANDS = (("make demo", ["make", "demo"]), ("make test", ["make", "test"]),
             ("make test-harness", ["make", "test-harness"]))
+# Each pytest run's closing line ("1,298 passed, 2 skipped in 963.1s (0:16:03)"), so that a suite's
+# time can be told from the installing around it.
+PYTEST_SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected)\b.* in [\d.]+s\b.*?)\s*=*$", re.M)
 # The flags /proc/cpuinfo lists, widest first: AMX and AVX-512 BF16 make bf16 the default precision.
 KINDS = (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
 
@@ -84,7 +88,8 @@ def main() -> None:
             done = subprocess.run(command, cwd=clone, env=environment, capture_output=True, text=True)
             seconds = time.monotonic() - begun
             record["commands"][name] = {"seconds": round(seconds, 1), "exit_code": done.returncode,
-                                        "last_line": (done.stdout.strip().splitlines() or [""])[-1][:300]}
+                                        "last_line": (done.stdout.strip().splitlines() or [""])[-1][:300],
+                                        "pytest_runs": PYTEST_SUMMARY.findall(done.stdout)}
             print(f"{name}: {seconds:.0f} s, exit {done.returncode}", file=sys.stderr, flush=True)
             if done.returncode:
                 sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
