@@ -161,7 +161,7 @@ def plumbing_detector(tiny_scorer):
     return Detector(Scorer.from_model(tiny_scorer.model, tiny_scorer.tokenizer, "smollm2-135m-instruct"), k=5)
 
 
-def serve_on(detector, monkeypatch):
+def cli_detects_on(detector, monkeypatch):
     """The CLI builds its detection through ``common.make_detection``; here it gets ``detector``
     (with the requested K and mode) instead of loading the scorer per case."""
     monkeypatch.setattr(cli_common, "make_detection",
@@ -227,7 +227,7 @@ def http_accepts(case: Case, app) -> None:
 def test_every_entry_point_accepts(plumbing_detector, app, case, tmp_path, monkeypatch):
     """`detect` (--json and plain), `batch`, the Python API and both HTTP routes, one after
     another on one detector (so the case's evidence is encoded once)."""
-    serve_on(plumbing_detector, monkeypatch)
+    cli_detects_on(plumbing_detector, monkeypatch)
     cli_accepts(case)
     if case.in_batch:
         batch_accepts(case, tmp_path)
@@ -239,7 +239,7 @@ def test_every_entry_point_accepts(plumbing_detector, app, case, tmp_path, monke
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=ids(ACCEPTED))
 def test_the_real_scorer_accepts(detector, case, monkeypatch):
-    serve_on(detector, monkeypatch)
+    cli_detects_on(detector, monkeypatch)
     result = detect("--json", body=case.body)
     assert result.exit_code == 0, result.output
     assert_result(case, json.loads(result.output))
@@ -258,7 +258,7 @@ def test_python_api_refuses(detector, case):
 @pytest.mark.slow
 def test_batch_gives_every_refused_case_its_error_record_on_its_line(detector, tmp_path, monkeypatch):
     """Every refused case in one file, after an accepted row and before another: each line its record."""
-    serve_on(detector, monkeypatch)
+    cli_detects_on(detector, monkeypatch)
     plain = next(c for c in ACCEPTED if c.name == "a plain request")
     cases = [plain, *(c for c in REFUSED if c.in_batch), plain]
     assert not any(b"\n" in c.body for c in cases)
