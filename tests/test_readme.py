@@ -1,6 +1,6 @@
 """README.md stays what a newcomer reads first: short, and its worked examples are what
 `groundsense detect --example NAME` prints (at the 110 columns they were copied at): the same text,
-each number within one unit of its last printed digit, since fp32 differs between CPUs in its last
+each decimal number within one unit of its last printed digit, since fp32 differs between CPUs in its last
 bits and the fused score, a rank among reference scores, moves by a step where a feature lies
 that close to a reference."""
 
@@ -71,8 +71,8 @@ def test_worked_example_is_what_detect_prints(name, scorer, monkeypatch):
 
 
 def prints_alike(printed: str, shown: str) -> bool:
-    """The same text around the numbers, each of ``printed``'s within one unit of the last digit
-    of ``shown``'s."""
+    """The same text around the decimal numbers (integers are text), each of ``printed``'s within
+    one unit of the last digit of ``shown``'s."""
     if DECIMAL.split(printed)[::2] != DECIMAL.split(shown)[::2]:
         return False
     pairs = list(zip(DECIMAL.finditer(printed), DECIMAL.finditer(shown), strict=True))
