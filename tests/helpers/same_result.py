@@ -1,5 +1,7 @@
 """Whether two detection results agree: a streamed one and ``detect``'s on the same spans."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -42,11 +44,11 @@ def _runner_up_within(drops, tol) -> bool:
 
 
 def assert_same_record(got: dict, want: dict, tol: float = 1e-4) -> None:
-    """Two results' JSON records agree as :func:`assert_same` has it: every number within ``tol``,
-    everything else equal, a sentence's flag compared wherever its score lies more than ``tol``
-    from the threshold."""
+    """Two results' JSON records agree as :func:`assert_same` has it: :func:`assert_records_close`
+    within ``tol``, a sentence's flag compared wherever its score lies more than ``tol`` from the
+    threshold."""
     near = {i for i, s in enumerate(want["sentences"]) if _within(s["score"], want["threshold"], tol)}
-    _assert_close(_without_flags(got, near), _without_flags(want, near), tol, "record")
+    assert_records_close(_without_flags(got, near), _without_flags(want, near), tol)
 
 
 def _without_flags(record: dict, sentences: set[int]) -> dict:
@@ -54,16 +56,18 @@ def _without_flags(record: dict, sentences: set[int]) -> dict:
                                     for i, s in enumerate(record["sentences"])]}
 
 
-def _assert_close(got, want, tol, path) -> None:
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and got.keys() == want.keys(), path
+def assert_records_close(got, want, tol: float, where: str = "record") -> None:
+    """Equal value for value, in the same key order and of the same types, floats within ``tol``
+    (NaN equal to NaN)."""
+    if isinstance(want, float) and isinstance(got, float):
+        assert math.isclose(got, want, rel_tol=0, abs_tol=tol) or (math.isnan(got) and math.isnan(want)), where
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
         for key in want:
-            _assert_close(got[key], want[key], tol, f"{path}.{key}")
+            assert_records_close(got[key], want[key], tol, f"{where}.{key}")
     elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), path
-        for index, (g, w) in enumerate(zip(got, want)):
-            _assert_close(g, w, tol, f"{path}[{index}]")
-    elif isinstance(want, float):
-        assert isinstance(got, float) and got == pytest.approx(want, abs=tol, nan_ok=True), path
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_records_close(g, w, tol, f"{where}[{i}]")
     else:
-        assert got == want, path
+        assert got == want and type(got) is type(want), f"{where}: {got!r} != {want!r}"

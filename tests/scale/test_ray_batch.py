@@ -2,7 +2,6 @@
 local Ray runtime with the real default scorer. Skip with -m 'not ray'."""
 
 import json
-import math
 import os
 import signal
 import threading
@@ -15,6 +14,7 @@ import pytest
 import ray
 import torch
 from click.testing import CliRunner
+from helpers.same_result import assert_records_close
 
 from groundsense.cli import cli
 from groundsense.config import DetectorConfig
@@ -53,22 +53,6 @@ def write_jsonl(path, rows):
     return path
 
 
-def assert_same_records(got, want, where=""):
-    """Equal value for value, floats within 1e-6."""
-    if isinstance(want, float) and isinstance(got, float):
-        assert math.isclose(got, want, rel_tol=0, abs_tol=1e-6) or (math.isnan(got) and math.isnan(want)), where
-    elif isinstance(want, dict):
-        assert isinstance(got, dict) and list(got) == list(want), where
-        for key in want:
-            assert_same_records(got[key], want[key], f"{where}.{key}")
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert_same_records(g, w, f"{where}[{i}]")
-    else:
-        assert got == want and type(got) is type(want), f"{where}: {got!r} != {want!r}"
-
-
 def by_line(records):
     return {r["line"]: r for r in records}
 
@@ -99,7 +83,7 @@ def test_ray_records_equal_local_batch_on_ragtruth_and_bad_rows(tmp_path, detect
     assert "not valid JSON" in got[3]["error"]["message"]
     assert got[5]["id"] is None and "lone UTF-16 surrogate" in got[5]["error"]["message"]
     for line, record in local.items():
-        assert_same_records(got[line], record, f"line {line}")
+        assert_records_close(got[line], record, 1e-6, f"line {line}")
     scored = [record for record in got.values() if record.get("error") is None]
     assert scored and all(record["score_rule"] == "fused" for record in scored)  # the default score
 
@@ -176,7 +160,7 @@ def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
     want = {r["id"]: {**r, "line": None} for r in score_rows(detector, [(None, row) for row in rows])}
     assert sorted(got) == sorted(want) == ["c0", "p2", "p3"]
     for key, record in want.items():
-        assert_same_records(got[key], record, key)
+        assert_records_close(got[key], record, 1e-6, key)
 
 
 def test_a_calibration_file_is_read_on_the_driver_and_sent_to_the_actors(tmp_path, detector, ray_runtime):
