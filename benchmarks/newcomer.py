@@ -41,19 +41,19 @@ PYTEST_SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|desele
 KINDS = (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
 
 
-def cpu_name() -> str:
+def cpuinfo_field(name: str) -> str | None:
+    """The first value /proc/cpuinfo gives for ``name`` (None where there is no such file or field)."""
     cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(name)), None)
+
+
+def cpu_name() -> str:
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def cpu_kind() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines()
-                  if line.startswith("flags")), []) if cpuinfo.exists() else []
+    flags = (cpuinfo_field("flags") or "").split()
     return next((kind for kind, flag in KINDS if flag in flags), platform.machine())
 
 
@@ -72,8 +72,8 @@ def main() -> None:
     commit = git("rev-parse", "--short", "HEAD")
     clone = Path(tempfile.mkdtemp(prefix="newcomer-", dir=REPO.parent))
     cache = Path(tempfile.mkdtemp(prefix="groundsense-cache-"))
-    command = "python3 benchmarks/newcomer.py" + (f" --out {args.out}" if args.out else "")
-    record: dict = {"command": command, "commit": commit, "cpu": cpu_name(), "cpu_kind": kind,
+    invocation = "python3 benchmarks/newcomer.py" + (f" --out {args.out}" if args.out else "")
+    record: dict = {"command": invocation, "commit": commit, "cpu": cpu_name(), "cpu_kind": kind,
                     "logical_cores": len(os.sched_getaffinity(0)),
                     "pip_cache": "the machine's, as found", "weights_cache": "empty (converted by the demo)",
                     "chromium": "on the machine before the run" if shutil.which("chromium")
