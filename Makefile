@@ -8,7 +8,7 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: setup demo-setup browser demo test test-harness test-simd-fallback
+.PHONY: setup demo-setup browser demo test test-system test-harness test-simd-fallback
 
 demo-setup: $(VENV)/.demo-installed
 setup: $(VENV)/.installed
@@ -54,10 +54,15 @@ SIMD_FALLBACK := ATEN_CPU_CAPABILITY=default NPY_DISABLE_CPU_FEATURES="X86_V3 X8
 	OPENBLAS_CORETYPE=Nehalem MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41
 endif
 
-# The product's suite (tests/), then its numeric tests on the fallback SIMD paths.
+# The product's suite (tests/) but its system tests, then its numeric tests on the fallback SIMD paths.
 test: setup browser
-	$(PY) -m pytest tests -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
+	$(PY) -m pytest tests -m "not system" -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
 	$(MAKE) --no-print-directory test-simd-fallback SUITE=tests
+
+# The product's system tests (the `system` marker): its wheel installed in a fresh venv, Ray, the
+# short soak, processes stopped by signals. Minutes each, so apart from `make test`; CI runs both.
+test-system: setup
+	$(PY) -m pytest tests -m system -n auto --dist loadfile --durations=15
 
 # The research harness's suite (harness/tests: its statistics, caches, and every published report
 # re-rendered), the same way; CI runs it after `make test`.

@@ -1,6 +1,7 @@
 """What a newcomer waits for: the README's two commands, `make demo` then `make test` (the
 product's suite), timed from a fresh clone of this repository's HEAD, beside ``../shared`` as a
-checkout has it; then `make test-harness`, the research harness's suite, which CI runs after them.
+checkout has it; then what CI runs after them: `make test-system`, the product's system tests,
+and `make test-harness`, the research harness's suite.
 
     python3 benchmarks/newcomer.py
 
@@ -12,8 +13,9 @@ The clone goes beside this checkout (so that its ``../shared`` resolves to the s
 a user cache of its own for the scorer's converted weights (``GROUNDSENSE_CACHE``: the demo
 converts them, as on a new machine). pip's cache is the machine's, as found: say so when quoting
 the times (a machine that never built llama-cpp-python takes minutes more for `make test`'s
-install). Each command's wall time and exit code, the commit, the CPU and its cores are written
-to ``--out``; the clone is removed afterwards. Run it on a quiet machine: the suite's time
+install). Each command's wall time and exit code, its pytest runs' closing lines and the sum of
+their times (``suite_seconds``: the tests without the installing), the commit, the CPU and its
+cores are written to ``--out``; the clone is removed afterwards. Run it on a quiet machine: the suite's time
 depends on what else runs.
 """
 
@@ -33,10 +35,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 COMMANDS = (("make demo", ["make", "demo"]), ("make test", ["make", "test"]),
-            ("make test-harness", ["make", "test-harness"]))
-# Each pytest run's closing line ("1,298 passed, 2 skipped in 963.1s (0:16:03)"), so that a suite's
-# time can be told from the installing around it.
-PYTEST_SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected)\b.* in [\d.]+s\b.*?)\s*=*$", re.M)
+            ("make test-system", ["make", "test-system"]), ("make test-harness", ["make", "test-harness"]))
+# Each pytest run's closing line ("1,298 passed, 2 skipped in 963.1s (0:16:03)") and its seconds, so
+# that a suite's time can be told from the installing around it.
+PYTEST_SUMMARY = re.compile(
+    r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected)\b.* in ([\d.]+)s\b.*?)\s*=*$", re.M)
 # The flags /proc/cpuinfo lists, widest first: AMX and AVX-512 BF16 make bf16 the default precision.
 KINDS = (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
 
@@ -87,9 +90,11 @@ def main() -> None:
             begun = time.monotonic()
             done = subprocess.run(command, cwd=clone, env=environment, capture_output=True, text=True)
             seconds = time.monotonic() - begun
+            runs = PYTEST_SUMMARY.findall(done.stdout)
             record["commands"][name] = {"seconds": round(seconds, 1), "exit_code": done.returncode,
                                         "last_line": (done.stdout.strip().splitlines() or [""])[-1][:300],
-                                        "pytest_runs": PYTEST_SUMMARY.findall(done.stdout)}
+                                        "pytest_runs": [line for line, _ in runs],
+                                        "suite_seconds": round(sum(float(s) for _, s in runs), 1)}
             print(f"{name}: {seconds:.0f} s, exit {done.returncode}", file=sys.stderr, flush=True)
             if done.returncode:
                 sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])

@@ -105,6 +105,7 @@ def test_two_identical_runs_are_byte_identical_and_bad_rows_get_records(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.system  # a batch process killed
 @pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
 @pytest.mark.parametrize("after, cut", [(1, False), (N - 1, False), (3, True)],
                          ids=["after 1 record", "before the last", "mid-write"])

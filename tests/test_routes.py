@@ -120,6 +120,7 @@ def test_another_thread_count_stays_within_the_bound(default_detector, row, thre
 
 
 @pytest.mark.ray
+@pytest.mark.system
 def test_a_ray_actor_gives_detects_record_at_its_thread_count(default_detector, row, tmp_path):
     source, out = tmp_path / "in.jsonl", tmp_path / "out.parquet"
     source.write_text(json.dumps(row) + "\n")

@@ -24,7 +24,7 @@ import pytest
 
 from groundsense.weights import cache_root
 
-pytestmark = pytest.mark.slow  # builds, installs, and loads the real scorer in three processes
+pytestmark = [pytest.mark.slow, pytest.mark.system]  # builds, installs, and loads the real scorer in three processes
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = "torch==2.13.0"  # the Makefile's pin: the CPU build (an unpinned torch pulls a CUDA one)

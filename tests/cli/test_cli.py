@@ -169,6 +169,7 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
 
 
 @pytest.mark.slow  # runs the real scorer, in a subprocess it stops and in this process
+@pytest.mark.system
 @pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
 def test_a_batch_stopped_by_sigterm_resumes_to_the_same_file(tmp_path, invoke_cli):
     """The whole run and the resume in this process, the stopped run in a process of its own;

@@ -25,7 +25,12 @@ from groundsense.scale.io import read_input
 from groundsense_eval.data.ragtruth import load_ragtruth
 from groundsense_eval.data.rows import case_row
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+def starts_ray(test):
+    """A test that starts the local Ray runtime: a system test (`make test-system`). The others
+    check what is refused, read or resumed before Ray starts, and run in `make test`."""
+    return pytest.mark.ray(pytest.mark.slow(pytest.mark.system(test)))
+
 
 # Short answers; two over one source (their evidence is shared) with another source's between them.
 RAGTRUTH_IDS = ["ragtruth:16506", "ragtruth:16465", "ragtruth:16508"]
@@ -65,6 +70,7 @@ BAD_ROWS = [json.dumps({"id": "b\ud800", "passages": PASSAGES, "answer": "It is 
             "[1, 2]"]
 
 
+@starts_ray
 @pytest.mark.data
 def test_ray_records_equal_local_batch_on_ragtruth_and_bad_rows(tmp_path, detector, ray_runtime):
     cases = {c.id: c for c in load_ragtruth(ids=RAGTRUTH_IDS)[0]}
@@ -96,6 +102,7 @@ def test_a_damaged_output_stops_the_ray_engine_before_any_work(tmp_path):
         run_ray_batch(str(source), open_sink(str(out)), Resources(actors=1, threads=1))
 
 
+@starts_ray
 def test_parquet_input_reads_as_numbered_rows(tmp_path, ray_runtime):
     rows = [{"id": "a", "passages": PASSAGES, "answer": "It opened in 1937.", "sentences": [[0, 18]]},
             {"id": "b", "passages": PASSAGES, "answer": "It is long.", "sentences": None}]
@@ -119,6 +126,7 @@ def score_actors():
     return [p for p in psutil.process_iter(["cmdline"]) if "ScoreRows" in " ".join(p.info["cmdline"] or [])]
 
 
+@starts_ray
 def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detector, ray_runtime):
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows())
     run_batch(detector, source, tmp_path / "local.jsonl", progress=False)
@@ -152,6 +160,7 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     assert sorted(out.read_text().splitlines()) == local
 
 
+@starts_ray
 def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
     rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
     records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5)
@@ -163,6 +172,7 @@ def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
         assert_records_close(got[key], record, 1e-6, key)
 
 
+@starts_ray
 def test_a_calibration_file_is_read_on_the_driver_and_sent_to_the_actors(tmp_path, detector, ray_runtime):
     from dataclasses import replace
 
@@ -180,6 +190,7 @@ def test_a_calibration_file_is_read_on_the_driver_and_sent_to_the_actors(tmp_pat
     assert {r["score_rule"] for r in got} == {"sensitivity"}  # a calibration file: the sensitivity score
 
 
+@starts_ray
 def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):
     from groundsense.errors import ScorerUnavailable
 

@@ -1,4 +1,5 @@
-"""Masked (approximate) leave-one-out, end to end with the real default scorer."""
+"""Masked (approximate) leave-one-out, end to end with the real default scorer (the tiny model
+for the other ways of packing and keeping the tails)."""
 
 import json
 import math
@@ -24,10 +25,14 @@ pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONT
 CONTEXT = " ".join(PASSAGES) + " The bridge is painted every year by a crew of about 30."
 
 
-@pytest.fixture(scope="module")
-def prompt(scorer):
+def encode(scorer):
     chunks = chunk_context(CONTEXT, 4)
     return scorer.encode("Tell me about the bridge.", [c.removal.of(CONTEXT) for c in chunks], ANSWER, 256)
+
+
+@pytest.fixture(scope="module")
+def prompt(scorer):
+    return encode(scorer)
 
 
 def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
@@ -46,9 +51,15 @@ def test_a_mask_hiding_nothing_gives_the_full_context_row(scorer, prompt):
     assert np.abs(masked.jsd[:2] - exact.jsd[:2]).max() <= 1e-4
 
 
-@pytest.mark.parametrize("kept", [True, False])  # evidence caches kept for later answers, or not
-@pytest.mark.parametrize("pack_attention", [10**9, 1])  # every tail in one pass; one per pass
-def test_masked_tails_equal_a_manual_masked_forward_pass(scorer, prompt, monkeypatch, pack_attention, kept):
+# Every tail in one pass (PACK_ATTENTION 10**9) or one per pass (1); evidence caches kept for later
+# answers, or not. The default way on the real scorer; the others, which only pack and keep
+# otherwise, on the tiny model.
+@pytest.mark.parametrize(("pack_attention", "kept", "held"), [
+    pytest.param(10**9, True, "scorer", marks=pytest.mark.slow), (10**9, False, "tiny_scorer"),
+    (1, True, "tiny_scorer"), (1, False, "tiny_scorer")])
+def test_masked_tails_equal_a_manual_masked_forward_pass(request, monkeypatch, pack_attention, kept, held):
+    scorer = request.getfixturevalue(held)
+    prompt = encode(scorer)
     monkeypatch.setattr(masked_module, "PACK_ATTENTION", pack_attention)
     scorer.forget_evidence()
     fast_scorer = (scorer if kept

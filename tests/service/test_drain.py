@@ -32,6 +32,7 @@ def test_a_draining_app_refuses_new_work_but_answers_its_probe_and_metrics():
 
 
 @pytest.mark.slow  # the real scorer, in a `groundsense serve` process
+@pytest.mark.system
 def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_path):
     answer = EXAMPLE["answer"]
     cut = answer.index(" Its main span") + len(" Its")
@@ -59,6 +60,7 @@ def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_pat
 
 
 @pytest.mark.slow  # starts `groundsense serve`; its scorer cannot load, so no scorer is needed
+@pytest.mark.system
 def test_work_still_in_flight_when_the_grace_ends_is_cut_and_the_server_exits_0(tmp_path):
     grace = 2
     with ServeProcess(tmp_path, "--grace", str(grace), "--scorer", "no-such-org/no-such-model",

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.slow
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
+@pytest.mark.system  # a minute of load on a `groundsense serve` process
 def test_a_short_soak_keeps_memory_flat_frees_every_stream_and_answers_only_documented_statuses(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))  # the script imports its sibling benchmarks
     soak = importlib.import_module("soak")
