@@ -36,14 +36,14 @@ $(VENV)/.installed: $(VENV)/.demo-installed pyproject.toml harness/pyproject.tom
 demo: demo-setup
 	$(VENV)/bin/groundsense detect --example passages-qa
 
-# The review page's browser test needs Debian's chromium and chromedriver; installed when run
-# as root (CI is), otherwise that one test is skipped with a note.
+# The review page's browser tests (system tests) need Debian's chromium and chromedriver; installed
+# when run as root (CI is), otherwise those tests are skipped with a note.
 browser:
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	      || echo "note: could not install chromium; the browser test will be skipped"; \
-	  else echo "note: install chromium and chromedriver to run the browser test"; fi; \
+	      || echo "note: could not install chromium; the browser tests will be skipped"; \
+	  else echo "note: install chromium and chromedriver to run the browser tests"; fi; \
 	fi
 
 # The numeric tests once more on each library's fallback SIMD paths, so that a bound only one CPU's
@@ -55,13 +55,14 @@ SIMD_FALLBACK := ATEN_CPU_CAPABILITY=default NPY_DISABLE_CPU_FEATURES="X86_V3 X8
 endif
 
 # The product's suite (tests/) but its system tests, then its numeric tests on the fallback SIMD paths.
-test: setup browser
+test: setup
 	$(PY) -m pytest tests -m "not system" -n auto --dist loadfile --durations=15  # a worker per CPU (at most 4), each test file on one worker
 	$(MAKE) --no-print-directory test-simd-fallback SUITE=tests
 
-# The product's system tests (the `system` marker): its wheel installed in a fresh venv, Ray, the
-# short soak, processes stopped by signals. Minutes each, so apart from `make test`; CI runs both.
-test-system: setup
+# The product's system tests (the `system` marker): its wheel installed in a fresh venv, the service
+# on a real port and its page in a browser, Ray, the short soak, processes stopped by signals.
+# Apart from `make test`, which they would make minutes longer; CI runs both.
+test-system: setup browser
 	$(PY) -m pytest tests -m system -n auto --dist loadfile --durations=15
 
 # The research harness's suite (harness/tests: its statistics, caches, and every published report

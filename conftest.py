@@ -18,6 +18,11 @@ pytest.register_assert_rewrite("helpers")
 # tests/service, the servers and the readiness wait of an app whose lifespan loads it.
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
 
+# What serves the app on a real port (uvicorn in a thread of the test process, in tests/service) or
+# drives a real browser (tests/service/test_page.py): a system test, run by `make test-system`, as
+# are those marked `system` where they start a process (CONTRIBUTING, "Test tiers").
+SYSTEM_FIXTURES = {"live_server", "short_context_server", "browser"}
+
 # The suite scores in fp32 on every machine, in its own process and in those it starts (the CLI,
 # `serve`): its exactness bounds and the README's worked example are fp32's, and `auto` would run
 # bf16 on a CPU with native bf16 (a detection reads it: groundsense.pipeline.precision; the `scorer`
@@ -51,10 +56,14 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    """A test that uses the real scorer is slow, whether or not its module says so."""
+    """A test that uses the real scorer is slow, and one that serves on a real port or drives a
+    browser is a system test, whether or not its module says so."""
     for item in items:
-        if REAL_SCORER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if REAL_SCORER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
+        if SYSTEM_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.system)
 
 
 def cpu_count() -> int:

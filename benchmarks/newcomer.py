@@ -82,7 +82,7 @@ def main() -> None:
                     "logical_cores": len(os.sched_getaffinity(0)),
                     "pip_cache": "the machine's, as found", "weights_cache": "empty (converted by the demo)",
                     "chromium": "on the machine before the run" if shutil.which("chromium")
-                    else "installed by make test (as root) or absent",
+                    else "installed by make test-system (as root) or absent",
                     "commands": {}}
     try:
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)

@@ -176,6 +176,7 @@ def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
 
 
 @pytest.mark.slow  # starts `groundsense serve` in a subprocess
+@pytest.mark.system
 def test_serve_writes_the_request_log_to_stdout(tmp_path):
     """`groundsense serve`: one JSON line per scoring request on stdout, text only with --log-text;
     the server's own messages on stderr. The scorer named cannot load, so nothing is scored."""

@@ -24,7 +24,7 @@ ARTIFACTS = Path(os.environ.get("GROUNDSENSE_ARTIFACTS", Path(__file__).resolve(
 @pytest.fixture
 def browser(tmp_path):
     if not (CHROMIUM and DRIVER):
-        pytest.skip("needs Debian's chromium and chromium-driver (`make test` installs them when run as root)")
+        pytest.skip("needs Debian's chromium and chromium-driver (`make test-system` installs them when run as root)")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
