@@ -19,8 +19,8 @@ pytest.register_assert_rewrite("helpers")
 REAL_SCORER_FIXTURES = {"scorer", "detector", "live_server", "short_context_server", "wait_ready"}
 
 # What serves the app on a real port (uvicorn in a thread of the test process, in tests/service) or
-# drives a real browser (tests/service/test_page.py): a system test, run by `make test-system`, as
-# are those marked `system` where they start a process (CONTRIBUTING, "Test tiers").
+# drives a real browser (tests/service/test_page.py) makes a system test, run by `make test-system`;
+# a test that starts such a process itself is marked `system` in its module (CONTRIBUTING, "Test tiers").
 SYSTEM_FIXTURES = {"live_server", "short_context_server", "browser"}
 
 # The suite scores in fp32 on every machine, in its own process and in those it starts (the CLI,
