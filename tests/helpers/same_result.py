@@ -62,17 +62,31 @@ def _runner_up_within(drops, tol) -> bool:
 
 def assert_same_record(got: dict, want: dict, tol: float = 1e-4) -> None:
     """Two results' JSON records agree as :func:`assert_same` has it: :func:`assert_records_close`
-    within ``tol``, scores and ranks within :func:`score_tolerance`, a sentence's flag compared
-    wherever its score lies farther than that from the threshold."""
+    within ``tol``, scores and ranks within :func:`score_tolerance`, and what those may tip left out
+    where they may tip it: a sentence's flag where its score lies that close to the threshold (and
+    then the answer's flag and count), its support chunk where its two largest drops lie within
+    ``tol``, its explanation where its ranks differ."""
+    assert len(got["sentences"]) == len(want["sentences"])
     scores_tol = score_tolerance(want["score_rule"], tol)
-    near = {i for i, s in enumerate(want["sentences"]) if _within(s["score"], want["threshold"], scores_tol)}
-    assert_records_close(_without_flags(got, near), _without_flags(want, near), tol,
-                         wider={"score": scores_tol, "ranks": scores_tol})
+    got, want = _loosened(got, want, scores_tol, tol), _loosened(want, got, scores_tol, tol)
+    assert_records_close(got, want, tol, wider={"score": scores_tol, "ranks": scores_tol})
 
 
-def _without_flags(record: dict, sentences: set[int]) -> dict:
-    return {**record, "sentences": [{k: v for k, v in s.items() if not (k == "flagged" and i in sentences)}
-                                    for i, s in enumerate(record["sentences"])]}
+def _loosened(record: dict, other: dict, scores_tol: float, tol: float) -> dict:
+    """``record`` without the values that ``other``'s scores, drops or ranks lying within tolerance
+    of its own may change (:func:`assert_same_record`); both are dropped the same way."""
+    sentences, near_any = [], False
+    for mine, theirs in zip(record["sentences"], other["sentences"]):
+        near = any(_within(s["score"], r["threshold"], scores_tol) for s, r in ((mine, record), (theirs, other)))
+        tie = any(_runner_up_within([math.nan if v is None else v for v in s["drops"]], tol) for s in (mine, theirs))
+        reranked = mine["ranks"] != theirs["ranks"]
+        drop = {key for key, loose in (("flagged", near), ("support", tie), ("explanation", reranked)) if loose}
+        near_any |= near
+        sentences.append({k: v for k, v in mine.items() if k not in drop})
+    answer = record["answer"]
+    if near_any or any(_within(r["answer"]["score"], r["answer"]["threshold"], scores_tol) for r in (record, other)):
+        answer = {k: v for k, v in answer.items() if k not in ("flagged", "n_flagged")}
+    return {**record, "sentences": sentences, "answer": answer}
 
 
 def assert_records_close(got, want, tol: float, where: str = "record", wider: dict[str, float] | None = None) -> None:
