@@ -110,6 +110,14 @@ def detector(scorer) -> Detector:
 
 
 @pytest.fixture(scope="session")
+def answer_rule_detector(scorer) -> Detector:
+    """The default detector whose answer rule alone decides (:func:`helpers.fusions.answer_rule_fusions`)."""
+    from helpers.fusions import answer_rule_fusions
+
+    return Detector(scorer, k=5, fusion=answer_rule_fusions())
+
+
+@pytest.fixture(scope="session")
 def tiny_scorer() -> Scorer:
     """A two-layer Llama with random weights and the default scorer's tokenizer, for tests of
     the scorer's plumbing (what is encoded, kept, reused, counted): it loads in a second and

@@ -1,5 +1,5 @@
-"""The entry documents link only to what exists: every relative link of README.md,
-CONTRIBUTING.md, the docs index and the pages it sends readers to first names a file of the
+"""The documents link only to what exists: every relative link of README.md, CONTRIBUTING.md
+and every page under docs/ (the published reports in docs/results/ too) names a file of the
 repository, and a ``#fragment`` a heading of that page. The docs index lists every page."""
 
 import re
@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [
-    "README.md", "CONTRIBUTING.md", "docs/README.md", "docs/architecture.md", "docs/calibration.md",
-    "docs/performance.md", "docs/performance-changelog.md",
-]
+DOCUMENTS = ["README.md", "CONTRIBUTING.md",
+             *sorted(str(page.relative_to(ROOT)) for page in (ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -31,6 +29,10 @@ def relative_links(page: Path) -> list[str]:
     return [t for t in LINK.findall(FENCE.sub("", page.read_text())) if not re.match(r"[a-z]+:", t)]
 
 
+def test_the_link_pattern_finds_the_entry_documents_links():
+    assert all(relative_links(ROOT / document) for document in DOCUMENTS[:3])
+
+
 def test_slug_follows_github():
     assert slug("What the scores mean and how good they are") == "what-the-scores-mean-and-how-good-they-are"
     assert slug("Output contract (`--json`, `to_dict()`)") == "output-contract---json-to_dict"
@@ -40,7 +42,6 @@ def test_slug_follows_github():
 def test_relative_links_resolve(document):
     page = ROOT / document
     links = relative_links(page)
-    assert links, f"{document} has no relative links: the pattern is wrong"
     broken = []
     for link in links:
         path, _, fragment = link.partition("#")

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .config import DetectorConfig
 from .errors import InputError
 from .inputs.validate import CheckedRow, check_row
-from .result import DetectionResult, SentenceResult
+from .result import AnswerSummary, DetectionResult, SentenceResult
 
 if TYPE_CHECKING:
     from .inputs.evidence import Evidence
@@ -124,6 +124,18 @@ class Detection(ABC):
         row = {"answer": answer, "context": context, "passages": passages, "question": question,
                "sentences": sentences}
         return self.detect_checked(check_row(row), stop)
+
+    def verified_answer(self, result: DetectionResult, sentences: list[SentenceResult]) -> AnswerSummary:
+        """The answer's summary once a cascade's verifier has judged some of ``result``'s sentences
+        again (``sentences``: ``result``'s, those it judged with ``verifier_score`` set). The answer
+        is flagged when a sentence is; this detection's own answer verdict stands where it flagged
+        the answer and the verifier cleared none of its sentences. :class:`~groundsense.Detector`
+        applies its answer rule again instead, leaving out the sentences the verifier cleared."""
+        n_flagged = sum(s.flagged is True for s in sentences)
+        cleared = any(s.verifier_score is not None and s.flagged is False for s in sentences)
+        blocked = n_flagged > 0 or (result.answer.flagged is True and not cleared)
+        undecided = any(s.flagged is None for s in sentences)
+        return replace(result.answer, n_flagged=n_flagged, flagged=True if blocked else None if undecided else False)
 
     def with_options(self, k: int | None = None, mode: str | None = None) -> Detection:
         """This detection with a request's ``k`` or ``mode``; by default only its own are taken."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run
+from helpers.fusions import answer_rule_fusions
 
 ROW = {
     "question": "How long is the main span?",
@@ -97,7 +98,7 @@ def test_bad_input_exits_2_with_a_message(args, stdin, message, hub_offline):
 def test_the_exit_codes_are_in_the_help(group):
     shown = run(*group, "--help").output
     assert "\n    2    bad usage or input" in shown
-    assert "\n    1    a sentence was flagged under --fail-on-flag" in shown
+    assert "\n    1    the answer was not cleared under --fail-on-flag" in shown
 
 
 def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
@@ -130,6 +131,20 @@ def test_scorers_prepare_keeps_the_converted_weights_or_says_how_to_install_them
     ready = run("scorers", "--prepare", DEFAULT_SCORER)
     assert ready.exit_code == 0, ready.output
     assert (Path(ready.output.strip()) / "config.json").is_file()
+
+
+@pytest.mark.slow  # loads the real scorer
+def test_fail_on_flag_passes_only_an_answer_the_detection_cleared(tmp_path):
+    cleared = {**ROW, "answer": ROW["answer"].split(" It was")[0]}
+    assert run("detect", "--fail-on-flag", input=json.dumps(cleared)).exit_code == 0
+    assert run("detect", "--fail-on-flag", input=json.dumps(ROW)).exit_code == 1  # a sentence flagged
+    answer_rule_fusions().save(tmp_path / "fusions.json")  # the answer flagged as a whole
+    fusion = ["--fusion", str(tmp_path / "fusions.json")]
+    whole = run("detect", "--fail-on-flag", "--json", *fusion, input=json.dumps(cleared))
+    assert whole.exit_code == 1 and json.loads(whole.output)["answer"]["n_flagged"] == 0
+    capped = {**cleared, "answer": cleared["answer"] + " And so on."}  # its last sentence past the cap: not judged
+    unjudged = run("detect", "--fail-on-flag", "--json", "--max-answer-tokens", "12", input=json.dumps(capped))
+    assert unjudged.exit_code == 1 and json.loads(unjudged.output)["answer"]["flagged"] is None, unjudged.output
 
 
 def test_non_utf8_file_is_refused(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -31,6 +32,7 @@ from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
 REFUSED = [c for c in CASES if isinstance(c.outcome, Error)]
+ROOT = Path(__file__).resolve().parents[2]
 ACCEPTED = [c for c in CASES if isinstance(c.outcome, Accepted)]
 TERMINAL_UNSAFE = ("\x1b", "\x07", "\x08", "\x00", "\u202e")
 
@@ -43,6 +45,12 @@ def test_the_corpus_is_large_and_covers_every_outcome():
     assert len(CASES) >= 50 and len(set(ids(CASES))) == len(CASES)
     outcomes = [c.outcome for c in ACCEPTED]
     assert any(o.unscored for o in outcomes) and any(o.warned for o in outcomes)
+
+
+def test_the_docs_count_the_corpus_as_it_is():
+    reliability, cli = ((ROOT / "docs" / page).read_text() for page in ("reliability.md", "cli.md"))
+    counts = f"holds {len(CASES)} requests, each with its expected outcome: {len(CASES) - len(ACCEPTED)} that"
+    assert counts in " ".join(reliability.split()) and f"the {len(CASES)}-case" in " ".join(cli.split())
 
 
 def parsed(case: Case) -> tuple[bool, object]:

@@ -13,6 +13,7 @@ from groundsense.inputs.text import segment_sentences
 from groundsense.integrations.common import GroundingReport, check, evidence_texts
 from groundsense.pipeline.detector import Detector
 from groundsense.result import AnswerSummary, DetectionResult, SentenceResult, Truncation
+from groundsense.service.alignscore import alignscore_response
 
 
 @pytest.mark.slow
@@ -33,6 +34,17 @@ def test_a_supported_answer_passes(detector, example):
 
     assert report.passing is True and report.score == 1.0
     assert report.grounded_answer == SUPPORTED and report.rejected == []
+
+
+def test_an_answer_flagged_as_a_whole_does_not_pass(answer_rule_detector, example):
+    """The integrations' verdict is the answer verdict: an answer that the detection's answer rule
+    flags with every sentence judged supported fails, and none of it is kept as grounded."""
+    report = check(SUPPORTED, example["passages"], example["question"], answer_rule_detector)
+
+    assert report.result.answer.flagged is True and report.rejected == [] and report.score == 1.0
+    assert report.passing is False and report.flagged_as_a_whole and report.grounded_answer == ""
+    assert "The answer as a whole is flagged: its answer score" in report.feedback
+    assert alignscore_response(report.result.to_dict()) == {"alignscore": 0.49}  # NeMo blocks below 0.5
 
 
 @pytest.mark.slow
@@ -74,7 +86,8 @@ def test_grounded_answer_keeps_the_separators_of_kept_sentences(answer, flags, k
         SentenceResult(i, span.start, span.end, span.of(answer), 0.0, flag, {}, [], [], None)
         for i, (span, flag) in enumerate(zip(spans, flags))
     ]
-    summary = AnswerSummary(0.0, 0.0, len(flags), flags.count(True), flags.count(None), None)
+    verdict = True if True in flags else None if None in flags else False
+    summary = AnswerSummary(0.0, 0.0, len(flags), flags.count(True), flags.count(None), verdict)
     result = DetectionResult("s", "full", "exact", "sensitivity", 1.0, sentences, summary, Truncation())
     assert GroundingReport(answer, result).grounded_answer == kept
 

@@ -188,7 +188,7 @@ def _sentence(score, flagged, status="scored"):
 
 @pytest.mark.parametrize("scores, flags, threshold, verdict", [
     ([1.0, 3.0], [False, True], 2.5, True),  # the most suspicious sentence reaches the answer threshold
-    ([1.0, 3.0], [False, True], 3.5, False),  # a flagged sentence, but under the answer threshold: allowed
+    ([1.0, 3.0], [False, True], 3.5, True),  # a flagged sentence flags the answer (a cascade's verifier may flag one)
     ([1.0, 2.0], [False, False], 1.5, True),  # no sentence flagged, yet the answer is (a lower answer threshold)
     ([1.0, None], [False, None], 3.5, None),  # a sentence not judged: never cleared
     ([1.0, None], [False, None], 0.5, True),
@@ -200,6 +200,12 @@ def test_the_answer_verdict_is_the_answer_threshold_on_its_most_suspicious_sente
     summary = answer_summary(sentences, threshold)
     assert summary.flagged is verdict
     assert summary.score == max(s for s in scores if s is not None) and summary.threshold == threshold
+
+
+def test_a_nan_score_leaves_the_answer_verdict_to_the_others_in_any_order():
+    for scores, flags in (([math.nan, 5.0], [False, True]), ([5.0, math.nan], [True, False])):
+        summary = answer_summary([_sentence(s, f) for s, f in zip(scores, flags)], 1.0)
+        assert summary.flagged is True and summary.score == 5.0
 
 
 def test_a_result_is_frozen_and_its_typed_chunks_print_as_the_json_contract_says():

@@ -60,7 +60,10 @@ def test_the_served_stream_ends_with_the_cascade_result(cascade_client):
     events = [json.loads(line) for line in response.text.splitlines()]
     assert events[-1]["event"] == "result"
     check_escalated(events[-1]["result"])
-    assert all(e["sentence"]["verifier_score"] is None for e in events[:-1] if e["event"] == "sentence")
+    sentences = [e["sentence"] for e in events[:-1] if e["event"] == "sentence"]
+    assert [s["index"] for s in sentences] == list(range(len(events[-1]["result"]["sentences"])))
+    in_flight = {v["index"] for v in events[-1]["result"]["in_flight"]}  # the detector's verdicts, none escalated
+    assert in_flight and all(s["verifier_score"] is None for s in sentences if s["index"] in in_flight)
 
 
 @pytest.fixture(scope="module")

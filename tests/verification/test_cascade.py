@@ -1,5 +1,6 @@
 """The cascade wrapper end to end: the real default scorer, then a real (lexical) verifier."""
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -123,3 +124,33 @@ def test_cascade_with_the_llm_judge_scores_what_the_judge_scores_alone(detector)
         assert 0.0 <= sentence.verifier_score <= 1.0
         assert sentence.verifier_score == pytest.approx(expected, abs=1e-4)
         assert sentence.flagged is bool(expected >= 0.5)
+
+
+class Fixed:
+    """A verifier that gives every sentence the same score (None: it could not judge one)."""
+
+    def __init__(self, score):
+        self.score, self.name = score, f"fixed-{score}"
+
+    def score_sentences(self, question, chunks, sentences):
+        return [self.score] * len(sentences)
+
+
+def test_a_cascade_keeps_the_detectors_answer_rule_on_the_sentences_it_did_not_clear(answer_rule_detector):
+    alone = answer_rule_detector.detect(answer=ANSWER, passages=PASSAGES)
+    assert alone.answer.flagged is True and alone.answer.n_flagged == 0  # by the answer rule alone
+    unescalated = Cascade(answer_rule_detector, Fixed(0.0), escalate=0.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert unescalated.answer == alone.answer and unescalated.cascade["n_escalated"] == 0
+    one_cleared = Cascade(answer_rule_detector, Fixed(0.0), escalate=0.5).detect(answer=ANSWER, passages=PASSAGES)
+    assert [s.flagged for s in one_cleared.sentences] == [False, False] and one_cleared.cascade["n_escalated"] == 1
+    assert one_cleared.answer.flagged is True  # the rule still fires on the sentence the verifier did not read
+    assert one_cleared.answer.score < alone.answer.score
+    all_cleared = Cascade(answer_rule_detector, Fixed(0.0), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert all_cleared.answer.flagged is False and all_cleared.answer.score is None
+
+
+def test_a_sentence_the_verifier_could_not_judge_is_undecided_never_supported(detector):
+    result = Cascade(detector, Fixed(None), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
+    assert [s.flagged for s in result.sentences] == [None, None]
+    assert result.answer.flagged is not False  # never cleared (here the detector's answer rule flags it)
+    assert all(math.isnan(s.verifier_score) for s in result.sentences)

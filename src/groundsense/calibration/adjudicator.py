@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -250,9 +250,7 @@ class Adjudicator:
             scorer=display_name(self.config.scorer), precision=self.config.precision, threads=scores.threads,
             mode=self.config.mode,
             leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
-            answer=answer_summary(sentences, rule.answer_threshold) if rule.fusion is None else
-            fused_answer(sentences, np.array([s.score for s in sentences if s.status == "scored"], float), rule.fusion,
-                         rule.answer_threshold),
+            answer=rule_answer(rule, sentences),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],
             warnings=list(warnings or []), tokens_processed=scores.tokens_processed,
@@ -284,16 +282,20 @@ class Adjudicator:
                                      f"chunks that the {score_rule} calibration was not fitted on") from None
 
 
-def answer_summary(sentences: list[SentenceResult], threshold: float | None = None) -> AnswerSummary:
-    """The answer-level summary of its sentence results. The answer is flagged when its most
-    suspicious sentence reaches ``threshold`` (None: when any sentence is flagged); it is
-    cleared only when every sentence was judged, so a failure never reads as supported."""
+def answer_summary(sentences: list[SentenceResult], threshold: float | None = None,
+                   scores: list[float | None] | None = None) -> AnswerSummary:
+    """The answer-level summary of its sentence results. The answer is flagged when a sentence
+    is, or when the most suspicious of ``scores`` (default: every scored sentence's; NaN ones
+    left out) reaches ``threshold`` (None: only when a sentence is); it is cleared only when
+    every sentence was judged, so a failure never reads as supported."""
     scored = [s for s in sentences if s.status == "scored"]
     n = np.array([s.features["n_tokens"] for s in scored])
     gaps = np.array([s.features["gap"] for s in scored])
     n_flagged = sum(bool(s.flagged) for s in sentences)
-    top = max((s.score for s in scored if s.score is not None), default=None)
-    blocked = n_flagged > 0 if threshold is None else top is not None and top >= threshold
+    read = [s.score for s in scored] if scores is None else scores
+    finite = [x for x in read if x is not None and math.isfinite(x)]
+    top = max(finite, default=None)
+    blocked = n_flagged > 0 or (threshold is not None and top is not None and top >= threshold)
     undecided = any(s.flagged is None for s in sentences)
     return AnswerSummary(
         gap=float((gaps * n).sum() / n.sum()) if scored else None,
@@ -309,16 +311,26 @@ def answer_summary(sentences: list[SentenceResult], threshold: float | None = No
 
 def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: RankFusion,
                  threshold: float | None) -> AnswerSummary:
-    """The answer summary of sentences flagged by a fused score (``fused``: the scored
-    sentences'): the answer is flagged when a sentence is, or when their
-    :meth:`~groundsense.calibration.fusion.RankFusion.answer_score` reaches ``threshold`` (None:
-    only when a sentence is, as at a target); cleared only when every sentence was judged."""
+    """The answer summary of sentences flagged by a fused score (``fused``: the scores its
+    answer rule reads, the scored sentences'): the answer is flagged when a sentence is, or when
+    their :meth:`~groundsense.calibration.fusion.RankFusion.answer_score` reaches ``threshold``
+    (None: only when a sentence is, as at a target); cleared only when every sentence was judged."""
     summary = answer_summary(sentences)
     top = fusion.answer_score(fused) if len(fused) else float("nan")
     blocked = summary.n_flagged > 0 or (threshold is not None and math.isfinite(top) and top >= threshold)
     undecided = any(s.flagged is None for s in sentences)
     return replace(summary, score=top if math.isfinite(top) else None, threshold=threshold,
                    flagged=True if blocked else (None if undecided else False))
+
+
+def rule_answer(rule: Rule, sentences: list[SentenceResult], cleared: Container[int] = ()) -> AnswerSummary:
+    """The answer summary that ``rule`` gives ``sentences``. The sentences in ``cleared`` (indices:
+    those a cascade's verifier judged supported) count by their flags only: their scores are left
+    out of the answer's own rule (the fused score's noisy-OR, a calibration's answer threshold)."""
+    scores = [s.score for i, s in enumerate(sentences) if s.status == "scored" and i not in cleared]
+    if rule.fusion is None:
+        return answer_summary(sentences, rule.answer_threshold, scores)
+    return fused_answer(sentences, np.array(scores, float), rule.fusion, rule.answer_threshold)
 
 
 def _support(evidence: Evidence, drops: np.ndarray) -> Support | None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..calibration.calibration import Calibration
     from ..detection import Detection
     from ..pipeline.detector import Detector
+    from ..result import DetectionResult
 
 # A command function that options decorate (and return, as click's decorators do).
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
@@ -27,7 +28,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 EXIT_CODES = """\b
 Exit codes, the same for every command:
   0    done (in a batch, a bad row is an error record, not a failure)
-  1    a sentence was flagged under --fail-on-flag; `fit` found no gain and wrote nothing (or an internal
+  1    the answer was not cleared under --fail-on-flag; `fit` found no gain and wrote nothing (or an internal
        error: a traceback)
   2    bad usage or input, or a scorer or verifier that cannot load: the message says what to do
   130  interrupted (Ctrl-C), 143 stopped (SIGTERM): finished work is kept; rerun to resume
@@ -138,6 +139,19 @@ SETTINGS = (
 
 
 # The fields that only move where flags fall (the score, the calibration, a target, a cascade's verifier).
+# A guardrail script's switch (detect, stream): it passes only an answer the detection cleared.
+fail_on_flag = click.option(
+    "--fail-on-flag", is_flag=True,
+    help="Exit 1 unless the answer is cleared (answer.flagged false): a sentence flagged, the answer flagged "
+         "as a whole, or a sentence not judged (for guardrail scripts).")
+
+
+def exit_unless_cleared(result: DetectionResult) -> None:
+    """``--fail-on-flag``: exit 1 unless ``result``'s answer verdict clears it."""
+    if result.answer.flagged is not False:
+        raise SystemExit(1)
+
+
 FLAGGING = ("score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 

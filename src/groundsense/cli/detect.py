@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
@@ -22,7 +21,7 @@ from .inputs import evidence_options, gather_input
 @click.option("--example", default=None, metavar="NAME",
               help="Run on a shipped example (see `groundsense examples`); other inputs given replace its fields.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable result.")
-@click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@common.fail_on_flag
 @detector_options()
 def detect(example: str | None, question: str | None, question_file: str | None, context: str | None,
            context_file: str | None, passage_files: tuple[str, ...], answer: str | None, answer_file: str | None,
@@ -47,5 +46,5 @@ def detect(example: str | None, question: str | None, question_file: str | None,
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         render(result, Console())
-    if fail_on_flag and result.answer.n_flagged:
-        sys.exit(1)
+    if fail_on_flag:
+        common.exit_unless_cleared(result)

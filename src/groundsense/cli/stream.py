@@ -55,7 +55,7 @@ def _replayed(answer: str, delay: float) -> Iterator[str]:
               help="With --example: seconds between words.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print NDJSON events, as POST /v1/detect/stream does: one per sentence, then the result.")
-@click.option("--fail-on-flag", is_flag=True, help="Exit 1 when any sentence is flagged (for guardrail scripts).")
+@common.fail_on_flag
 @detector_options()
 def stream(question: str | None, question_file: str | None, context: str | None, context_file: str | None,
            passage_files: tuple[str, ...], example: str | None, delay: float, as_json: bool, fail_on_flag: bool,
@@ -106,8 +106,8 @@ def stream(question: str | None, question_file: str | None, context: str | None,
         click.echo(json.dumps({"event": "result", "result": result.to_dict()}, ensure_ascii=False))
     else:
         render_summary(result, console)
-    if fail_on_flag and result.answer.n_flagged:
-        sys.exit(1)
+    if fail_on_flag:
+        common.exit_unless_cleared(result)
 
 
 def _print_sentence(sentence: SentenceResult, cascade: dict | None, as_json: bool, console: Console) -> None:

@@ -10,12 +10,12 @@ Every integration reports the score in [0, 1] of :func:`groundsense.result.suppo
 
 A sentence is *judged supported* when the detection scored it and did not flag it
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
-token cap) both count against the answer: the check fails closed. ``passing`` is true only when
-every sentence is judged supported (``score == 1``): the same verdict as ``result.answer.flagged``
-when the answer threshold is the sentence threshold (``--score sensitivity``'s shipped calibration),
-and more lenient where an answer can be flagged with no sentence flagged: the fused score's
-noisy-OR at its answer threshold, a calibration's lower answer threshold (docs/calibration.md).
-The *grounded answer* keeps only the sentences judged supported.
+token cap) both count against the answer: the check fails closed. ``passing`` is the answer
+verdict that every entry point gives, ``result.answer.flagged is False``: every sentence judged
+supported (``score == 1``), and the answer's own rule not fired (the fused score's noisy-OR, a
+calibration's lower answer threshold: docs/calibration.md, "The answer verdict"). The *grounded
+answer* keeps only the sentences judged supported; it is empty where the answer is flagged as a
+whole with every sentence judged supported, since then none of them can be vouched for.
 
 Imports no framework: evidence items are read by duck typing (a string, a LangChain
 ``Document``, a LlamaIndex node or ``NodeWithScore``, or a dict with ``page_content``/``text``).
@@ -175,13 +175,22 @@ class GroundingReport:
 
     @property
     def passing(self) -> bool:
-        return all(s.flagged is False for s in self.result.sentences)
+        """The answer verdict: true only where the detection cleared the answer
+        (``answer.flagged is False``, every sentence judged supported)."""
+        return self.result.answer.flagged is False and not self.rejected
+
+    @property
+    def flagged_as_a_whole(self) -> bool:
+        """Whether the answer is flagged by its own rule though every sentence is judged supported."""
+        return not self.passing and not self.rejected
 
     @cached_property
     def grounded_answer(self) -> str:
-        """The answer with only its supported sentences. Two kept sentences are joined by the
-        widest whitespace the answer had between them (a paragraph break survives the removal
-        of the sentence next to it), or by a space."""
+        """The answer with only its supported sentences (none where it is :attr:`flagged_as_a_whole`).
+        Two kept sentences are joined by the widest whitespace the answer had between them (a
+        paragraph break survives the removal of the sentence next to it), or by a space."""
+        if self.flagged_as_a_whole:
+            return ""
         sentences, parts, last = self.result.sentences, [], None
         for i, sentence in enumerate(sentences):
             if sentence.flagged is not False:
@@ -207,6 +216,12 @@ class GroundingReport:
         """A reviewer's summary naming every sentence that is not judged supported."""
         n = len(self.result.sentences)
         lines = [f"{len(self.supported)} of {n} sentences supported by the evidence (score {self.score:.3f})."]
+        if self.flagged_as_a_whole:
+            answer = self.result.answer
+            rule = (f": its answer score {answer.score:.3f} ≥ answer threshold {answer.threshold:.3f}"
+                    if answer.score is not None and answer.threshold is not None else "")
+            lines.append(f"The answer as a whole is flagged{rule}; together its sentences are likely to hold "
+                         "an unsupported one. Check it against the evidence before showing it.")
         for label, group in (("Unsupported", self.unsupported), ("Not judged", self.unjudged)):
             if group:
                 lines.append(f"{label}:")

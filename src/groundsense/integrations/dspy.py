@@ -19,12 +19,12 @@ What it returns follows DSPy's conventions for a metric's callers:
 - evaluating (``metric(example, pred)``) and as a reward (``reward_fn(inputs, pred)``): the
   score in [0, 1], the share of the answer's sentences judged supported;
 - bootstrapping demos (``BootstrapFewShot`` and the optimisers built on it pass a ``trace``):
-  whether the answer passes, every sentence judged supported, so only grounded answers
-  become demos;
+  whether the answer passes (the answer verdict: cleared, every sentence judged supported), so
+  only grounded answers become demos;
 - GEPA asking for feedback on a predictor (``pred_name`` given): a ``dspy.Prediction`` with the
   score and feedback that quotes each sentence not judged supported.
 
-``pass_fail=True`` returns the verdict (``True`` when every sentence is judged supported) to
+``pass_fail=True`` returns the verdict (``True`` where the detection clears the answer) to
 every caller instead, for optimisers that filter on a truthy score without passing a trace
 (``BootstrapFinetune`` keeps any example whose score is not 0).
 

@@ -10,7 +10,7 @@ It takes a generator's ``replies`` (strings or ``ChatMessage``s; a message's tex
 checked together), the retrieved ``documents`` and the ``query``, and returns, per reply, a
 :class:`~groundsense.integrations.common.GroundingReport` (``reports``; ``report.result.to_dict()``
 for JSON) and the reply's text with only its supported sentences (``grounded_replies``, strings),
-and ``passing``: true only when every sentence of every reply is judged supported (see
+and ``passing``: true only where the detection clears every reply, the answer verdict (see
 :mod:`groundsense.integrations.common`; no reply does not pass). A ``ConditionalRouter`` on
 ``passing`` sends an answer on or to review. Bad input (no documents, a document or reply
 without text) raises :class:`~groundsense.errors.InputError`, stopping the pipeline rather than

@@ -14,8 +14,9 @@ It returns:
 - text, which is what a model reads: the verdict and each sentence not judged supported
   (:attr:`~groundsense.integrations.common.GroundingReport.feedback`).
 
-The verdict is the integrations' (:mod:`groundsense.integrations.common`): supported only when
-every sentence is judged supported, so an unjudged sentence fails it. Bad input, or a scorer
+The verdict is the integrations' (:mod:`groundsense.integrations.common`), the answer verdict
+every entry point gives: supported only where the detection clears the answer, so an unjudged
+sentence fails it. Bad input, or a scorer
 that cannot load, is a tool error with groundsense's message (``is_error``), never a verdict.
 
 Decisions: the detector settings are the server's (``groundsense mcp``'s options), not the

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..calibration.adjudicator import Adjudicator
+from ..calibration.adjudicator import Adjudicator, rule_answer
 from ..calibration.calibration import Calibration
 from ..calibration.fusion import LexicalFusions
 from ..calibration.loaded import Loaded, apart, load_files
@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..inputs.evidence import build_evidence
 from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
-from ..result import DetectionResult
+from ..result import AnswerSummary, DetectionResult, SentenceResult
 from ..scorer import Scorer
 from .precision import detection_precision
 from .stream import DetectionStream
@@ -131,6 +131,15 @@ class Detector(Detection):
             sibling._build(replace(self.config, k=key[0], mode=key[1]), self.loaded, self.scorer, self._siblings)
             self._siblings[key] = sibling  # under the key asked for too (a checked k may read otherwise)
         return self._siblings[key]
+
+    def verified_answer(self, result: DetectionResult, sentences: list[SentenceResult]) -> AnswerSummary:
+        """The answer's summary under this detector's answer rule once a cascade's verifier has
+        judged some of ``result``'s sentences again: flagged when a sentence is, or when the rule
+        (the fused score's noisy-OR, a calibration's answer threshold) fires on the sentences the
+        verifier did not clear (:func:`~groundsense.calibration.adjudicator.rule_answer`)."""
+        rule = self.with_options(mode=result.mode).adjudicator.rule(len(result.chunks))
+        cleared = {i for i, s in enumerate(sentences) if s.verifier_score is not None and s.flagged is False}
+        return rule_answer(rule, sentences, cleared)
 
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
         """Score every sentence of a request row :func:`validate.check_row` accepted (not checked

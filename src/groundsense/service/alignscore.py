@@ -4,10 +4,10 @@ NeMo's ``alignscore request`` action POSTs ``{"evidence": ..., "claim": ...}`` t
 configured endpoint (by default ``/alignscore_large``; AlignScore's server also has
 ``/alignscore_base``) and reads ``{"alignscore": score}``, a score in [0, 1] where higher
 means supported; the rail blocks the answer below 0.5 (a threshold NeMo fixes). groundsense
-answers 1.0 when every sentence of the claim is judged supported, and otherwise half of
-:func:`groundsense.result.support_score` (the share of sentences judged supported, an unjudged
-sentence counting as unsupported): always below 0.5, so that NeMo blocks any claim with a
-sentence that is not supported, while the value still says how much of it was. ``evidence`` is
+answers 1.0 when it clears the claim (the answer verdict every entry point gives), and otherwise
+half of :func:`groundsense.result.support_score` (the share of sentences judged supported, an
+unjudged sentence counting as unsupported), at most 0.49: always below 0.5, so that NeMo blocks
+every claim groundsense does not clear, while the value still says how much of it was supported. ``evidence`` is
 one string (what NeMo sends: its retrieved chunks joined by newlines; split into K chunks like a
 ``context``) or a list of passages. There is no question: NeMo sends none.
 """
@@ -46,4 +46,4 @@ def alignscore_row(body: object) -> CheckedRow:
 
 def alignscore_response(result: dict) -> dict:
     share = support_score(s["flagged"] for s in result["sentences"])
-    return {"alignscore": 1.0 if share == 1.0 else share / 2}
+    return {"alignscore": 1.0 if result["answer"]["flagged"] is False and share == 1.0 else min(share / 2, 0.49)}

@@ -7,8 +7,8 @@ when the response has gone out, hands it to the metrics and writes one JSON line
 
 A request's outcome is ``error`` when its status is not 200; otherwise the worst outcome of
 its answers, in the order error > flagged > unscored > supported (a batch with one refused
-item is an ``error``). An answer is ``flagged`` when a sentence is flagged, ``unscored`` when
-none is but some sentence could not be judged, ``supported`` only when every sentence was.
+item is an ``error``). An answer's outcome is its verdict, ``answer.flagged``: ``flagged``,
+``supported`` (cleared), or ``unscored`` where it is neither (a sentence could not be judged).
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ async def events(lines: AsyncIterator[object], stream: AnswerStream, steps: Stre
                  record: RequestRecord, open_streams: OpenStreams, ticket: object) -> AsyncIterator[bytes]:
     """The response's events, written as the deltas arrive; the outcome goes to ``record``
     (a stream that ends without a result is an ``error``)."""
-    row_id, question = head.id, head.arguments["question"]
+    row_id, question, sent = head.id, head.arguments["question"], 0
     try:
         async for line in lines:
             delta = check_delta(line)
@@ -180,7 +180,11 @@ async def events(lines: AsyncIterator[object], stream: AnswerStream, steps: Stre
 
                 for sentence in await steps.run(feed, admitted=True):
                     yield event("sentence", sentence=sentence.to_dict())
-        result = (await steps.run(lambda _state: stream.close(), admitted=True)).to_dict()
+                    sent += 1
+        closed = await steps.run(lambda _state: stream.close(), admitted=True)
+        for sentence in closed.sentences[sent:]:  # those judged at the close: an event each too
+            yield event("sentence", sentence=sentence.to_dict())
+        result = closed.to_dict()
         record.note(result)  # the request's outcome, for the metrics and the request log
         record.texts.append({"question": question, "answer": stream.text})
         yield event("result", result={"id": row_id, **result})  # a record, as run_row's

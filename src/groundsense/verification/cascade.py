@@ -4,14 +4,16 @@ escalated to a slower verifier (an LLM judge, a fact-checker), which decides tho
 ``Cascade(Detector(), verifier, escalate=0.2).detect(...)`` returns the detector's
 :class:`DetectionResult` with, on each escalated sentence, ``verifier_score`` set and
 ``flagged`` replaced by ``verifier_score >= threshold``; the other sentences keep the
-detector's score and flag. The fraction applies to the sentences handed over at once: one
-answer for :meth:`Cascade.detect` and for each request row of :meth:`Cascade.detect_checked`,
-which ``iter_detect`` and :func:`~groundsense.rows.runner.run_row` (so `batch`, `serve` and the
-Ray engine) call, so a record never depends on the rows beside it;
-all rows for :meth:`Cascade.detect_many` (which escalates about ``escalate`` of their
-sentences, while a single short answer escalates at least one). The same rule
-(:func:`escalation_mask`) drives the offline cascade analysis. A cascade is a
-:class:`~groundsense.detection.Detection`, so every entry point runs one.
+detector's score and flag. The answer is flagged when a sentence is, or when the detector's
+answer rule fires on the sentences the verifier did not clear (:meth:`Detection.verified_answer`),
+so a cascade that escalates nothing gives the detector's result. The fraction applies to the
+sentences handed over at once: one answer for :meth:`Cascade.detect` and for each request row
+of :meth:`Cascade.detect_checked`, which ``iter_detect`` and
+:func:`~groundsense.rows.runner.run_row` (so `batch`, `serve` and the Ray engine) call, so a
+record never depends on the rows beside it; all rows for :meth:`Cascade.detect_many` (which
+escalates about ``escalate`` of their sentences, while a single short answer escalates at least
+one). The same rule (:func:`escalation_mask`) drives the offline cascade analysis. A cascade is
+a :class:`~groundsense.detection.Detection`, so every entry point runs one.
 
 ``Cascade(detector, judge, fuse=True)`` is a fused cascade (docs/verifiers.md): the judge scores
 every scored sentence, and each sentence's ``fused`` score, the rank average of the detector's
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibration.adjudicator import answer_summary, fused_answer
+from ..calibration.adjudicator import fused_answer
 from ..calibration.fusion import RankFusion
 from ..calibration.judge_fusion import check_scorer, fusion_for
 from ..config import DetectorConfig
@@ -181,8 +183,10 @@ class Cascade(Detection):
                 for r, (request, result) in enumerate(items)]
 
     def verify(self, question: str, chunks: list[str], texts: list[str]) -> list[float]:
-        """The verifier's scores of ``texts`` against the detector's ``chunks``, checked."""
-        scores = [float(score) for score in self.verifier.score_sentences(question, chunks, texts)]
+        """The verifier's scores of ``texts`` against the detector's ``chunks``, checked (None, a
+        sentence it could not judge, reads as NaN: undecided)."""
+        scores = [math.nan if score is None else float(score)
+                  for score in self.verifier.score_sentences(question, chunks, texts)]
         if len(scores) != len(texts):
             raise InputError(f"the verifier returned {len(scores)} scores for {len(texts)} sentences")
         return scores
@@ -207,7 +211,7 @@ class Cascade(Detection):
             sentences[i] = self.decided(sentences[i], score)
         cascade = {"verifier": self.verifier_name, "escalate": self.escalate, "threshold": self.threshold,
                    "n_escalated": len(known)}
-        return replace(result, sentences=sentences, answer=answer_summary(sentences),
+        return replace(result, sentences=sentences, answer=self.detector.verified_answer(result, sentences),
                        cascade=_with_usage(cascade, self.verifier, spent_before))
 
     def _fused(self, fusion: RankFusion, request: _AnswerRequest, result: DetectionResult) -> DetectionResult:
