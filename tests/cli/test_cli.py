@@ -167,6 +167,28 @@ def _batch_input(tmp_path):
     return path
 
 
+@pytest.mark.parametrize("name", ["question", "context", "answer"])
+def test_a_text_given_twice_is_refused(tmp_path, name):
+    (tmp_path / "text.txt").write_text("The bridge is red.")
+    given = {"question": "Q?", "context": "The bridge opened in 1937.", "answer": "It opened in 1937."}
+    args = [a for key, text in given.items() for a in (f"--{key}", text)]
+    result = run("detect", *args, f"--{name}-file", str(tmp_path / "text.txt"))
+    assert result.exit_code == 2 and f"--{name} and --{name}-file both give the {name}" in result.output
+
+
+@pytest.mark.parametrize("output, message", [
+    ("in.jsonl", "is the input file: write the records to another file"),
+    (".", "a folder; name a file in it"),
+    ("missing/out.jsonl", "no folder missing: create it"),
+])
+def test_batch_refuses_an_output_it_cannot_write_before_loading_the_scorer(tmp_path, monkeypatch, output, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text(json.dumps(ROW) + "\n")
+    result = run("batch", "in.jsonl", "-o", output)
+    assert result.exit_code == 2 and message in result.output
+    assert (tmp_path / "in.jsonl").read_text() == json.dumps(ROW) + "\n"
+
+
 def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     source, out = _batch_input(tmp_path), tmp_path / "out.jsonl"
     result = run("batch", str(source), "-o", str(out), "--no-progress")

@@ -2,10 +2,12 @@
 the requests it refuses, and what needs no scorer, in the fast tier on the app without its
 lifespan (the scorer never loads)."""
 
+import socket
 import time
 
 import pytest
 from fastapi.testclient import TestClient
+from helpers.cli import run
 
 from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
@@ -138,6 +140,31 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_TARGET_RECALL", "most")
     with pytest.raises(InputError, match="GROUNDSENSE_TARGET_RECALL='most': expected float"):
         ServiceSettings.from_env()
+
+
+@pytest.mark.parametrize("setting, value, message", [
+    ("GROUNDSENSE_TIMEOUT_S", "0", "timeout_s .* must be above 0, not 0.0"),
+    ("GROUNDSENSE_MAX_BODY_BYTES", "-1", "max_body_bytes .* must be at least 1, not -1"),
+    ("GROUNDSENSE_PORT", "99999", "port .* must be 0 to 65535, not 99999"),
+])
+def test_a_setting_no_request_could_pass_is_refused_before_the_server_starts(monkeypatch, setting, value, message):
+    monkeypatch.setenv(setting, value)
+    with pytest.raises(InputError, match=message):
+        ServiceSettings.from_env()
+    option = {"GROUNDSENSE_TIMEOUT_S": "--timeout", "GROUNDSENSE_MAX_BODY_BYTES": "--max-body-bytes",
+              "GROUNDSENSE_PORT": "--port"}[setting]
+    monkeypatch.delenv(setting)
+    refused = run("serve", option, value)
+    assert refused.exit_code == 2 and option in refused.output and "serving on" not in refused.output
+
+
+def test_a_port_in_use_is_refused_before_the_scorer_loads():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        refused = run("serve", "--port", str(taken.getsockname()[1]))
+    assert refused.exit_code == 2 and "cannot listen on 127.0.0.1:" in refused.output
+    assert "choose another --port" in refused.output and "serving on" not in refused.output
 
 
 def test_an_internal_error_is_a_500_with_a_request_id_and_no_details(client, monkeypatch, caplog):

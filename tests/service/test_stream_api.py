@@ -8,6 +8,7 @@ import threading
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from helpers.servers import LiveServer
 from helpers.stream_http import END, EXAMPLE, HEAD, chunk, chunked_events, ndjson, open_stream, read_until
 
 from groundsense.inputs.files import load_example
@@ -138,3 +139,16 @@ def test_two_concurrent_streams_both_equal_detect(live_server):
         assert [s["flagged"] for s in result["sentences"]] == [s["flagged"] for s in whole["sentences"]]
         assert [s["score"] for s in result["sentences"]] == pytest.approx(
             [s["score"] for s in whole["sentences"]], abs=1e-4)
+
+
+@pytest.mark.system
+def test_a_silent_stream_is_ended_with_a_504_and_frees_its_place(detector):
+    """A client that opens a stream and then sends nothing does not hold one of the service's
+    streams for ever: past ``--timeout`` without a line, the stream ends with an error event."""
+    with LiveServer(ServiceSettings(timeout_s=5, max_streams=1, admit_load=0), detection=lambda: detector) as server:
+        with open_stream(server.port, HEAD) as silent:
+            events = chunked_events(read_until(silent, END))
+        assert [e["event"] for e in events] == ["error"] and events[0]["status"] == 504
+        assert "nothing arrived for 5 s" in events[0]["error"]
+        metrics = httpx.get(server.url + "/metrics", timeout=30).text
+        assert 'groundsense_open_streams{scorer="smollm2-135m-instruct"} 0.0' in metrics

@@ -82,8 +82,14 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
 
     if not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
+    out = Path(output)
+    if out.exists() and out.samefile(source):
+        raise InputError(f"-o {output} is the input file: write the records to another file")
+    if out.is_dir() or not out.parent.is_dir():
+        raise InputError(f"-o {output}: " + ("a folder; name a file in it" if out.is_dir() else
+                                             f"no folder {out.parent}: create it, or write elsewhere"))
     check_verifier(config)  # a bad verifier fails even when nothing is left to score (no detection is made then)
-    return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
+    return run_batch(lambda: common.make_detection(config), Path(source), out, progress=not no_progress)
 
 
 def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict[str, Any],

@@ -32,6 +32,10 @@ def gather_input(example: str | None, question: str | None, question_file: str |
     from ..inputs.files import load_example, read_json_stream, read_text
     from ..inputs.validate import check_object
 
+    for name, text, path in (("question", question, question_file), ("context", context, context_file),
+                             ("answer", answer, answer_file)):
+        if text is not None and path:
+            raise InputError(f"--{name} and --{name}-file both give the {name}: give one of them")
     row: dict[str, Any] = {}
     if example:
         row = load_example(example)

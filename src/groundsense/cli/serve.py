@@ -33,8 +33,9 @@ def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> N
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @detector_options(from_env=True)
-@click.option("--host", default=None, help="[env GROUNDSENSE_HOST; 127.0.0.1]")
-@click.option("--port", type=int, default=None, help="[env GROUNDSENSE_PORT; 8000]")
+@click.option("--host", default=None, help="The address to listen on [env GROUNDSENSE_HOST; 127.0.0.1].")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="The port to listen on; 0 picks a free one [env GROUNDSENSE_PORT; 8000].")
 @click.option("--queue-size", type=click.IntRange(min=1), default=None,
               help="Waiting requests before 429 [env GROUNDSENSE_QUEUE_SIZE; 8].")
 @click.option("--max-streams", type=click.IntRange(min=1), default=None,
@@ -44,9 +45,10 @@ def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> N
               help="Admit a stream only while the scorer's measured load, one more stream's included, stays at or "
                    "under this share of its time; 0 admits by --max-streams only (docs/service.md) "
                    "[env GROUNDSENSE_ADMIT_LOAD; 0.8].")
-@click.option("--timeout", "timeout_s", type=float, default=None,
-              help="Seconds per request [env GROUNDSENSE_TIMEOUT_S; 120].")
-@click.option("--max-body-bytes", type=int, default=None, help="[env GROUNDSENSE_MAX_BODY_BYTES; 2000000]")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per request, queueing included; over it: 504 [env GROUNDSENSE_TIMEOUT_S; 120].")
+@click.option("--max-body-bytes", type=click.IntRange(min=1), default=None,
+              help="The largest request body; larger: 413 [env GROUNDSENSE_MAX_BODY_BYTES; 2000000].")
 @click.option("--allowed-hosts", default=None, metavar="HOST,...",
               help="Host headers to accept, e.g. review.example.org; others get 400. Set it when binding beyond "
                    "loopback (docs/reliability.md) [env GROUNDSENSE_ALLOWED_HOSTS; any].")
@@ -76,7 +78,7 @@ def serve(**options: object) -> None:
     """
     try:
         from ..service.app import create_app
-        from ..service.server import run
+        from ..service.server import listening_socket, run
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in SERVICE_PACKAGES:
             raise
@@ -87,11 +89,12 @@ def serve(**options: object) -> None:
 
     keep_heap_returnable()  # before the scorer's first tensors: a server runs for hours
     settings = ServiceSettings.from_env(**options)
+    listening = listening_socket(settings.host, settings.port)  # a port in use stops here, before the scorer loads
     app = create_app(settings)  # a bad setting (a key file without keys, ...) stops here, before "serving"
-    click.echo(f"groundsense: serving on http://{settings.host}:{settings.port}/ (scorer loads in the background)",
-               err=True)
+    port = listening.getsockname()[1]
+    click.echo(f"groundsense: serving on http://{settings.host}:{port}/ (scorer loads in the background)", err=True)
     requests = logging.getLogger("groundsense.requests")
     requests.addHandler(logging.StreamHandler(sys.stdout))  # the bare message: one JSON line
     requests.setLevel(logging.INFO)
     requests.propagate = False
-    run(app, host=settings.host, port=settings.port)
+    run(app, listening)

@@ -11,11 +11,13 @@ once and cancels what is still running after the same grace (a second Ctrl-C: at
 from __future__ import annotations
 
 import signal
+import socket
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
 
+from ..errors import InputError
 from .drain import Drain
 
 
@@ -38,11 +40,29 @@ class DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def run(app: FastAPI, host: str, port: int) -> None:
-    """Serve ``app`` (made by :func:`.app.create_app`, which holds its :class:`Drain`) until
-    SIGTERM has drained it, or SIGINT."""
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (0: a free port), as uvicorn binds one; a port in use,
+    or an address this machine does not have, is an :class:`InputError` before anything starts."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}: check --host") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}: choose another --port, "
+                         "or stop what listens there") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(app: FastAPI, listening: socket.socket) -> None:
+    """Serve ``app`` (made by :func:`.app.create_app`, which holds its :class:`Drain`) on the
+    ``listening`` socket (:func:`listening_socket`) until SIGTERM has drained it, or SIGINT."""
     drain = app.state.service.drain
     # The request log replaces uvicorn's access log for the scoring routes.
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False,
-                            timeout_graceful_shutdown=drain.grace_s)
-    DrainingServer(config, drain).run()
+    config = uvicorn.Config(app, log_level="info", access_log=False, timeout_graceful_shutdown=drain.grace_s)
+    DrainingServer(config, drain).run(sockets=[listening])

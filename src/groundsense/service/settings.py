@@ -29,6 +29,18 @@ class ServiceSettings:
     metrics_open: bool = False  # /metrics answers without a key even when keys are configured
     grace_s: float = 30.0  # after SIGTERM, seconds the requests and streams in flight get to finish
 
+    def __post_init__(self) -> None:
+        """Refuse a value that would start a server unable to answer (every request a 504 at a
+        timeout of 0, a 413 at a body limit of 0), before anything starts."""
+        for name, low, strict in (("port", 0, False), ("queue_size", 1, False), ("timeout_s", 0, True),
+                                  ("max_streams", 1, False), ("admit_load", 0, False), ("max_body_bytes", 1, False),
+                                  ("max_batch_items", 1, False), ("grace_s", 0, False)):
+            value = getattr(self, name)
+            if value < low or (strict and value == low) or (name == "port" and value > 65535):
+                bound = "0 to 65535" if name == "port" else f"{'above' if strict else 'at least'} {low}"
+                raise InputError(f"{name} (GROUNDSENSE_{name.upper()}, --{name.replace('_', '-').removesuffix('-s')}) "
+                                 f"must be {bound}, not {value}")
+
     @property
     def allowed_host_list(self) -> list[str]:
         return [h.strip() for h in (self.allowed_hosts or "").split(",") if h.strip()]

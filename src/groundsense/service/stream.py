@@ -14,11 +14,12 @@ response has begun, a failure ends it with
 ``{"event": "error", "status": ..., "error": "..."}`` and no result: a stream that ends
 without a ``result`` event was not judged (fail closed). Every scoring step (opening the
 stream, which encodes the evidence; each delta; the close) is a job on the same scorer queue
-as ``/v1/detect`` with the same timeout. Opening is new work, refused with 429 when the queue
-is full; the later steps of an admitted stream are never refused and run before new work
-(:mod:`.worker`). A long delta is fed in pieces of at most :data:`STEP_CHARS` characters, one
-job each, so that one stream's burst of text holds the scorer no longer than an ordinary
-step before the other streams' steps get their turn.
+as ``/v1/detect`` with the same timeout, which also bounds the wait for the client's next line
+(a stream that sends nothing for that long ends with a 504 ``error`` event). Opening is new
+work, refused with 429 when the queue is full; the later steps of an admitted stream are never
+refused and run before new work (:mod:`.worker`). A long delta is fed in pieces of at most
+:data:`STEP_CHARS` characters, one job each, so that one stream's burst of text holds the
+scorer no longer than an ordinary step before the other streams' steps get their turn.
 """
 
 from __future__ import annotations
@@ -71,10 +72,19 @@ class DuplexStreamingResponse(StreamingResponse):
         await self.stream_response(send)
 
 
-async def ndjson_lines(request: Request) -> AsyncIterator[object]:
-    """The body's lines as JSON values, as they arrive (blank lines skipped)."""
-    buffer, number = b"", 0
-    async for chunk in request.stream():
+async def ndjson_lines(request: Request, idle_s: float) -> AsyncIterator[object]:
+    """The body's lines as JSON values, as they arrive (blank lines skipped). A client that sends
+    nothing for ``idle_s`` seconds ends the stream (:class:`StepFailed` 504), so that a silent or
+    stalled one does not hold one of the service's streams for ever."""
+    buffer, number, chunks = b"", 0, request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(anext(chunks), idle_s)
+        except StopAsyncIteration:
+            break
+        except asyncio.TimeoutError:
+            raise StepFailed(504, f"nothing arrived for {idle_s:g} s (the --timeout limit): send the answer's "
+                                  "deltas as they are generated, and end the body when the answer ends") from None
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
@@ -148,7 +158,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
     if reason := worker.unavailable():
         raise StepFailed(503, reason)
     ticket = open_streams.admit(worker.load())
-    lines = ndjson_lines(request)
+    lines = ndjson_lines(request, settings.timeout_s)
     first = await anext(lines, None)
     if first is None:
         raise InputError("the body is empty: send the evidence as the first line, then answer deltas")
