@@ -4,12 +4,14 @@ each held here, and the status codes of the documented table for the cases the c
 
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from groundsense.service.app import create_app
+from groundsense.service.keys import hash_key
 from groundsense.service.settings import ServiceSettings
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "groundsense"
@@ -81,6 +83,8 @@ def test_allowed_hosts_refuse_other_host_headers():
     assert client.get("/healthz", headers={"Host": "localhost:8000"}).status_code == 200
     rebound = client.get("/healthz", headers={"Host": "attacker.example"})
     assert rebound.status_code == 400
+    keyed = TestClient(create_app(replace(settings, api_keys=hash_key("k"))), base_url="http://review.example.org")
+    assert keyed.post("/v1/detect", json=REQUEST, headers={"Host": "attacker.example"}).status_code == 400  # not 401
 
 
 def test_errors_have_one_shape(unloaded):
@@ -89,8 +93,10 @@ def test_errors_have_one_shape(unloaded):
         unloaded.post("/v1/detect/batch", json=[]),
         unloaded.post("/v1/detect/batch", json={"answer": "not a list"}),
         unloaded.post("/v1/detect", json=REQUEST),  # valid, but the scorer is not loaded: 503
+        unloaded.get("/v1/no-such-route"),  # 404, and 405 for another method: Starlette's, in the same shape
+        unloaded.put("/v1/detect", json=REQUEST),
     ):
-        assert response.status_code in (422, 503) and set(response.json()) == {"error"}, response.text
+        assert response.status_code in (404, 405, 422, 503) and set(response.json()) == {"error"}, response.text
     assert unloaded.post("/v1/detect/batch", json=[REQUEST] * 33).status_code == 413
 
 

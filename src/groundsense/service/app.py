@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ..detection import Detection
@@ -50,6 +51,12 @@ async def bad_input(request: Request, exc: InputError) -> JSONResponse:
 
 async def too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=413)
+
+
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    """Starlette's own errors (404 no such route, 405 another method) in the service's one shape."""
+    return JSONResponse({"error": f"{exc.detail}: {request.method} {request.url.path}"}, status_code=exc.status_code,
+                        headers=exc.headers)
 
 
 async def internal(request: Request, exc: Exception) -> JSONResponse:
@@ -89,17 +96,18 @@ def create_app(settings: ServiceSettings | None = None, detection: Callable[[], 
     service = Service.build(settings, detection)
     app = App(title="groundsense", summary="Flags the sentences of a RAG answer that the evidence does not support.",
               version="0.1.0", lifespan=lifespan, exception_handlers={
-                  ApiError: api_error, InputError: bad_input, BodyTooLarge: too_large, Exception: internal})
+                  ApiError: api_error, InputError: bad_input, BodyTooLarge: too_large, HTTPException: http_error,
+                  Exception: internal})
     app.state.service = service
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    if settings.allowed_hosts:  # a request for another Host gets 400 before anything else
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
     if settings.api_key_file or settings.api_keys:  # inside Observe: a 401 is counted and logged
         app.add_middleware(RequireKey, keys=ApiKeys(settings.api_key_file, settings.api_keys),
                            metrics_open=settings.metrics_open)
     app.add_middleware(Admission, drain=service.drain)  # inside Observe: a 503 while draining is counted
     app.add_middleware(Observe, routes=("/v1/detect", "/v1/detect/batch", "/v1/detect/stream", *ALIGNSCORE_PATHS),
                        finish=service.finish)
+    if settings.allowed_hosts:  # added last, so outermost: a request for another Host gets 400 before anything else
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
     for router in (probes.router, detect.router, metrics.router, stream.router, page.router):  # the OpenAPI order
         app.include_router(router)
     return app
