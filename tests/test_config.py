@@ -15,7 +15,7 @@ SETTINGS = [f.name for f in dataclasses.fields(DetectorConfig)]
 
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": 51}, {"mode": "three_pass"}, {"leave_one_out": "approximate"},
                                  {"max_context_tokens": 0}, {"max_answer_tokens": 2.5}, {"device": "bogus"},
-                                 {"precision": "int4"},
+                                 {"precision": "int4"}, {"scorer": 123}, {"scorer": "  "},
                                  {"escalate": 1.5, "verifier": "judge:x"},
                                  {"verifier_threshold": -0.1, "verifier": "judge:x"},
                                  {"verifier": ""}, {"verifier_url": "http://x"}, {"escalate": 0.5}])

@@ -58,7 +58,7 @@ def rows_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("args, message", [
     (["--verifier", "oracle:x"], "unknown verifier"),
     (["--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"], "verifier_url"),
-    (["--escalate", "0.5"], "only apply to a cascade"),
+    (["--escalate", "0.5"], "escalate (--escalate) applies to a cascade only"),
     (["--verifier", JUDGE, "--escalate", "1.5"], "escalate"),
 ])
 def test_a_bad_verifier_config_exits_2_before_scoring(tmp_path, args, message):

@@ -108,15 +108,19 @@ def test_passages_are_joined_into_chunks_that_index_the_context(passages):
 @example({"passages": ["The bridge opened in 1937.\n\nIt is orange."]}, 1, 4)  # cut after a space: stripped
 @example({"passages": ["The bridge opened in 1937.\n\nIt is orange."]}, 1, 11)  # and after a line break
 def test_the_evidence_as_scored_indexes_the_context_within_the_token_budget(tiny_scorer, given_as, k, max_tokens):
-    evidence = build_evidence(tiny_scorer, given_as.get("context"), given_as.get("passages"), k, max_tokens)
+    try:
+        evidence = build_evidence(tiny_scorer, given_as.get("context"), given_as.get("passages"), k, max_tokens)
+    except InputError as exc:  # nothing would be scored: refused, never judged on no evidence
+        assert "keeps none of the evidence" in str(exc)
+        return
     chunks, context = evidence.chunks, evidence.context
+    assert chunks
     assert context == given_as.get("context", join_passages(given_as.get("passages") or [])[0])
     assert sum(len(tiny_scorer.tokenize(evidence.chunk_text(c))) for c in chunks) <= max_tokens
     assert evidence.tokens_removed >= max(0, len(tiny_scorer.token_offsets(context)) - max_tokens)
     if "context" in given_as:
         assert len(chunks) <= k
-    if chunks:  # the chunks tile the start of the context that was kept
-        assert_tiles([c.removal for c in chunks], 0, chunks[-1].removal.end)
+    assert_tiles([c.removal for c in chunks], 0, chunks[-1].removal.end)  # the start of the context kept
     for chunk in chunks:
         assert chunk.removal.start <= chunk.content.start < chunk.content.end <= chunk.removal.end
         assert visible_at_both_ends(chunk.content.of(context))

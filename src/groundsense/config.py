@@ -89,6 +89,9 @@ class DetectorConfig:
     fusion: str | Path | bool | None = None
 
     def __post_init__(self) -> None:
+        if self.scorer is not None and (not isinstance(self.scorer, str) or not self.scorer.strip()):
+            raise InputError(f"scorer must be a name (a built-in scorer, a Hugging Face id or a local folder) or None "
+                             f"for the default, not {self.scorer!r}")
         for name in ("calibration", "fusion"):
             value = getattr(self, name)
             if not isinstance(value, (str, Path, bool, type(None))):
@@ -153,8 +156,9 @@ class DetectorConfig:
             given = [f.name for f in fields(self) if f.name in VERIFIER_FIELDS and f.name != "fusion"
                      and getattr(self, f.name) != f.default]
             if given:
-                raise InputError(f"{', '.join(given)} only apply to a cascade: name its verifier too "
-                                 "(--verifier / GROUNDSENSE_VERIFIER, e.g. judge:qwen2.5-coder-1.5b-instruct)")
+                options = ", ".join(f"{name} (--{name.replace('_', '-')})" for name in given)
+                raise InputError(f"{options} {'applies' if len(given) == 1 else 'apply'} to a cascade only: name its "
+                                 "verifier too (--verifier, verifier=...; e.g. judge:qwen2.5-coder-1.5b-instruct)")
 
     @property
     def targets(self) -> tuple[float | None, float | None]:

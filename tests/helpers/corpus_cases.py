@@ -136,6 +136,7 @@ CASES: list[Case] = [
     _case("span empty", _with(sentences=[[5, 5]]), Error("0 <= start < end")),
     _case("span out of range", _with(sentences=[[0, 9999]]), Error("0 <= start < end <= 62")),
     _case("span negative", _with(sentences=[[-1, 33]]), Error("0 <= start < end")),
+    _case("spans a blank one", _with(sentences=[[0, 33], [33, 34]]), Error("holds no visible text")),
     _case("spans overlapping", _with(sentences=[[0, 33], [20, 62]]), Error("overlaps or comes before")),
     _case("spans out of order", _with(sentences=[[34, 62], [0, 33]]), Error("overlaps or comes before")),
     _case("spans duplicated", _with(sentences=[[0, 33], [0, 33]]), Error("overlaps or comes before")),

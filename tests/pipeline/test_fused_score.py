@@ -78,7 +78,7 @@ def test_a_chunk_count_the_calibration_does_not_serve_ranks_the_gap(scorer):
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"calibration": "src/groundsense/calibrations/smollm2-135m-instruct-k5.json"}, "drop --calibration"),
-    ({"calibration": False}, "drop --calibration"),
+    ({"calibration": False}, "calibration=False asks for no flags"),
     ({"precision": "int8"}, "at int8 has none"),
     ({"scorer": "some/other-model"}, "some/other-model at fp32 has none"),
 ])

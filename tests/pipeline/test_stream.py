@@ -112,3 +112,7 @@ def test_stream_refuses_what_it_cannot_do(scorer, cases):
     assert stream.close().sentences
     with pytest.raises(InputError, match="closed"):
         stream.feed("More text.")
+    for bad in ({"question": 123}, {"question": "\ud800"}, {"score_every": 0}, {"score_every": 2.5},
+                {"score_every": "3"}, {"score_every": True}):
+        with pytest.raises(InputError, match="question|score_every"):
+            detector.stream(**evidence(case), **bad)

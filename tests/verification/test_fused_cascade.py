@@ -120,7 +120,7 @@ def test_a_fused_cascade_neither_streams_nor_scores_without_exact_leave_one_out(
 
 
 def test_the_config_refuses_what_does_not_apply_to_a_fused_cascade():
-    with pytest.raises(InputError, match="only apply to a cascade"):
+    with pytest.raises(InputError, match="to a cascade only"):
         DetectorConfig(fuse=True)
     with pytest.raises(InputError, match="with a verifier, a fusion file applies to a fused cascade"):
         DetectorConfig(verifier="judge:x", fusion="f.json")

@@ -140,6 +140,9 @@ class Adjudicator:
     def _check_fused(self) -> None:
         """The fused score flags at its shipped fusion's thresholds: refuse what it cannot honour."""
         config = self.config
+        if config.calibration is False:
+            raise InputError("calibration=False asks for no flags, and the fused score flags at its shipped fusion's "
+                             "thresholds: leave calibration out, or use score='sensitivity' without a calibration")
         if config.calibration is not None:
             raise InputError("a calibration file holds the sensitivity score's statistics and thresholds, and the "
                              "fused score flags at its shipped fusion's: drop --calibration, or use --score "

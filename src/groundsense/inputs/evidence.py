@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import InputError
 from .text import Chunk, Span, chunk_context, join_passages, strip_span
 
 
@@ -60,6 +61,10 @@ def build_evidence(
         evidence = Evidence(text, kept, removed)
         excess = sum(len(scorer.tokenize(evidence.chunk_text(c))) for c in kept) - max_tokens
         if excess <= 0 or budget <= 0:
+            if not kept:  # an answer scored without evidence would be judged on nothing
+                raise InputError(f"the context token budget ({max_tokens}) keeps none of the evidence (its first "
+                                 "tokens are blank, or too few fit): raise max_context_tokens, or trim the "
+                                 "evidence's start")
             return evidence
         budget -= excess  # pieces tokenised apart can take a few more tokens than the whole
 

@@ -90,7 +90,7 @@ def check_evidence(context: object, passages: object) -> None:
 
 def check_spans(spans: object, answer: str) -> list[Span]:
     """Caller-given sentence spans: a list of ``[start, end]`` integer pairs inside the
-    answer, in order and not overlapping."""
+    answer, in order and not overlapping, each with visible text."""
     if not isinstance(spans, list) or not spans:
         raise InputError("'sentences' must be a non-empty list of [start, end] character offsets into the answer")
     checked: list[Span] = []
@@ -103,6 +103,9 @@ def check_spans(spans: object, answer: str) -> list[Span]:
                 f"sentences[{i}] = [{_short(span.start)}, {_short(span.end)}] must lie inside the answer, with "
                 f"0 <= start < end <= {len(answer)} (its length in characters)"
             )
+        if is_blank(answer[span.start : span.end]):
+            raise InputError(f"sentences[{i}] = [{span.start}, {span.end}] holds no visible text: give the spans "
+                             "of the sentences themselves")
         if checked and span.start < checked[-1].end:
             raise InputError(
                 f"sentences[{i}] = [{span.start}, {span.end}] overlaps or comes before sentences[{i - 1}] = "

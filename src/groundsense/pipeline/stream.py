@@ -52,8 +52,9 @@ class DetectionStream:
         if adjudicator.leave_one_out == "masked":
             raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
         check_evidence(context, passages)
-        if score_every < 1:
-            raise InputError("score_every must be at least 1 token")
+        question = "" if question is None else check_text(question, "question")
+        if isinstance(score_every, bool) or not isinstance(score_every, int) or score_every < 1:
+            raise InputError(f"score_every must be a whole number of tokens, at least 1, not {score_every!r}")
         self.scorer, self.adjudicator, self.score_every = scorer, adjudicator, score_every
         config = adjudicator.config
         self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
