@@ -2,6 +2,7 @@
 each held here, and the status codes of the documented table for the cases the corpus
 (tests/corpus) does not reach."""
 
+import json
 import re
 import time
 from dataclasses import replace
@@ -85,6 +86,20 @@ def test_allowed_hosts_refuse_other_host_headers():
     assert rebound.status_code == 400
     keyed = TestClient(create_app(replace(settings, api_keys=hash_key("k"))), base_url="http://review.example.org")
     assert keyed.post("/v1/detect", json=REQUEST, headers={"Host": "attacker.example"}).status_code == 400  # not 401
+
+
+def test_a_body_a_web_page_could_send_without_a_preflight_is_refused(unloaded):
+    """A form or text/plain POST is a CORS "simple request": a browser sends it from any page to a
+    service on loopback without asking first. Only the JSON and NDJSON media types are read."""
+    body = json.dumps(REQUEST).encode()
+    for path, media_type in (("/v1/detect", "text/plain"), ("/v1/detect/batch", "application/x-www-form-urlencoded"),
+                             ("/alignscore_large", "multipart/form-data"), ("/v1/detect/stream", "text/plain"),
+                             ("/v1/detect", None)):
+        response = unloaded.post(path, content=body, headers={"Content-Type": media_type} if media_type else {})
+        assert response.status_code == 415, path
+        assert "send the body with Content-Type: application/" in response.json()["error"]
+    charset = unloaded.post("/v1/detect", content=body, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert charset.status_code == 503  # read (the scorer is not loaded here)
 
 
 def test_errors_have_one_shape(unloaded):

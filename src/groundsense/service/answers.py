@@ -1,5 +1,6 @@
 """The service's JSON error answers, ``{"error": message}``: :class:`ApiError`, which a route
-raises (the app's handler answers it), and :func:`send_error`, which the ASGI middlewares call."""
+raises (the app's handler answers it; :func:`check_media_type` raises one), and
+:func:`send_error`, which the ASGI middlewares call."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
     from starlette.types import Send
 
 
@@ -15,6 +17,15 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str, retry_after: float | None = None, request_id: str | None = None):
         super().__init__(message)
         self.status, self.message, self.retry_after, self.request_id = status, message, retry_after, request_id
+
+
+def check_media_type(request: Request, media_type: str) -> None:
+    """Refuse (415) a body not declared as ``media_type``. A web page may send a form or plain
+    text to any address, this service on loopback included, without the browser asking the
+    server first; a JSON or NDJSON body it may send only after a preflight, which gets 405."""
+    given = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if given != media_type:
+        raise ApiError(415, f"send the body with Content-Type: {media_type}, not {given or 'none'}")
 
 
 async def send_error(send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:

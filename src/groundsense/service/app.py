@@ -3,11 +3,12 @@ the AlignScore route for NeMo Guardrails, probes, Prometheus metrics, and the re
 router per concern (:mod:`.routes`), over the :class:`~.state.Service` they share.
 
 The service fails closed: any error is an HTTP error with a message, never a "supported"
-verdict. Status codes: 413 oversized body or batch, 422 input a person must fix, 429 queue
-full (with Retry-After), 503 scorer not ready or failed to load, 504 request timed out,
-500 anything else ("internal error" and a request id; the details go to the log only); with
-API keys configured (:mod:`.keys`), 401 without an accepted one; while draining after
-SIGTERM (:mod:`.drain`), 503 with Retry-After to any new request but ``/healthz`` and ``/metrics``.
+verdict. Status codes: 413 oversized body or batch, 415 a body not declared JSON (NDJSON for a
+stream), 422 input a person must fix, 429 queue full (with Retry-After), 503 scorer not ready or
+failed to load, 504 request timed out, 500 anything else ("internal error" and a request id;
+the details go to the log only); with API keys configured (:mod:`.keys`), 401 without an
+accepted one; while draining after SIGTERM (:mod:`.drain`), 503 with Retry-After to any new
+request but ``/healthz`` and ``/metrics``.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from ..errors import GroundsenseError, InputError
 from ..inputs.files import decode, parse_json
 from ..inputs.validate import CheckedRow, check_delta, check_stream_head
 from ..rows.runner import internal_error
+from .answers import check_media_type
 from .limits import BodyTooLarge
 from .observe import RequestRecord, current_record
 from .settings import ServiceSettings
@@ -155,6 +156,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
                       open_streams: OpenStreams) -> DuplexStreamingResponse:
     """Read the first line, open the stream on the scorer, and answer with the events; the
     errors before the response begins propagate (the app maps them to statuses)."""
+    check_media_type(request, "application/x-ndjson")
     if reason := worker.unavailable():
         raise StepFailed(503, reason)
     ticket = open_streams.admit(worker.load())

@@ -22,7 +22,7 @@ from ...inputs.validate import MAX_K, CheckedRow, check_row, echo_id
 from ...rows.runner import error_record
 from ..alignscore import PATHS as ALIGNSCORE_PATHS
 from ..alignscore import alignscore_response, alignscore_row
-from ..answers import ApiError
+from ..answers import ApiError, check_media_type
 from ..observe import current_record
 from ..state import Service, ServiceDep
 from ..worker import QueueFull
@@ -57,7 +57,9 @@ REQUEST_MODELS = (DetectRequest, Options)  # added to the OpenAPI schema by the 
 
 
 async def read_json(request: Request) -> object:
-    """The request body as JSON, read by the same functions as the command line's input."""
+    """The request body as JSON (declared so: :func:`check_media_type`), read by the same
+    functions as the command line's input."""
+    check_media_type(request, "application/json")
     return parse_json(decode(await request.body(), "the request body"), "the request body")
 
 
