@@ -133,18 +133,22 @@ def test_scorers_prepare_keeps_the_converted_weights_or_says_how_to_install_them
     assert (Path(ready.output.strip()) / "config.json").is_file()
 
 
-@pytest.mark.slow  # loads the real scorer
-def test_fail_on_flag_passes_only_an_answer_the_detection_cleared(tmp_path):
-    cleared = {**ROW, "answer": ROW["answer"].split(" It was")[0]}
-    assert run("detect", "--fail-on-flag", input=json.dumps(cleared)).exit_code == 0
-    assert run("detect", "--fail-on-flag", input=json.dumps(ROW)).exit_code == 1  # a sentence flagged
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)  # the shipped thresholds judge
+def test_fail_on_flag_passes_only_an_answer_the_detection_cleared(tmp_path, invoke_cli):
+    evidence = ["--question", ROW["question"]]
+    for i, passage in enumerate(ROW["passages"]):
+        (tmp_path / f"{i}.txt").write_text(passage)
+        evidence += ["--passage-file", tmp_path / f"{i}.txt"]
+    supported = ROW["answer"].split(" It was")[0]
+    assert invoke_cli(["detect", "--fail-on-flag", *evidence, "--answer", supported]).exit_code == 0
+    assert invoke_cli(["detect", "--fail-on-flag", *evidence, "--answer", ROW["answer"]]).exit_code == 1  # flagged
     answer_rule_fusions().save(tmp_path / "fusions.json")  # the answer flagged as a whole
-    fusion = ["--fusion", str(tmp_path / "fusions.json")]
-    whole = run("detect", "--fail-on-flag", "--json", *fusion, input=json.dumps(cleared))
+    whole = invoke_cli(["detect", "--fail-on-flag", "--json", "--fusion", tmp_path / "fusions.json", *evidence,
+                        "--answer", supported])
     assert whole.exit_code == 1 and json.loads(whole.output)["answer"]["n_flagged"] == 0
-    capped = {**cleared, "answer": cleared["answer"] + " And so on."}  # its last sentence past the cap: not judged
-    unjudged = run("detect", "--fail-on-flag", "--json", "--max-answer-tokens", "12", input=json.dumps(capped))
-    assert unjudged.exit_code == 1 and json.loads(unjudged.output)["answer"]["flagged"] is None, unjudged.output
+    capped = invoke_cli(["detect", "--fail-on-flag", "--json", "--max-answer-tokens", "12", *evidence,
+                         "--answer", supported + " And so on."])  # its last sentence past the cap: not judged
+    assert capped.exit_code == 1 and json.loads(capped.output)["answer"]["flagged"] is None, capped.output
 
 
 def test_non_utf8_file_is_refused(tmp_path):

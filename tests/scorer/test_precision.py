@@ -178,7 +178,10 @@ TOLERANCE = {"int8": {"mean_logp": 1.5, "pearson": 0.68, "gap": 2.0},
 def test_a_faster_precision_scores_near_fp32(scorer, precision):
     fast = Scorer(precision=precision, device="cpu")
     bound = TOLERANCE[precision]
-    for name in ("passages-qa", "clinical-summary"):
+    # On a CPU without native bf16, bf16 is neither the default nor fast (emulated, about 20 s an
+    # example on 2 cores): one example holds it to its bound there.
+    examples = ("passages-qa", "clinical-summary") if precision != "bf16" or loading.native_bf16() else ("passages-qa",)
+    for name in examples:
         example = load_example(name)
         exact, approximate = (
             Detector(s, calibration=False).detect(example["answer"], context=example.get("context"),
