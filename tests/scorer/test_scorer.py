@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from groundsense.errors import Cancelled
+from groundsense.errors import Cancelled, InputError
 from groundsense.scorer import Scorer
 from groundsense.scorer.evidence_cache import evidence_key
 from groundsense.verification.contextcite import ablation_masks, subset_logprobs
@@ -148,3 +148,15 @@ def test_cancelled_scoring_drops_the_evidence_it_left_half_updated_and_keeps_the
     assert again.tokens_processed == cold.tokens_processed
     # fp32 noise between kept and fresh encodings: the project's exactness bar, 1e-4
     assert np.allclose(again.logp, cold.logp, atol=1e-4) and np.allclose(again.jsd, cold.jsd, atol=1e-4)
+
+
+def test_a_model_with_sliding_window_attention_is_refused_when_it_loads(tiny_scorer):
+    """A sliding-window layer's cache keeps only its last positions, which the conditions' cut,
+    copied and stacked caches cannot allow for (such a model failed in the stacked passes, with
+    a RuntimeError, even on a prompt shorter than its window): refused with a message instead."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    config = MistralConfig(vocab_size=len(tiny_scorer.tokenizer), hidden_size=64, intermediate_size=128,
+                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, sliding_window=4096)
+    with pytest.raises(InputError, match=r"sliding window \(4096 tokens\) in some layers"):
+        Scorer.from_model(MistralForCausalLM(config), tiny_scorer.tokenizer, "tiny-mistral")

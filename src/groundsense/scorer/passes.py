@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from ..errors import Cancelled
+from ..errors import Cancelled, InputError
 from .kv import crop
 
 if TYPE_CHECKING:
@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from transformers.modeling_outputs import CausalLMOutputWithPast
 
 ENCODE_PIECE = 512  # evidence tokens per forward call
+
+
+def sliding_window(model: PreTrainedModel) -> int | None:
+    """The narrowest attention window among ``model``'s layers (None: every layer attends to
+    every position), as the cache its forward passes make has it."""
+    from transformers import DynamicCache
+
+    layers = DynamicCache(config=model.config).layers
+    windows = [getattr(layer, "sliding_window", None) for layer in layers if getattr(layer, "is_sliding", False)]
+    return min((w for w in windows if isinstance(w, int)), default=None)
 
 
 class ModelPasses:
@@ -30,6 +40,11 @@ class ModelPasses:
         self.model, self.device = model, device
         layers = getattr(getattr(model, "model", None), "layers", None)
         self._stoppable = list(layers) if layers else [model]
+        if (window := sliding_window(model)) is not None:
+            raise InputError(f"this scorer's model attends over a sliding window ({window} tokens) in some layers, "
+                             "whose caches keep only their last positions; the conditions' cut, copied and stacked "
+                             "caches need every position kept: use a model with full attention in every layer "
+                             "(the built-in scorers, Llama, Qwen2 without use_sliding_window)")
 
     @contextmanager
     def stopping(self, stop: Callable[[], bool] | None) -> Iterator[None]:
