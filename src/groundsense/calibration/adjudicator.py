@@ -287,10 +287,11 @@ class Adjudicator:
 
 def answer_summary(sentences: list[SentenceResult], threshold: float | None = None,
                    scores: list[float | None] | None = None) -> AnswerSummary:
-    """The answer-level summary of its sentence results. The answer is flagged when a sentence
-    is, or when the most suspicious of ``scores`` (default: every scored sentence's; NaN ones
-    left out) reaches ``threshold`` (None: only when a sentence is); it is cleared only when
-    every sentence was judged, so a failure never reads as supported."""
+    """The answer-level summary of its sentence results. The answer's score is the most
+    suspicious of ``scores`` (default: every scored sentence's; NaN ones left out). The answer is
+    flagged when a sentence is, or when its score reaches ``threshold`` (None: only when a
+    sentence is); it is cleared only when every sentence was judged, so a failure never reads as
+    supported."""
     scored = [s for s in sentences if s.status == "scored"]
     n = np.array([s.features["n_tokens"] for s in scored])
     gaps = np.array([s.features["gap"] for s in scored])
@@ -318,12 +319,7 @@ def fused_answer(sentences: list[SentenceResult], fused: np.ndarray, fusion: Ran
     answer rule reads, the scored sentences'): the answer is flagged when a sentence is, or when
     their :meth:`~groundsense.calibration.fusion.RankFusion.answer_score` reaches ``threshold``
     (None: only when a sentence is, as at a target); cleared only when every sentence was judged."""
-    summary = answer_summary(sentences)
-    top = fusion.answer_score(fused) if len(fused) else float("nan")
-    blocked = summary.n_flagged > 0 or (threshold is not None and math.isfinite(top) and top >= threshold)
-    undecided = any(s.flagged is None for s in sentences)
-    return replace(summary, score=top if math.isfinite(top) else None, threshold=threshold,
-                   flagged=True if blocked else (None if undecided else False))
+    return answer_summary(sentences, threshold, [fusion.answer_score(fused)] if len(fused) else [])
 
 
 def rule_answer(rule: Rule, sentences: list[SentenceResult], cleared: Container[int] = ()) -> AnswerSummary:

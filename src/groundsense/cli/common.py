@@ -138,7 +138,6 @@ SETTINGS = (
 )
 
 
-# The fields that only move where flags fall (the score, the calibration, a target, a cascade's verifier).
 # A guardrail script's switch (detect, stream): it passes only an answer the detection cleared.
 fail_on_flag = click.option(
     "--fail-on-flag", is_flag=True,
@@ -152,6 +151,7 @@ def exit_unless_cleared(result: DetectionResult) -> None:
         raise SystemExit(1)
 
 
+# The fields that only move where flags fall (the score, the calibration, a target, a cascade's verifier).
 FLAGGING = ("score", "calibration", "target_recall", "target_precision", *VERIFIER_FIELDS)
 
 

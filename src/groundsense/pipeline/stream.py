@@ -59,7 +59,7 @@ class DetectionStream:
         config = adjudicator.config
         self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
         self._cap = config.max_answer_tokens
-        layout = PromptLayout.for_tokenizer(scorer.text_tokenizer(), question or "")
+        layout = PromptLayout.for_tokenizer(scorer.text_tokenizer(), question)
         self._tokens = FinalTokens(scorer.text_tokenizer(), layout.answer_lead)
         self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
             scorer.encode_prefix(layout.prefix),

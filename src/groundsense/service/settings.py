@@ -32,14 +32,18 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         """Refuse a value that would start a server unable to answer (every request a 504 at a
         timeout of 0, a 413 at a body limit of 0), before anything starts."""
-        for name, low, strict in (("port", 0, False), ("queue_size", 1, False), ("timeout_s", 0, True),
-                                  ("max_streams", 1, False), ("admit_load", 0, False), ("max_body_bytes", 1, False),
-                                  ("max_batch_items", 1, False), ("grace_s", 0, False)):
-            value = getattr(self, name)
-            if value < low or (strict and value == low) or (name == "port" and value > 65535):
-                bound = "0 to 65535" if name == "port" else f"{'above' if strict else 'at least'} {low}"
-                raise InputError(f"{name} (GROUNDSENSE_{name.upper()}, --{name.replace('_', '-').removesuffix('-s')}) "
-                                 f"must be {bound}, not {value}")
+        for name, valid, bound in (
+            ("port", 0 <= self.port <= 65535, "0 to 65535"),
+            ("queue_size", self.queue_size >= 1, "at least 1"),
+            ("timeout_s", self.timeout_s > 0, "above 0"),
+            ("max_streams", self.max_streams >= 1, "at least 1"),
+            ("admit_load", self.admit_load >= 0, "at least 0"),
+            ("max_body_bytes", self.max_body_bytes >= 1, "at least 1"),
+            ("max_batch_items", self.max_batch_items >= 1, "at least 1"),
+            ("grace_s", self.grace_s >= 0, "at least 0"),
+        ):
+            if not valid:
+                raise InputError(f"{name} (GROUNDSENSE_{name.upper()}) must be {bound}, not {getattr(self, name)}")
 
     @property
     def allowed_host_list(self) -> list[str]:
