@@ -61,7 +61,7 @@ def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_pat
 
 @pytest.mark.slow  # starts `groundsense serve`; its scorer cannot load, so no scorer is needed
 @pytest.mark.system
-def test_work_still_in_flight_when_the_grace_ends_is_cut_and_the_server_exits_0(tmp_path):
+def test_a_request_still_in_flight_when_the_grace_ends_gets_503_and_the_server_exits_0(tmp_path):
     grace = 2
     with ServeProcess(tmp_path, "--grace", str(grace), "--scorer", "no-such-org/no-such-model",
                       env={"HF_HUB_OFFLINE": "1"}) as server:
@@ -75,9 +75,30 @@ def test_work_still_in_flight_when_the_grace_ends_is_cut_and_the_server_exits_0(
             server.process.send_signal(signal.SIGTERM)
             assert server.process.wait(timeout=60) == 0
             waited = time.monotonic() - signalled
-            try:
-                reply = held.recv(65536)
-            except ConnectionResetError:
-                reply = b""
-        assert not reply.startswith(b"HTTP/1.1 2")  # cut: a 500 or a closed connection, never a result
+            reply = read_until(held, b"}")
+        assert reply.startswith(b"HTTP/1.1 503") and b"not judged" in reply  # cut off: never a result
+        assert_cut_off_quietly(server, "POST /v1/detect")
     assert grace <= waited < grace + 20
+
+
+@pytest.mark.slow  # the real scorer, in a `groundsense serve` process
+@pytest.mark.system
+def test_a_stream_still_open_when_the_grace_ends_ends_with_an_error_event_and_no_result(tmp_path):
+    answer = EXAMPLE["answer"]
+    with ServeProcess(tmp_path, "--grace", "2") as server:
+        server.wait_status("ready")
+        with open_stream(server.port, HEAD, {"delta": answer[: answer.index(" Its main span") + len(" Its")]}) as stream:
+            received = read_until(stream, b'"event": "sentence"')  # judging; the client sends no more
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=60) == 0
+            received = read_until(stream, b"0\r\n\r\n", received)  # the response's end
+        events = chunked_events(received)
+        assert [event["event"] for event in events] == ["sentence", "error"] and events[-1]["status"] == 503
+        assert_cut_off_quietly(server, "POST /v1/detect/stream")
+
+
+def assert_cut_off_quietly(server: ServeProcess, request: str) -> None:
+    """The server logged the request it cut off, as a warning, not an error's traceback."""
+    log = server.stderr.read_text()
+    assert f"WARNING: cut off {request} at the end of the shutdown's grace" in log
+    assert "Exception in ASGI application" not in log, log

@@ -1,12 +1,13 @@
-"""The service's JSON error answers, ``{"error": message}``: :class:`ApiError`, which a route
+"""The service's error answers, ``{"error": message}``: :class:`ApiError`, which a route
 raises (the app's handler answers it; :func:`check_media_type` raises one), and
-:func:`send_error`, which the ASGI middlewares call."""
+:func:`send_error`, which the ASGI middlewares call; and a stream's NDJSON events
+(:func:`event`), whose ``error`` event ends a stream whose response has begun."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -35,3 +36,8 @@ async def send_error(send: Send, status: int, message: str, headers: Sequence[tu
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+def event(kind: str, **fields: Any) -> bytes:
+    """One NDJSON line of a stream's response: ``{"event": kind, **fields}``."""
+    return (json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n").encode()

@@ -4,19 +4,25 @@
 flight until its last event is sent) and, once :meth:`Drain.begin` has been called, answers
 every new request but ``/healthz`` and ``/metrics`` with 503 and ``Retry-After``, ``/readyz``
 included, so that a load balancer stops sending work here. :meth:`Drain.due` tells the server (:mod:`.server`)
-when to exit: once nothing is in flight, or once the grace period is over.
+when to exit: once nothing is in flight, or once the grace period is over. What is still in
+flight then, uvicorn cancels; :class:`Admission` answers it as cut off (:func:`cut_off`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 import time
 from typing import TYPE_CHECKING
 
-from .answers import send_error
+from .answers import event, send_error
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+CUT_OFF = "the server stopped before this request was done, so it was not judged: send it again"
 
 ALWAYS_OPEN = frozenset({"/healthz", "/metrics"})  # the process is up, and its metrics readable, while it drains
 
@@ -60,7 +66,32 @@ class Admission:
             return await send_error(send, 503, "the server is shutting down and takes no new work: retry on another "
                                     "instance, or here once it has restarted", [(b"retry-after", retry.encode())])
         self.drain.in_flight += 1
+        started: list[Message] = []  # the response's start, once sent
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(message)
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:  # by uvicorn, at the end of the shutdown's grace
+            if not await cut_off(send, started[0] if started else None):
+                raise
+            log.warning("cut off %s %s at the end of the shutdown's grace", scope["method"], scope["path"])
         finally:
             self.drain.in_flight -= 1
+
+
+async def cut_off(send: Send, started: Message | None) -> bool:
+    """Tell the client of a request cut off by the server's shutdown that it was not judged: a
+    503 where no response has begun, an ``error`` event where a stream's has (its last event, and
+    no ``result``). False for any other response begun, which only closing the connection can cut."""
+    if started is None:
+        await send_error(send, 503, CUT_OFF)
+    elif (b"content-type", b"application/x-ndjson") in started["headers"]:
+        await send({"type": "http.response.body", "body": event("error", status=503, error=CUT_OFF), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    else:
+        return False
+    return True

@@ -25,7 +25,6 @@ scorer no longer than an ordinary step before the other streams' steps get their
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 import weakref
@@ -39,7 +38,7 @@ from ..errors import GroundsenseError, InputError
 from ..inputs.files import decode, parse_json
 from ..inputs.validate import CheckedRow, check_delta, check_stream_head
 from ..rows.runner import internal_error
-from .answers import check_media_type
+from .answers import check_media_type, event
 from .limits import BodyTooLarge
 from .observe import RequestRecord, current_record
 from .settings import ServiceSettings
@@ -94,10 +93,6 @@ async def ndjson_lines(request: Request, idle_s: float) -> AsyncIterator[object]
                 yield parse_json(decode(line, f"line {number}"), f"line {number}")
     if buffer.strip():
         yield parse_json(decode(buffer, f"line {number + 1}"), f"line {number + 1}")
-
-
-def event(kind: str, **fields: Any) -> bytes:
-    return (json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n").encode()
 
 
 class StreamSteps:
