@@ -1,7 +1,7 @@
 """The detection interface: what every entry point composes through.
 
 A :class:`Detection` checks answers against their evidence. It is an abstract base class with
-one hook, ``detect_checked`` (detect on one request row that :func:`validate.check_row`
+one hook, ``detect_checked`` (detect on one request row that :func:`groundsense.inputs.check_row`
 accepted), plus ``describe()`` (what it is, for logs, probes and headers) and ``options``
 (:class:`DetectionOptions`: the ``k`` and ``mode`` it takes as its own; the built-in
 detections derive them from the :class:`DetectorConfig` they were built from, their
@@ -100,7 +100,7 @@ class Detection(ABC):
 
     @abstractmethod
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
-        """Detect on a request row that :func:`validate.check_row` accepted (not checked again):
+        """Detect on a request row that :func:`groundsense.inputs.check_row` accepted (not checked again):
         ``row.arguments`` holds ``answer``, ``context``, ``passages`` and ``question``,
         ``row.spans`` the sentence spans (None: segment the answer), and ``row.options`` the
         ``k`` and ``mode`` it asks for, to honour or refuse (``self.with_options(**row.options)``
@@ -119,7 +119,7 @@ class Detection(ABC):
         """Score every sentence of ``answer`` against the evidence (a ``context`` string or a list
         of ``passages``). ``sentences`` optionally gives the sentence spans (character offsets
         into ``answer``) instead of the built-in segmenter. The arguments are checked as a
-        request row (:func:`validate.check_row`, once), then :meth:`detect_checked` detects;
+        request row (:func:`groundsense.inputs.check_row`, once), then :meth:`detect_checked` detects;
         ``stop()`` returning True cancels the work (``errors.Cancelled``) where it checks it."""
         row = {"answer": answer, "context": context, "passages": passages, "question": question,
                "sentences": sentences}
@@ -146,7 +146,7 @@ class Detection(ABC):
                          f"leave options out, or ask for k={own.k}, mode={own.mode}")
 
     def iter_detect(self, rows: Iterable[Mapping], progress: bool = True) -> Iterator[Outcome]:
-        """Detect on each row (checked by :func:`validate.check_row`, then :meth:`detect_checked`),
+        """Detect on each row (checked by :func:`groundsense.inputs.check_row`, then :meth:`detect_checked`),
         keeping going past bad rows: each yields an :class:`Outcome` with its result or its error."""
         from .progress import track
 
@@ -187,6 +187,13 @@ def as_detection(detection: object) -> Detection:
         raise TypeError(f"a {type(detection).__name__}'s options are not a groundsense.DetectionOptions: set them "
                         "to one (its k and mode), or leave them to Detection's default")
     return detection
+
+
+if TYPE_CHECKING:  # the deprecated name as a type checker sees it; at run time, __getattr__ below
+    from typing_extensions import deprecated
+
+    @deprecated("groundsense.detection.check_detection is now as_detection")
+    def check_detection(detection: object) -> Detection: ...
 
 
 def __getattr__(name: str) -> object:

@@ -85,9 +85,10 @@ def test_a_request_still_in_flight_when_the_grace_ends_gets_503_and_the_server_e
 @pytest.mark.system
 def test_a_stream_still_open_when_the_grace_ends_ends_with_an_error_event_and_no_result(tmp_path):
     answer = EXAMPLE["answer"]
+    first = answer[: answer.index(" Its main span") + len(" Its")]  # the first sentence, known to have ended
     with ServeProcess(tmp_path, "--grace", "2") as server:
         server.wait_status("ready")
-        with open_stream(server.port, HEAD, {"delta": answer[: answer.index(" Its main span") + len(" Its")]}) as stream:
+        with open_stream(server.port, HEAD, {"delta": first}) as stream:
             received = read_until(stream, b'"event": "sentence"')  # judging; the client sends no more
             server.process.send_signal(signal.SIGTERM)
             assert server.process.wait(timeout=60) == 0

@@ -2,11 +2,14 @@
 the real types a type checker sees, not ``Any``; ``assert_type`` fails the run where they are
 not."""
 
+from collections.abc import Callable
+
 from typing_extensions import assert_type
 
 import groundsense
 from groundsense import Cascade, Detection, DetectionResult, Detector, DetectorConfig, make_detection
 from groundsense.calibration import RankFusion, shipped_fusion
+from groundsense.inputs import CheckedRow, check_row
 from groundsense.testing import ConformanceReport, check_detection
 from groundsense.verification import ModelVerifier, SentenceInput, VerifierScores, make_verifier
 
@@ -20,6 +23,8 @@ def check(answer: str, passages: list[str]) -> None:
     assert_type(groundsense.Cascade, type[Cascade])
     flagged: list[bool | None] = [s.flagged for s in Detector().detect(answer=answer, passages=passages).sentences]
     assert_type(flagged, list[bool | None])
+    for s in Detector().detect(answer=answer, passages=passages).sentences:  # the README's loop
+        assert_type(s.score, float | None)  # None: not scored, so the README prints it as it is
 
 
 def extend(spec: str) -> None:
@@ -28,3 +33,14 @@ def extend(spec: str) -> None:
     assert_type(verifier, ModelVerifier)
     assert_type(verifier.verify(SentenceInput.from_texts("q", ["a."], ["One."])), VerifierScores)
     assert_type(shipped_fusion(spec), RankFusion | None)
+
+
+class Delegating(Detection):
+    """A detection of one's own, its hook typed from the public names (docs/python.md)."""
+
+    def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
+        assert_type(check_row({"answer": "One.", "context": "Two."}), CheckedRow)
+        return Detector().detect_checked(row, stop)
+
+    def describe(self, chunks: int | None = None) -> dict:
+        return {"kind": "delegating", "scorer": None}

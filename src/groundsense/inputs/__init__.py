@@ -11,11 +11,13 @@ if TYPE_CHECKING:
     from .evidence import Evidence, Tokenizer, build_evidence
     from .files import load_example
     from .text import Chunk, Span, segment_sentences
+    from .validate import CheckedRow, check_row
 
-__all__ = ["Span", "segment_sentences", "Chunk", "Evidence", "Tokenizer", "build_evidence", "load_example"]
+__all__ = ["Span", "segment_sentences", "Chunk", "Evidence", "Tokenizer", "build_evidence", "load_example",
+           "CheckedRow", "check_row"]
 
 if not TYPE_CHECKING:  # at run time each name is imported when first used (a type checker sees the imports above)
     __getattr__ = exported(__name__, {
         "text": ["Span", "segment_sentences", "Chunk"], "evidence": ["Evidence", "Tokenizer", "build_evidence"],
-        "files": ["load_example"],
+        "files": ["load_example"], "validate": ["CheckedRow", "check_row"],
     })
