@@ -17,6 +17,7 @@ from groundsense.calibration.adaptation import (
     unsupported_share,
 )
 from groundsense.calibration.calibration import STANDARDISED, Calibration, fit_calibration, shipped_calibration
+from groundsense.calibration.fusion import LexicalFusions
 from groundsense.cli import cli
 from groundsense.errors import InputError
 from groundsense.lexical import LEXICAL
@@ -236,7 +237,15 @@ def test_adapting_on_detections_made_in_python(detector):
     assert mine.features["gap"][0] == pytest.approx(results[0].sentences[0].features["gap"])
     adapted = adapt(shipped_calibration("smollm2-135m-instruct", None), mine)
     again = Detector.from_config(DetectorConfig(), detector.scorer, calibration=adapted).detect(**rows[1])
-    assert again.threshold == pytest.approx(adapted.thresholds["sensitivity"])
+    assert again.threshold == pytest.approx(adapted.thresholds["sensitivity"]) and again.score_rule == "sensitivity"
+    # the default score's fusions, as calibration.md adapts them (3 chunks: the statistics serve full mode)
+    shipped = LexicalFusions.shipped(detector.scorer.name, detector.config.precision)
+    fusions = shipped.adapted_to(mine)
+    assert fusions.full.made_with["adaptation"]["n_sentences"] == fusions.two_pass.made_with["adaptation"][
+        "n_sentences"] == 4 and fusions.full.references != shipped.full.references
+    fused = Detector(detector.scorer, k=5, fusion=fusions).detect(**rows[1])
+    assert fused.score_rule == "fused" and fused.threshold == pytest.approx(fusions.full.threshold)
+    assert [s.score for s in fused.sentences] != [s.score for s in detector.detect(**rows[1]).sentences]
 
 
 def test_a_fitted_file_adapts_with_its_weights():

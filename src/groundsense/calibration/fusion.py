@@ -36,13 +36,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .calibration import gap_score, sensitivity_score, threshold_quality
+from .calibration import gap_score, sensitivity_score, shipped_calibration, threshold_quality
 from .files import FUSION, LEXICAL_FUSIONS, file_text, read_file
 from .fitting import REGULARISATION, fit_logistic
 from .thresholds import compact_curve, curve_threshold, forced_scores, labelled_threshold, verdict_threshold
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
+
+    from .adaptation import DomainSentences
 
 # A judge's fused signals, in the order they are ranked: ``judge`` is the cascade's verifier's
 # score, the lexical ones are a sentence result's ``features`` of the same names.
@@ -401,6 +403,19 @@ class LexicalFusions:
             full = full.adapted(full.signals({name: np.asarray(v)[served] for name, v in features.items()}),
                                 **provenance)
         return LexicalFusions(full, self.two_pass.adapted(self.two_pass.signals(features), **provenance))
+
+    def served_chunk_counts(self, chunk_counts: np.ndarray) -> list[int]:
+        """Those of ``chunk_counts`` whose answers full mode's fusion judges: the counts served by
+        the ``sensitivity`` statistics of the calibration shipped for this scorer and precision
+        (the fused score runs with the shipped calibration only)."""
+        return [int(c) for c in np.unique(chunk_counts) if shipped_calibration(self.scorer, int(c), self.precision)]
+
+    def adapted_to(self, domain: DomainSentences, **provenance: object) -> LexicalFusions:
+        """:meth:`adapted` to a domain's scored sentences, e.g. ``DomainSentences.from_results`` of
+        detections made in full mode: full mode's references from those of answers scored in a
+        chunk count it serves (:meth:`served_chunk_counts`), two-pass mode's from all."""
+        served = np.isin(domain.chunk_counts, self.served_chunk_counts(domain.chunk_counts))
+        return self.adapted(domain.features, served, **provenance)
 
     def save(self, path: str | Path) -> None:
         fields = {"full": self.full.fields(), "two_pass": self.two_pass.fields()}

@@ -10,9 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-import numpy as np
 
-from ..calibration.calibration import shipped_calibration
 from ..calibration.fusion import LexicalFusions, RankFusion
 from ..calibration.judge_fusion import SHIPPED_JUDGE, fusion_for
 from ..errors import InputError
@@ -71,7 +69,7 @@ def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, pr
     full mode) and write them to ``output``: the full-mode fusion's from the sentences of answers
     scored in a chunk count its ``sensitivity`` statistics serve (kept as they were where there
     are none), the two-pass fusion's, which ranks the gap, from every sentence."""
-    from ..calibration.adaptation import FEW_ANSWERS
+    from ..calibration.adaptation import FEW_ANSWERS, DomainSentences
 
     records = [json.loads(line) for line in features.read_text(encoding="utf-8").splitlines()]
     made = {(r.get("scorer"), r.get("precision", "fp32")) for r in records if "error" not in r}
@@ -83,15 +81,15 @@ def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, pr
     if not len(scored.answers):
         raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")
     answers = scored.made_with["answers"]
-    served = [c for c in np.unique(scored.chunk_counts) if shipped_calibration(base.scorer, int(c), precision)]
-    in_served = np.isin(scored.chunk_counts, served)
-    adapted = base.adapted(scored.features, in_served, source=source.name, answers=answers)
+    served = base.served_chunk_counts(scored.chunk_counts)
+    adapted = base.adapted_to(DomainSentences(scored.features, scored.answers, scored.chunk_counts),
+                              source=source.name, answers=answers)
     adapted.save(output)
     full, two_pass = adapted.full, adapted.two_pass
     click.echo(f"wrote {output}: the fused score's references re-estimated from {answers} answers "
                f"({two_pass.made_with['adaptation']['n_sentences']} sentences; "
                + (f"{full.made_with['adaptation']['n_sentences']} of them in answers scored in "
-                  f"{', '.join(map(str, served))} chunks, for full mode's" if in_served.any() else
+                  f"{', '.join(map(str, served))} chunks, for full mode's" if served else
                   "none scored in a chunk count full mode's statistics serve, whose references are kept")
                + f"); thresholds kept in rank space. Detect with --fusion {output}", err=True)
     if scored.labels is not None:
