@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from groundsense.inputs.prompt import render_user_turn
-from groundsense.verification.judge import answer_token_ids, option_probabilities
+from groundsense.verification.judge import option_probabilities, reply_token_ids
 from groundsense_eval.caches.rater import SupportRater
 
 PASSAGES = {
@@ -37,7 +37,7 @@ LETTERS = (
 
 def letters_p_full(rater: SupportRater, passage: str, sentence: str) -> float:
     scorer = rater.scorer
-    ids = [answer_token_ids(scorer, (letter,)) for letter in "ABCD"]
+    ids = [reply_token_ids(scorer, (letter,)) for letter in "ABCD"]
     text, _ = render_user_turn(scorer.tokenizer, LETTERS.format(passage=passage, sentence=sentence))
     with torch.inference_mode():
         logits = scorer.model(input_ids=torch.tensor([scorer.encode_prefix(text)])).logits[0, -1]

@@ -151,6 +151,16 @@ def test_harness_subpackages_import_only_the_ones_before_them():
     assert not backward, "\n".join(sorted(backward))
 
 
+def test_the_architecture_docs_harness_table_names_every_module():
+    """docs/architecture.md's table of the harness's subpackages says where each module lives."""
+    lines = (ROOT / "docs" / "architecture.md").read_text().splitlines()
+    rows = {line.split("`")[1].rstrip("/"): line for line in lines
+            if line.startswith("| `") and line.split("`")[1].rstrip("/") in HARNESS_ORDER}
+    unnamed = [f"{part}/{path.name}" for part in HARNESS_ORDER for path in sorted((HARNESS / part).glob("*.py"))
+               if path.name != "__init__.py" and f"`{path.name}`" not in rows.get(part, "")]
+    assert not unnamed, f"name them in docs/architecture.md's harness table: {', '.join(unnamed)}"
+
+
 def test_the_product_never_imports_the_harness():
     """``pip install groundsense`` holds no harness: no product module may import it, even deferred."""
     found = [f"{module_name(path)} imports {target}" for path in sorted(PACKAGE.rglob("*.py"))

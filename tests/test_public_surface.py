@@ -108,7 +108,8 @@ def test_the_public_packages_and_the_cli_help_load_no_torch():
 
 def product_imports(tree: ast.AST) -> list[tuple[int, str, str | None]]:
     """(line, product module, name) of every import of the product, deferred ones included:
-    ``from groundsense.x import name``, and ``import groundsense.x`` (name None)."""
+    ``from groundsense.x import name``, and ``import groundsense.x`` or
+    ``import_module("groundsense.x")`` (name None)."""
     found: list[tuple[int, str, str | None]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -116,7 +117,24 @@ def product_imports(tree: ast.AST) -> list[tuple[int, str, str | None]]:
                       if alias.name.split(".")[0] == "groundsense"]
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "groundsense":
             found += [(node.lineno, node.module or "", alias.name) for alias in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+              in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+              and str(node.args[0].value).split(".")[0] == "groundsense"):
+            found.append((node.lineno, str(node.args[0].value), None))
     return found
+
+
+def harness_code() -> list[Path]:
+    """The harness's code and tests, and what its tests load from outside ``harness/``: the
+    ``tests/helpers`` modules they import, and the ``benchmarks/`` scripts they run (named by path)."""
+    outside = set()
+    for path in (HARNESS / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers."):
+                outside.add(ROOT / "tests" / "helpers" / f"{node.module.split('.')[1]}.py")
+            elif isinstance(node, ast.Constant) and re.fullmatch(r"benchmarks/\w+\.py", str(node.value)):
+                outside.add(ROOT / str(node.value))
+    return sorted(HARNESS.rglob("*.py")) + sorted(outside)
 
 
 def outside_the_surface(module: str, name: str | None) -> str | None:
@@ -129,12 +147,13 @@ def outside_the_surface(module: str, name: str | None) -> str | None:
 
 
 def test_the_harness_imports_only_the_public_surface():
-    """``groundsense-eval`` (its code and its tests) depends on groundsense's public API only: a
+    """``groundsense-eval`` (its code and its tests, and the helpers and scripts its tests load)
+    depends on groundsense's public API only: a
     module of :data:`PUBLIC_MODULES`, and only what its ``__all__`` names. Import a name from the
     public module that offers it; where none does, add it to that module's ``__all__`` on purpose
     (docs/architecture.md, "The public surface"), or use a public function instead."""
     found = []
-    for path in sorted(HARNESS.rglob("*.py")):
+    for path in harness_code():
         for line, module, name in product_imports(ast.parse(path.read_text())):
             if why := outside_the_surface(module, name):
                 found.append(f"{path.relative_to(ROOT)}:{line}: {why}")
@@ -145,11 +164,17 @@ def test_the_surface_check_sees_private_modules_names_and_deferred_imports():
     tree = ast.parse("import groundsense.verification.judge\n"
                      "def f():\n    from groundsense.calibration.fusion import RankFusion\n"
                      "    from groundsense.calibration import adjudicator, RankFusion, Adjudicator\n"
-                     "    from groundsense import cli\n")
+                     "    from groundsense import cli\n"
+                     "    importlib.import_module('groundsense.scorer.kv')\n")
     whys = [outside_the_surface(module, name) for _, module, name in product_imports(tree)]
     assert whys == ["groundsense.verification.judge is private", "groundsense.calibration.fusion is private",
                     "adjudicator is not in groundsense.calibration.__all__", None,
-                    "Adjudicator is not in groundsense.calibration.__all__", None]
+                    "Adjudicator is not in groundsense.calibration.__all__", None, "groundsense.scorer.kv is private"]
+
+
+def test_the_surface_check_reads_what_the_harness_tests_load_from_outside_it():
+    loaded = {str(path.relative_to(ROOT)) for path in harness_code() if HARNESS not in path.parents}
+    assert {"benchmarks/precision_agreement.py", "tests/helpers/labelled_sentences.py"} <= loaded
 
 
 def test_the_package_is_marked_typed():

@@ -1,6 +1,7 @@
-"""``groundsense.judging`` and ``groundsense.verification.fusion``, the names before issue #54, import
-as ``groundsense.calibration`` and ``groundsense.calibration.judge_fusion`` for one release, with a
-DeprecationWarning."""
+"""The names before issue #54 still work for one release, with a DeprecationWarning:
+``groundsense.judging`` and ``groundsense.verification.fusion`` import as
+``groundsense.calibration`` and ``groundsense.calibration.judge_fusion``, and
+``groundsense.verification.answer_token_ids`` is ``reply_token_ids``."""
 
 import subprocess
 import sys
@@ -35,3 +36,15 @@ def test_the_old_judge_fusion_module_imports_the_new_one_and_warns():
         "print(fusion_for is judge_fusion.fusion_for)"))
     assert "groundsense.verification.fusion is now groundsense.calibration.judge_fusion" in warning
     assert same == "True"
+
+
+def test_the_judges_old_reply_reader_name_is_the_new_function_and_warns():
+    import warnings
+
+    import groundsense.verification as verification
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = verification.answer_token_ids
+    assert old is verification.reply_token_ids
+    assert "answer_token_ids is now groundsense.verification.reply_token_ids" in str(caught[0].message)

@@ -3,7 +3,7 @@ cross-validation (tests/calibration) and the learning curve (harness/tests/repor
 
 import numpy as np
 
-from groundsense.calibration.calibration import Calibration
+from groundsense.calibration import Calibration
 from groundsense.lexical import LEXICAL
 
 FEATURES = ("gap", "jsd_noctx", "drop_max", "drop_mean", "jsd_loo_max", "jsd_loo_mean", "drop_min", "neg_drop_mass")

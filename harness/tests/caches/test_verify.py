@@ -11,7 +11,7 @@ from groundsense.cli import cli
 from groundsense.verification import VerifierScores, verifier_class
 from groundsense_eval.caches.store import read_parts
 from groundsense_eval.caches.verifier_scores import load_verifier_cache
-from groundsense_eval.caches.verify import score_rows, verify
+from groundsense_eval.caches.verify import verifier_rows, verify
 from groundsense_eval.data.cases import Case, LabelledSentence
 
 PASSAGES = ["The Colosseum is in Rome. It could hold about 50,000 spectators.", "Bananas are yellow when ripe."]
@@ -73,7 +73,7 @@ def test_rerun_resumes_and_loads(runs):
 def test_seconds_are_shared_by_gflops():
     scores = VerifierScores(score=np.array([0.2, np.nan]), gflops=np.array([1.0, 3.0]),
                             extra={"passes": np.array([2, 2])})
-    rows = score_rows(dataclasses.replace(case("ragtruth:1")), scores, seconds=2.0)
+    rows = verifier_rows(dataclasses.replace(case("ragtruth:1")), scores, seconds=2.0)
     assert [r["seconds"] for r in rows] == [0.5, 1.5] and [r["status"] for r in rows] == ["scored", "unscored"]
     assert rows[0]["passes"] == 2
 

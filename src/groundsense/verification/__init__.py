@@ -16,7 +16,7 @@ one over a benchmark into a cache (docs/verifiers.md).
 The public names are this package's ``__all__``; its modules are private. A new verifier is a
 :class:`ModelVerifier` subclass registered in :data:`KINDS` (CONTRIBUTING.md, "A new verifier"):
 :func:`gflops` gives its cost, and a verifier that asks a scorer a question with one-word answers
-reads them as the judge does (:class:`JudgeLayout`, :func:`answer_token_ids`,
+reads them as the judge does (:class:`JudgeLayout`, :func:`reply_token_ids`,
 :func:`next_token_logprobs`, :func:`option_probabilities`).
 
 Every name is imported when first used: importing the package, :func:`make_verifier` or
@@ -28,21 +28,27 @@ from typing import TYPE_CHECKING
 from ..lazy import exported
 
 if TYPE_CHECKING:
+    from typing_extensions import deprecated
+
+    from ..scorer import Scorer
     from .cascade import Cascade, CascadeStream, escalation_mask
     from .factory import make_detection
-    from .judge import answer_token_ids, next_token_logprobs, option_probabilities
+    from .judge import next_token_logprobs, option_probabilities, reply_token_ids
     from .kinds import KINDS, check_verifier, make_verifier, verifier_class
     from .lexical import LexicalOverlapVerifier
     from .model import ModelVerifier, VerifierScores, gflops, model_slug
     from .prompts import JudgeLayout
     from .verifier import SentenceInput, Verifier
 
+    @deprecated("groundsense.verification.answer_token_ids is now reply_token_ids")
+    def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]: ...
+
 __all__ = [
     # a verifier: the interface, a model-backed one and its scores, the KIND:MODEL specs
     "Verifier", "SentenceInput", "ModelVerifier", "VerifierScores", "KINDS", "make_verifier", "check_verifier",
     "verifier_class", "LexicalOverlapVerifier",
     # what a new model verifier builds on: its cost, its cache name, and the judge's one-word reading
-    "gflops", "model_slug", "JudgeLayout", "answer_token_ids", "next_token_logprobs", "option_probabilities",
+    "gflops", "model_slug", "JudgeLayout", "reply_token_ids", "next_token_logprobs", "option_probabilities",
     # the cascade, and every entry point's detection
     "Cascade", "CascadeStream", "escalation_mask", "make_detection",
 ]
@@ -53,8 +59,8 @@ if not TYPE_CHECKING:  # at run time each name is imported when first used (a ty
         "model": ["ModelVerifier", "VerifierScores", "gflops", "model_slug"],
         "kinds": ["KINDS", "make_verifier", "check_verifier", "verifier_class"],
         "lexical": ["LexicalOverlapVerifier"],
-        "judge": ["answer_token_ids", "next_token_logprobs", "option_probabilities"],
+        "judge": ["reply_token_ids", "next_token_logprobs", "option_probabilities"],
         "prompts": ["JudgeLayout"],
         "cascade": ["Cascade", "CascadeStream", "escalation_mask"],
         "factory": ["make_detection"],
-    })
+    }, renamed={"answer_token_ids": "reply_token_ids"})  # until the next release (a judge's Yes/No is its reply)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from transformers import Cache
 
 
-def answer_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
+def reply_token_ids(scorer: Scorer, words: tuple[str, ...]) -> list[int]:
     """Ids of the spellings of ``words`` (with and without a leading space) that are one token."""
     ids = [scorer.tokenize(w) for word in words for w in (word, " " + word)]
     return sorted({i[0] for i in ids if len(i) == 1})
@@ -51,7 +51,7 @@ class JudgeVerifier(ModelVerifier):
         self.model_name, self.n_parameters = self.scorer.name, self.scorer.n_parameters
         self.k, self.max_context_tokens = k, max_context_tokens
         self.params = {"k": k, "max_context_tokens": max_context_tokens}
-        self.yes, self.no = answer_token_ids(self.scorer, JUDGE_YES), answer_token_ids(self.scorer, JUDGE_NO)
+        self.yes, self.no = reply_token_ids(self.scorer, JUDGE_YES), reply_token_ids(self.scorer, JUDGE_NO)
         if not self.yes or not self.no:
             raise VerifierUnavailable(f"the tokenizer of {self.model_name!r} has no single token for Yes or No: "
                                       "it cannot be the judge")

@@ -4,7 +4,7 @@ The prompt (:func:`rating_layout`) is ``Passage:`` and the chunk, ``Sentence:`` 
 the sentence, then :data:`~.rating_scale.RATING_QUESTION`, which asks for one word:
 ``Yes`` (full support), ``Some`` (partial), ``No`` (none) or ``False`` (contradicted). Each
 word is read as every one-token spelling of it, capitalised or lower case, with and without
-a leading space (:func:`answer_token_ids`); the four options' probabilities are taken over
+a leading space (:func:`reply_token_ids`); the four options' probabilities are taken over
 their total (``mass``, how much of the next-token distribution they hold), and the rating is
 the most probable option.
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from groundsense.errors import InputError, VerifierUnavailable
 from groundsense.scorer import Scorer
-from groundsense.verification import JudgeLayout, answer_token_ids, next_token_logprobs, option_probabilities
+from groundsense.verification import JudgeLayout, next_token_logprobs, option_probabilities, reply_token_ids
 
 from .rating_scale import OPTION_WORDS, RATING_QUESTION, SCALE
 
@@ -61,7 +61,7 @@ class SupportRater:
     def __init__(self, scorer: Scorer | str | None = None, device: str | None = None):
         self.scorer = scorer if isinstance(scorer, Scorer) else Scorer(scorer, device=device)
         self.name = self.scorer.name
-        self.option_ids = [answer_token_ids(self.scorer, (word, word.lower())) for word in OPTION_WORDS.values()]
+        self.option_ids = [reply_token_ids(self.scorer, (word, word.lower())) for word in OPTION_WORDS.values()]
         self._flat_ids = [i for ids in self.option_ids for i in ids]
         if not all(self.option_ids) or len(set(self._flat_ids)) != len(self._flat_ids):
             raise VerifierUnavailable(f"the tokenizer of {self.name!r} has no distinct single token for each of "

@@ -26,7 +26,7 @@ from ..data.cases import Case
 from .store import RunSummary, benchmark_of, case_columns, error_row, pending_cases, write_cases, write_json
 
 
-def score_rows(case: Case, scores: VerifierScores, seconds: float) -> list[dict]:
+def verifier_rows(case: Case, scores: VerifierScores, seconds: float) -> list[dict]:
     """One row per labelled sentence of ``case``."""
     n = len(case.sentences)
     if len(scores.score) != n:
@@ -78,4 +78,4 @@ def _case_rows(verifier: ModelVerifier, cases: list[Case], progress: bool) -> It
         except (GroundsenseError, ValueError, RuntimeError) as exc:
             yield [error_row(case, exc)]
             continue
-        yield score_rows(case, scores, time.perf_counter() - start)
+        yield verifier_rows(case, scores, time.perf_counter() - start)

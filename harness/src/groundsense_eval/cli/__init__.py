@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from groundsense.cli import CONTEXT_SETTINGS, EXIT_CODES
+from groundsense.cli import CONTEXT_SETTINGS
 
 from .attribution import attribution_pairs, rate_attribution
 from .calibration import adaptation, calibrate_from_cache, learning_curve, operating
@@ -24,6 +24,14 @@ from .reports import (
 )
 from .scoring import case, extract, lexical, verify
 from .training import score_bundle, train_verifier, training_data, verifier_bundle
+
+EXIT_CODES = """\b
+Exit codes, the same for every eval command:
+  0    done
+  1    an internal error: a traceback
+  2    bad usage or input, or a scorer or verifier that cannot load: the message says what to do
+  130  interrupted (Ctrl-C), 143 stopped (SIGTERM): what a cache holds is kept; rerun to resume
+"""
 
 
 @click.group("eval", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
