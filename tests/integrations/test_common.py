@@ -10,7 +10,7 @@ from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
 from groundsense.errors import GroundsenseError, InputError
 from groundsense.inputs.text import segment_sentences
-from groundsense.integrations.common import GroundingReport, check, evidence_texts
+from groundsense.integrations.common import GroundingReport, check, evidence_arguments, evidence_texts
 from groundsense.pipeline.detector import Detector
 from groundsense.result import AnswerSummary, DetectionResult, SentenceResult, Truncation
 from groundsense.service.alignscore import alignscore_response
@@ -41,10 +41,11 @@ def test_an_answer_flagged_as_a_whole_does_not_pass(answer_rule_detector, exampl
     flags with every sentence judged supported fails, and none of it is kept as grounded."""
     report = check(SUPPORTED, example["passages"], example["question"], answer_rule_detector)
 
-    assert report.result.answer.flagged is True and report.rejected == [] and report.score == 1.0
+    assert report.result.answer.flagged is True and report.rejected == []
+    assert report.score == pytest.approx(2 / 3)  # its verdict one more judgement against it: 1 only where it passes
     assert report.passing is False and report.flagged_as_a_whole and report.grounded_answer == ""
     assert "The answer as a whole is flagged: its answer score" in report.feedback
-    assert alignscore_response(report.result.to_dict()) == {"alignscore": 0.49}  # NeMo blocks below 0.5
+    assert alignscore_response(report.result.to_dict()) == {"alignscore": pytest.approx(1 / 3)}  # NeMo blocks < 0.5
 
 
 @pytest.mark.slow
@@ -144,9 +145,27 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
              {"text": "e"}]
     assert evidence_texts(items) == ["a", "b", "c", "d", "e"]
     assert evidence_texts("one context") == ["one context"]
+    for one in (Document(page_content="b"), TextNode(text="c"), {"page_content": "f"}):  # a document not in a list
+        assert len(evidence_texts(one)) == 1
     for bad in (None, 3, [object()]):
         with pytest.raises(InputError):
             evidence_texts(bad)
+    with pytest.raises(InputError, match=r"evidence is a mapping \('doc-1', 'doc-2'…\), whose keys are no passages"):
+        evidence_texts({"doc-1": "The bridge opened in 1937.", "doc-2": "Its span is 4,200 feet."})
+    assert evidence_arguments("one context") == {"context": "one context"}
+    assert evidence_arguments(("a", {"text": "b"})) == {"passages": ["a", "b"]}
+
+
+@pytest.mark.slow
+def test_one_string_of_evidence_is_a_context_as_every_entry_point_reads_it(detector):
+    """A string is split into K chunks, as `detect --context`, MCP and the AlignScore route split it."""
+    from groundsense.inputs.files import load_example
+
+    clinical = load_example("clinical-summary")
+    report = check(clinical["answer"], clinical["context"], clinical["question"], detector)
+    direct = detector.detect(answer=clinical["answer"], context=clinical["context"], question=clinical["question"])
+    assert len(report.result.chunks) == len(direct.chunks) == 5
+    assert report.result.to_dict() == direct.to_dict()
 
 
 def test_the_core_never_imports_an_integration():

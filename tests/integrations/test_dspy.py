@@ -73,6 +73,27 @@ def test_best_of_n_retries_until_the_answer_is_grounded(integration, detector, e
     assert rewards == [pytest.approx(2 / 3), 1.0]  # stopped at the first grounded answer
 
 
+def test_best_of_n_holds_out_past_an_answer_flagged_as_a_whole(integration, answer_rule_detector, example):
+    """An answer the answer rule flags, every sentence judged supported, is no reward of 1: BestOfN
+    at threshold 1 tries every candidate rather than stop at one that does not pass."""
+    import dspy
+    from dspy.utils.dummies import DummyLM
+
+    rewards = []
+
+    class Recorded(integration.GroundsenseMetric):
+        def __call__(self, *args, **kwargs):
+            rewards.append(super().__call__(*args, **kwargs))
+            return rewards[-1]
+
+    lm = DummyLM([{"answer": SUPPORTED}] * 3)
+    generate = dspy.Predict("context: list[str], question -> answer")
+    best = dspy.BestOfN(generate, N=3, reward_fn=Recorded(detection=answer_rule_detector), threshold=1.0)
+    with dspy.context(lm=lm):
+        best(context=example["passages"], question=example["question"])
+    assert rewards == [pytest.approx(2 / 3)] * 3  # two sentences judged supported, the answer flagged
+
+
 def test_pass_fail_gives_every_caller_the_verdict(integration, detector, example):
     full, supported = devset(example)
     program = drafts_program(example)

@@ -33,6 +33,7 @@ def test_the_tool_is_listed_with_its_schema(integration):
     assert "after drafting an answer from retrieved passages and before showing it" in tool.description
     assert tool.input_schema["required"] == ["answer"]
     assert set(tool.input_schema["properties"]) == {"answer", "context", "passages", "question"}
+    assert tool.input_schema["additionalProperties"] is False
     assert tool.output_schema["type"] == "object"
     assert tool.annotations.read_only_hint is True
 
@@ -42,6 +43,9 @@ BAD_CALLS = [  # (the server's detector options, the arguments, the message)
     ({}, {"answer": "A claim.", "context": "Evidence.", "passages": ["Evidence."]}, "not both"),
     ({}, {"answer": "A claim.", "passages": ["", " "]}, "the evidence is empty"),
     ({"scorer": "no-such-org/no-such-model"}, {"answer": "A claim.", "context": "Evidence."}, "unknown scorer"),
+    # an argument the tool does not take, a misspelled question among them, is no silent default
+    ({}, {"answer": "A claim.", "context": "Evidence.", "query": "Which?"}, "query\n  Extra inputs are not permitted"),
+    ({}, {"answer": "A claim.", "passages": ["Evidence."], "k": 2}, "k\n  Extra inputs are not permitted"),
 ]
 
 

@@ -12,13 +12,18 @@ A sentence is *judged supported* when the detection scored it and did not flag i
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer
 token cap) both count against the answer: the check fails closed. ``passing`` is the answer
 verdict that every entry point gives, ``result.answer.flagged is False``: every sentence judged
-supported (``score == 1``), and the answer's own rule not fired (the fused score's noisy-OR, a
-calibration's lower answer threshold: docs/calibration.md, "The answer verdict"). The *grounded
+supported, and the answer's own rule not fired (the fused score's noisy-OR, a calibration's
+lower answer threshold: docs/calibration.md, "The answer verdict"). The score is 1 exactly
+where the answer passes: one flagged as a whole, every one of its n sentences judged
+supported, scores n / (n + 1), so that a reward threshold of 1 (DSPy's ``BestOfN``) holds out
+for a passing answer. The *grounded
 answer* keeps only the sentences judged supported; it is empty where the answer is flagged as a
 whole with every sentence judged supported, since then none of them can be vouched for.
 
 Imports no framework: evidence items are read by duck typing (a string, a LangChain
 ``Document``, a LlamaIndex node or ``NodeWithScore``, or a dict with ``page_content``/``text``).
+One string of evidence is a context, split into K chunks as every other entry point splits one
+(:func:`evidence_arguments`); a list gives the passages, each a chunk.
 """
 
 from __future__ import annotations
@@ -117,16 +122,39 @@ def _warn_attribute(obj: Any) -> None:
                   "next release", DeprecationWarning, stacklevel=3)
 
 
+TEXT_KEYS = ("page_content", "text", "content")  # where a document given as a mapping holds its text
+
+
+def evidence_arguments(sources: Any) -> dict[str, str | list[str]]:
+    """The ``detect`` arguments that hold ``sources``: one string is a ``context``, which the
+    detection splits into K chunks as ``detect --context`` and MCP's ``context`` do; anything
+    else gives the ``passages`` of :func:`evidence_texts`, each a chunk as it is."""
+    if isinstance(sources, str):
+        return {"context": sources}
+    return {"passages": evidence_texts(sources)}
+
+
 def evidence_texts(sources: Any) -> list[str]:
-    """The passage texts of ``sources``: one string, or an iterable of strings, LangChain
-    ``Document``s, LlamaIndex nodes / ``NodeWithScore``s or dicts with ``page_content``/``text``."""
+    """The passage texts of ``sources``: one string or one document, or an iterable of strings,
+    LangChain ``Document``s, LlamaIndex nodes / ``NodeWithScore``s or mappings with
+    ``page_content``/``text``/``content``. Another mapping is refused: its keys are no passages."""
     if sources is None:
         raise InputError("no evidence: give the retrieved passages (sources, documents or contexts)")
-    if isinstance(sources, str):
-        return [sources]
+    if isinstance(sources, str) or _is_document(sources):
+        return [_text_of(sources)]
+    if isinstance(sources, Mapping):
+        keys = ", ".join(repr(key)[:40] for key in list(sources)[:3])
+        raise InputError(f"the evidence is a mapping ({keys}…), whose keys are no passages: give a list of passages "
+                         "(its values, if they are the passages) or one document with a 'page_content' or 'text'")
     if not isinstance(sources, Iterable):
         raise InputError(f"the evidence must be a string or a list of passages, not {type(sources).__name__}")
     return [_text_of(item) for item in sources]
+
+
+def _is_document(item: Any) -> bool:
+    """A LangChain ``Document``, a LlamaIndex node or ``NodeWithScore``, or a mapping with its text."""
+    return (isinstance(getattr(item, "page_content", None), str) or callable(getattr(item, "get_content", None))
+            or (isinstance(item, Mapping) and any(isinstance(item.get(key), str) for key in TEXT_KEYS)))
 
 
 def _text_of(item: Any) -> str:
@@ -136,8 +164,8 @@ def _text_of(item: Any) -> str:
         return item.page_content
     if callable(getattr(item, "get_content", None)):  # LlamaIndex BaseNode and NodeWithScore
         return item.get_content()
-    if isinstance(item, dict):
-        for key in ("page_content", "text", "content"):
+    if isinstance(item, Mapping):
+        for key in TEXT_KEYS:
             if isinstance(item.get(key), str):
                 return item[key]
     raise InputError(f"cannot read a passage's text from a {type(item).__name__}: give strings or documents")
@@ -171,7 +199,7 @@ class GroundingReport:
 
     @property
     def score(self) -> float:
-        return support_score(s.flagged for s in self.result.sentences)
+        return support_score((s.flagged for s in self.result.sentences), self.result.answer.flagged)
 
     @property
     def passing(self) -> bool:
@@ -245,10 +273,10 @@ def detect(arguments: Mapping[str, Any] | CheckedRow, detection: Detection | Non
 
 def check(answer: str, sources: Any, question: str | None = "", detection: Detection | None = None, *,
           detector: Detection | None = None) -> GroundingReport:
-    """Score ``answer`` against ``sources`` (see :func:`evidence_texts`) and report the verdict.
+    """Score ``answer`` against ``sources`` (see :func:`evidence_arguments`) and report the verdict.
     ``detector``: the deprecated old name of ``detection`` (:func:`detection_argument`)."""
     detection = detection_argument(detection, detector, "check()")
-    arguments = {"answer": answer, "passages": evidence_texts(sources), "question": question or ""}
+    arguments = {"answer": answer, **evidence_arguments(sources), "question": question or ""}
     return GroundingReport(answer, detect(arguments, detection))
 
 

@@ -36,8 +36,9 @@ from typing import Annotated, Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
@@ -74,11 +75,8 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     shared default detection)."""
     options = dict(detector_options or {})
     check_verifier(DetectorConfig(**options))  # bad settings fail here, not on the first call
-    server = MCPServer("groundsense", instructions=INSTRUCTIONS)
 
     # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).
-    @server.tool(name=TOOL, title="Check an answer's grounding", description=DESCRIPTION,
-                 annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,
                               question: Question = None) -> Annotated[CallToolResult, dict[str, Any]]:
         row = {"answer": answer, "context": context, "passages": passages, "question": question}
@@ -95,7 +93,17 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
         return CallToolResult(content=[TextContent(type="text", text=verdict_text(report))],
                               structured_content=report.result.to_dict())
 
-    return server
+    tool = Tool.from_function(check_grounding, name=TOOL, title="Check an answer's grounding", description=DESCRIPTION,
+                              annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+
+    class Arguments(tool.fn_metadata.arg_model):  # type: ignore[name-defined]
+        """The tool's arguments, none other: a misspelled ``question`` is an error, not dropped."""
+
+        model_config = ConfigDict(extra="forbid")
+
+    tool.fn_metadata.arg_model = Arguments
+    tool.parameters = Arguments.model_json_schema(by_alias=True)  # published: additionalProperties false
+    return MCPServer("groundsense", instructions=INSTRUCTIONS, tools=[tool])
 
 
 def _report(row: CheckedRow, options: dict) -> GroundingReport:

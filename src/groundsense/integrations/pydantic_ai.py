@@ -17,7 +17,8 @@ runs' retrievals in the message history answered other prompts and are left out)
 be a string, a list of strings or documents, or one document, as
 :func:`~groundsense.integrations.common.evidence_texts` reads them; a passage returned more than
 once counts once (agents retrieve again after a retry, and a repeated passage would hide its own
-leave-one-out drop). ``evidence=`` replaces this
+leave-one-out drop). Where the tools returned one string (however often), it is a context, split
+into K chunks as every entry point splits one. ``evidence=`` replaces this
 with a function of the ``RunContext`` that returns the passages (e.g.
 ``lambda ctx: ctx.deps.passages``); use it too when the agent has tools whose returns are not
 passages, or to include earlier runs' retrievals.
@@ -84,34 +85,36 @@ class GroundsenseOutputValidator:
             raise InputError(f"GroundsenseOutputValidator checks text outputs, not {type(output).__name__}")
         if is_blank(output):  # the model can fix this one
             raise ModelRetry(EMPTY)
-        report = await acheck(output, self._passages(ctx), _prompt_text(ctx.prompt), self.detection)
+        report = await acheck(output, self._evidence(ctx), _prompt_text(ctx.prompt), self.detection)
         if not report.passing:
             raise ModelRetry(f"{REVISE}\n{report.feedback}")
         return output
 
-    def _passages(self, ctx: RunContext[Any]) -> list[str]:
-        if self.evidence is None:  # a passage retrieved again (after a retry, say) counts once
-            passages = list(dict.fromkeys(evidence_texts(_tool_returns(ctx))))
+    def _evidence(self, ctx: RunContext[Any]) -> str | list[str]:
+        """The evidence: one string (a context, split into K chunks), or the passages."""
+        if self.evidence is None:
+            evidence = _tool_evidence(ctx)
         else:
             sources = self.evidence(ctx)
-            passages = [] if sources is None else evidence_texts(sources)
-        if all(is_blank(passage) for passage in passages):
+            evidence = [] if sources is None else sources if isinstance(sources, str) else evidence_texts(sources)
+        if all(is_blank(passage) for passage in ([evidence] if isinstance(evidence, str) else evidence)):
             if self.evidence is None:
                 raise ModelRetry(RETRIEVE_FIRST)
             raise InputError("the evidence function returned no passage with text: nothing can support the answer")
-        return passages
+        return evidence
 
 
-def _tool_returns(ctx: RunContext[Any]) -> list[Any]:
-    """The evidence items this run's tools returned, a list return giving one item per element."""
-    items: list[Any] = []
-    for message in ctx.messages:
-        if message.kind != "request" or message.run_id != ctx.run_id:
-            continue
-        for part in message.parts:
-            if isinstance(part, ToolReturnPart) and part.outcome == "success":
-                items += part.content if isinstance(part.content, (list, tuple)) else [part.content]
-    return items
+def _tool_evidence(ctx: RunContext[Any]) -> str | list[str]:
+    """What this run's tools returned: one string where every return is that string (a context),
+    else the passages, a list return giving one per element; a passage returned again (after a
+    retry, say) counts once."""
+    returns = [part.content for message in ctx.messages if message.kind == "request" and message.run_id == ctx.run_id
+               for part in message.parts if isinstance(part, ToolReturnPart) and part.outcome == "success"]
+    first = returns[0] if returns else None
+    if isinstance(first, str) and all(content == first for content in returns):
+        return first
+    items = [item for content in returns for item in (content if isinstance(content, (list, tuple)) else [content])]
+    return list(dict.fromkeys(evidence_texts(items)))
 
 
 def _prompt_text(prompt: str | Sequence[UserContent] | None) -> str:

@@ -45,5 +45,5 @@ def alignscore_row(body: object) -> CheckedRow:
 
 
 def alignscore_response(result: dict) -> dict:
-    share = support_score(s["flagged"] for s in result["sentences"])
-    return {"alignscore": 1.0 if result["answer"]["flagged"] is False and share == 1.0 else min(share / 2, 0.49)}
+    share = support_score((s["flagged"] for s in result["sentences"]), result["answer"]["flagged"])
+    return {"alignscore": 1.0 if share == 1.0 else min(share / 2, 0.49)}

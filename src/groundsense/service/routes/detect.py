@@ -109,8 +109,8 @@ async def detect(request: Request, service: ServiceDep) -> dict:
     return await score_one(service, check_row(await read_json(request)))
 
 
-@router.post(ALIGNSCORE_PATHS[0], summary="NeMo Guardrails' AlignScore API: 1 when every sentence of the claim is "
-             "judged supported, else half the share that is (docs/integrations.md)")
+@router.post(ALIGNSCORE_PATHS[0], summary="NeMo Guardrails' AlignScore API: 1 when the claim passes (the answer "
+             "verdict), else at most 0.49: half the integrations' score (docs/integrations.md)")
 @router.post(ALIGNSCORE_PATHS[1], include_in_schema=False)
 async def alignscore(request: Request, service: ServiceDep) -> dict:
     return alignscore_response(await score_one(service, alignscore_row(await read_json(request))))
