@@ -62,6 +62,23 @@ def test_a_record_cut_off_mid_write_is_removed(tmp_path):
     assert out.read_text() == '{"id": "a", "line": 1}\n{"id": "b", "line": 2}\n'
 
 
+@pytest.mark.parametrize("tail", [b'{"id": "c", "li', b'{"i', b"{"])
+def test_a_cut_off_last_record_may_be_cut_anywhere(tmp_path, tail):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b'{"id": "a", "line": 1}\n' + tail)
+    assert done_lines(out) == {1} and out.read_bytes() == b'{"id": "a", "line": 1}\n'
+
+
+@pytest.mark.parametrize("text", [json.dumps({"id": "only", "answer": "A.", "context": "B."}), '[{"answer": "A."}]'])
+def test_a_file_that_is_no_batch_output_is_refused_not_truncated(tmp_path, text):
+    """A one-row JSONL file written without its final newline is no cut-off record: it stays."""
+    out = tmp_path / "precious.jsonl"
+    out.write_text(text)
+    with pytest.raises(InputError, match=r"precious.jsonl line 1 is not a batch record.*no batch output"):
+        done_lines(out)
+    assert out.read_text() == text
+
+
 def test_a_finished_run_or_a_damaged_output_answers_before_the_detection_is_made(tmp_path):
     from groundsense.rows.batch import run_batch
 

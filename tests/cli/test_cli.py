@@ -94,11 +94,12 @@ def test_bad_input_exits_2_with_a_message(args, stdin, message, hub_offline):
     assert '"sentences"' not in result.output
 
 
-@pytest.mark.parametrize("group", [[], ["eval"]])
-def test_the_exit_codes_are_in_the_help(group):
+@pytest.mark.parametrize("group, one", [([], "the answer was not cleared under --fail-on-flag"),
+                                        (["eval"], "an internal error: a traceback")])  # eval has no --fail-on-flag
+def test_the_exit_codes_are_in_the_help(group, one):
     shown = run(*group, "--help").output
     assert "\n    2    bad usage or input" in shown
-    assert "\n    1    the answer was not cleared under --fail-on-flag" in shown
+    assert f"\n    1    {one}" in shown
 
 
 def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
@@ -191,6 +192,17 @@ def test_batch_refuses_an_output_it_cannot_write_before_loading_the_scorer(tmp_p
     result = run("batch", "in.jsonl", "-o", output)
     assert result.exit_code == 2 and message in result.output
     assert (tmp_path / "in.jsonl").read_text() == json.dumps(ROW) + "\n"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("in.parquet", b"PAR1 and a table", "in.parquet is Parquet: read it with --engine ray"),
+    ("in.jsonl.gz", b"\x1f\x8b\x08 compressed", "in.jsonl.gz is compressed: read it with --engine ray (or gunzip it)"),
+    ("in.jsonl", b"\x1f\x8b\x08 compressed", "in.jsonl is compressed"),
+])
+def test_the_local_batch_refuses_an_input_only_the_ray_engine_reads(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    result = run("batch", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2 and message in result.output and not (tmp_path / "out.jsonl").exists()
 
 
 def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):

@@ -4,6 +4,8 @@ local Ray runtime with the real default scorer. Skip with -m 'not ray'."""
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -163,10 +165,11 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
 @starts_ray
 def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
     rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
-    records = detect_dataset(ray.data.from_items(rows), Resources(threads=1), k=5)
+    numbered = [{**row, "line": number} for number, row in enumerate(rows, start=7)]  # a `line` column is kept
+    records = detect_dataset(ray.data.from_items(numbered), Resources(threads=1), k=5)
     batches = records.iter_batches(batch_size=None, batch_format="pyarrow")
     got = {r["id"]: r for r in table_records(pa.concat_tables(batches))}
-    want = {r["id"]: {**r, "line": None} for r in score_rows(detector, [(None, row) for row in rows])}
+    want = {r["id"]: r for r in score_rows(detector, [(number, row) for number, row in enumerate(rows, start=7)])}
     assert sorted(got) == sorted(want) == ["c0", "p2", "p3"]
     for key, record in want.items():
         assert_records_close(got[key], record, 1e-6, key)
@@ -223,8 +226,47 @@ def test_parquet_sink_resumes_from_complete_parts(tmp_path):
     (["IN", "-o", "out.jsonl", "--actors", "2"], "--actors only apply with --engine ray"),
     (["IN", "--engine", "ray", "-o", "out.jsonl", "--actors", "3-2"], "MIN <= MAX"),
     (["no-such.jsonl", "--engine", "ray", "-o", "out.jsonl"], "no-such.jsonl: no such file"),
+    # the output, as the local engine checks it
+    (["IN", "--engine", "ray", "-o", "IN"], "is the input file: write the records to another file"),
+    (["IN", "--engine", "ray", "-o", "missing/out.jsonl"], "no folder missing: create it"),
+    (["IN", "--engine", "ray", "-o", "file.parquet"], "a file, and a Parquet output is a folder of part files"),
+    (["IN", "--engine", "ray", "-o", "damaged.jsonl"], "damaged.jsonl line 1 is not a batch record"),
 ])
-def test_batch_engine_options_are_checked_before_any_work(tmp_path, args, message):
+def test_batch_engine_options_are_checked_before_any_work(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    (tmp_path / "file.parquet").write_text("not a folder")
+    (tmp_path / "damaged.jsonl").write_text("a line of something else\n")
     result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output
+    assert not ray.is_initialized()
+
+
+def test_an_actor_the_local_runtime_cannot_place_is_refused():
+    from groundsense.cli.batch import _check_fits
+
+    _check_fits(Resources(cpus_per_actor=2), {"CPU": 2.0})
+    for resources, message in [(Resources(gpus_per_actor=1), "--gpus-per-actor 1: this machine's Ray runtime has 0"),
+                               (Resources(cpus_per_actor=4), "--cpus-per-actor 4: this machine's Ray runtime has 2")]:
+        with pytest.raises(InputError, match=message):
+            _check_fits(resources, {"CPU": 2.0})
+
+
+@starts_ray
+def test_sigterm_stops_a_ray_batch_that_keeps_what_it_wrote(tmp_path):
+    """Ray's init takes SIGTERM over (it aborted the process, exit 134): the batch takes it back,
+    so a stop writes what was scored, says so and exits 143, and a rerun resumes."""
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows())
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "groundsense.cli", "--threads", "1", "batch", str(source), "-o", str(out),
+               "--engine", "ray", "--actors", "1", "--rows-per-batch", "1", "--no-progress"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not (out.exists() and out.read_text().count("\n")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stderr = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, stderr
+    assert f"Interrupted: the records written so far are in {out}" in stderr
+    written = len(out.read_text().splitlines())
+    assert 1 <= written < 8

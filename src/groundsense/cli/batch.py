@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,10 +12,11 @@ from ..config import DetectorConfig
 from ..errors import InputError
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
-from .interrupts import resumable
+from .interrupts import rearm_sigterm, resumable
 
 if TYPE_CHECKING:
     from ..rows.batch import BatchSummary
+    from ..scale import Resources
 
 
 def _actors(value: str | None) -> int | tuple[int, int] | None:
@@ -76,20 +78,44 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
                err=True)
 
 
+GZIP_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"PAR1"
+
+
+def _check_paths(source: str, output: str) -> None:
+    """Refuse, before anything is scored, a local source that is missing and an output that
+    would overwrite it, that is a folder where a file is written (or the reverse, for a Parquet
+    output: a folder of part files), or that lies in a missing folder."""
+    if "://" not in source and not Path(source).is_file():
+        raise InputError(f"{source}: no such file")
+    if "://" in output:
+        return
+    out, parquet = Path(output), output.lower().endswith(".parquet")
+    if out.exists() and "://" not in source and out.samefile(source):
+        raise InputError(f"-o {output} is the input file: write the records to another file")
+    if parquet and out.exists() and not out.is_dir():
+        raise InputError(f"-o {output}: a file, and a Parquet output is a folder of part files: name another")
+    if not parquet and out.is_dir():
+        raise InputError(f"-o {output}: a folder; name a file in it")
+    if not out.parent.is_dir():
+        raise InputError(f"-o {output}: no folder {out.parent}: create it, or write elsewhere")
+
+
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig) -> BatchSummary:
     from ..rows.batch import run_batch
     from ..verification import check_verifier
 
-    if not Path(source).is_file():
+    if "://" in source or not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
-    out = Path(output)
-    if out.exists() and out.samefile(source):
-        raise InputError(f"-o {output} is the input file: write the records to another file")
-    if out.is_dir() or not out.parent.is_dir():
-        raise InputError(f"-o {output}: " + ("a folder; name a file in it" if out.is_dir() else
-                                             f"no folder {out.parent}: create it, or write elsewhere"))
+    with Path(source).open("rb") as head:
+        magic = head.read(4)
+    if source.lower().endswith((".parquet", ".gz")) or magic.startswith((GZIP_MAGIC, PARQUET_MAGIC)):
+        raise InputError(f"{source} is " + ("Parquet" if source.lower().endswith(".parquet") or magic == PARQUET_MAGIC
+                                            else "compressed") + ": read it with --engine ray (or gunzip it)")
+    if "://" in output:
+        raise InputError(f"-o {output}: the local engine writes a local file; write .parquet there with --engine ray")
+    _check_paths(source, output)
     check_verifier(config)  # a bad verifier fails even when nothing is left to score (no detection is made then)
-    return run_batch(lambda: common.make_detection(config), Path(source), out, progress=not no_progress)
+    return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
 
 
 def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict[str, Any],
@@ -101,11 +127,26 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     from ..scale import Resources, open_sink, run_ray_batch
     from ..verification import check_verifier
 
-    check_verifier(config)  # a bad verifier, like a bad output name, fails before Ray starts
+    check_verifier(config)  # a bad verifier, like a bad output, fails before Ray starts
     sink = open_sink(output)
-    if "://" not in source and not Path(source).is_file():
-        raise InputError(f"{source}: no such file")
+    _check_paths(source, output)
+    sink.done()  # a damaged output too
     threads = click.get_current_context().find_root().params["threads"]
+    resources = Resources(threads=threads, detection=config, **ray_options)
+    started_here = address is None and not os.environ.get("RAY_ADDRESS")
     ray.init(address=address, ignore_reinit_error=True)
+    rearm_sigterm()  # Ray's init takes SIGTERM over; a stop must still write what was scored
+    if started_here:
+        _check_fits(resources, ray.cluster_resources())
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
-    return run_ray_batch(source, sink, Resources(threads=threads, detection=config, **ray_options))
+    return run_ray_batch(source, sink, resources)
+
+
+def _check_fits(resources: Resources, cluster: dict[str, float]) -> None:
+    """Refuse an actor that the local runtime this command started can never place (it would
+    wait for ever): more GPUs or CPUs than this machine has."""
+    for name, asked in (("GPU", resources.gpus_per_actor), ("CPU", resources.cpus_per_actor)):
+        if asked > cluster.get(name, 0):
+            raise InputError(f"--{name.lower()}s-per-actor {asked:g}: this machine's Ray runtime has "
+                             f"{cluster.get(name, 0):g} {name}s, so no actor could start: ask for fewer, or "
+                             "join a cluster that has them (--address)")

@@ -20,6 +20,13 @@ def _terminate(_signum: int, _frame: object) -> None:
     raise Terminated
 
 
+def rearm_sigterm() -> None:
+    """Take SIGTERM back for :func:`resumable`'s block after a library took it over (Ray's
+    ``init`` installs its own handler, which aborts the process and loses what was not written)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+
+
 @contextmanager
 def resumable(saved: str) -> Iterator[None]:
     """Run a command whose finished work is written as it goes; on Ctrl-C or SIGTERM tell the

@@ -58,9 +58,13 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
                 yield number, parse_line(number, raw, path)
 
 
+RECORD_START = b'{"id": '  # how every batch record's line begins (its id first)
+
+
 def done_lines(out: Path) -> set[int]:
     """Input lines already in ``out``; a final record cut off mid-write is removed. A
-    complete line that is not a batch record stops the run, naming the line."""
+    complete line that is not a batch record stops the run, naming the line, and so does an
+    unfinished last line that does not begin as a record does (a file that is no batch output)."""
     if not out.exists():
         return set()
     data = out.read_bytes()
@@ -69,9 +73,23 @@ def done_lines(out: Path) -> set[int]:
         _record_line(out, number, line) for number, line in enumerate(complete.splitlines(), start=1) if line.strip()
     }
     if len(complete) != len(data):
+        if not _cut_off_record(data[len(complete) :]):
+            raise _not_a_record(out, complete.count(b"\n") + 1)
         with out.open("r+b") as handle:
             handle.truncate(len(complete))
     return done
+
+
+def _cut_off_record(tail: bytes) -> bool:
+    """Whether an unfinished last line can be a record cut off mid-write: it begins as a record
+    does, and is not a whole JSON value other than a record (a row written without its newline)."""
+    if not (tail.startswith(RECORD_START) or RECORD_START.startswith(tail)):
+        return False
+    try:
+        whole = json.loads(tail)
+    except ValueError:
+        return True
+    return isinstance(whole, dict) and isinstance(whole.get("line"), int)
 
 
 def _record_line(out: Path, number: int, line: bytes) -> int:
@@ -82,9 +100,13 @@ def _record_line(out: Path, number: int, line: bytes) -> int:
             return record["line"]
     except ValueError:
         pass
-    raise InputError(
-        f"{out} line {number} is not a batch record (it was changed by something else): to resume, delete that "
-        f"line and the lines after it, or write to a new output file"
+    raise _not_a_record(out, number)
+
+
+def _not_a_record(out: Path, number: int) -> InputError:
+    return InputError(
+        f"{out} line {number} is not a batch record (it was changed by something else, or the file is no batch "
+        "output): to resume, delete that line and the lines after it, or write to a new output file"
     )
 
 

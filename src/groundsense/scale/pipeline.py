@@ -111,7 +111,7 @@ def _encode_rows(batch: pa.Table) -> pa.Table:
     rows = batch.to_pylist()
     return pa.table({
         "line": pa.array([r.get("line") for r in rows], pa.int64()),
-        "raw": pa.array([encode_row(r) for r in rows], pa.binary()),
+        "raw": pa.array([encode_row({k: v for k, v in r.items() if k != "line"}) for r in rows], pa.binary()),
     })
 
 
