@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -39,6 +40,21 @@ def test_stream_prints_each_verdict_before_the_answer_ends(tmp_path):
     assert [e["sentence"] for e in events[:3]] == events[-1]["result"]["sentences"]
 
 
+def test_ctrl_c_stops_a_stream_with_130_and_no_result(tmp_path):
+    """A user's interrupt is 130, as for every command, never 1: `--fail-on-flag` gives 1 to an
+    answer not cleared, and a guardrail script tells the two apart."""
+    process = subprocess.Popen([*CLI, "stream", "--json", "--fail-on-flag", "--context", EXAMPLE["passages"][0]],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process.stdin.write(b"It opened in 1937. It is ")
+    process.stdin.flush()
+    first = json.loads(process.stdout.readline())  # the scorer is loaded and the stream reading
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and b"Interrupted." in stderr, stderr
+    assert first["event"] == "sentence" and b'"result"' not in stdout
+
+
 def test_stream_replays_an_example_and_fails_on_flag():
     done = subprocess.run([*CLI, "stream", "--example", "passages-qa", "--delay", "0", "--fail-on-flag"],
                           capture_output=True, text=True, timeout=300)
@@ -50,7 +66,8 @@ def test_stream_replays_an_example_and_fails_on_flag():
     ("args", "stdin", "message"),
     [
         (["--context", "   "], "Some answer.", "evidence is empty"),
-        (["--context", "The bridge opened in 1937."], "  \u200b ", "answer is empty"),
+        (["--context", "The bridge opened in 1937."], "  \u200b ", "standard input held no answer text"),
+        (["--context", "The bridge opened in 1937."], "", "standard input held no answer text"),
         (["--context", "The bridge opened in 1937."], b"\xff\xfe bad", "not UTF-8"),
     ],
 )

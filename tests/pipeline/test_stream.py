@@ -3,6 +3,7 @@ result equals `detect` on the whole answer with the same sentence spans."""
 
 import asyncio
 import random
+import re
 
 import pytest
 from helpers.same_result import assert_same
@@ -116,3 +117,28 @@ def test_stream_refuses_what_it_cannot_do(scorer, cases):
                 {"score_every": "3"}, {"score_every": True}):
         with pytest.raises(InputError, match="question|score_every"):
             detector.stream(**evidence(case), **bad)
+
+
+REGROUPED = [  # texts whose beginning the segmenter splits otherwise than the whole
+    "The findings are as follows. 1. The bridge opened in 1937. 2. Its span is 4,200 feet.",
+    "Results: 1. It opened in 1937. 2. It is 4,200 feet long.",
+    "The answer has two parts. 1. The bridge opened in 1937. It is red.",  # a list that never goes on
+    'A plaque reads "Opened 1937. Built to last." It is on the south tower.',
+]
+
+
+@pytest.mark.parametrize("answer", REGROUPED)
+def test_the_stream_gets_detects_sentences_however_the_answer_is_fed(detector, answer):
+    """The segmenter reads "1." as a sentence until the list's next marker arrives, and ends a
+    sentence inside a quotation until the quote closes: the stream waits for them rather than
+    judge the piece alone, so its sentences are detect's, word by word or character by
+    character (the stream's result equals detect's on its sentences: above)."""
+    from groundsense.inputs.text import segment_sentences
+
+    whole = [(s.start, s.end) for s in segment_sentences(answer)]
+    for pieces in (re.findall(r"\S+\s*", answer), list(answer)):  # word by word, character by character
+        stream = detector.stream(passages=["The Golden Gate Bridge opened in 1937.", "Its span is 4,200 feet."])
+        emitted = [sentence for piece in pieces for sentence in stream.feed(piece)]
+        result = stream.close()
+        assert [(s.start, s.end) for s in result.sentences] == whole
+        assert [(s.start, s.end) for s in emitted] == whole[: len(emitted)]

@@ -8,6 +8,7 @@ not installed, ``eval`` still answers, with how to install it.
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 import click
 
@@ -61,7 +62,17 @@ def stand_in(name: str, message: str, help: str, short_help: str) -> click.Comma
 
 
 class WithPlugins(Commands):
-    """The root group: its own commands, then those of the installed plugins, loaded by name."""
+    """The root group: its own commands, then those of the installed plugins, loaded by name. A
+    Ctrl-C exits 130 from any of them, as the exit codes say (click's own exit is 1, which
+    ``--fail-on-flag`` gives an answer not cleared); a command that keeps finished work says what
+    it kept first (:func:`.interrupts.resumable`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            raise click.exceptions.Exit(130) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *plugins(), *KNOWN})

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from ..config import DetectorConfig
 from ..errors import InputError
+from ..inputs.text import is_blank
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
 from .inputs import evidence_options, gather_input
@@ -94,6 +95,8 @@ def stream(question: str | None, question_file: str | None, context: str | None,
             # A cascade's stream verifies a flagged sentence as it ends: its description names the verifier.
             _print_sentence(sentence, about, as_json, console)
             printed.append(sentence)
+    if not example and is_blank(checking.text):
+        raise InputError("standard input held no answer text: pipe the answer as it is generated")
     result = checking.close()
     # The rest; in the terminal also the printed sentences whose verdict close() changed: verified at the
     # close by a cascade, or (bf16) flagged otherwise once scored again (docs/streaming.md, "Precision").

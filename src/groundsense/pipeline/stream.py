@@ -10,7 +10,8 @@ sentence spans (the stream's own segmentation, frozen sentence by sentence).
 A token is scored once it can no longer change: the tokens that end before the answer's last
 run of whitespace are final (:class:`~groundsense.pipeline.stream_tokens.FinalTokens`, which tokenises
 only the answer's unfinished tail). A sentence is judged once the next one has begun and its
-tokens are final. Final tokens are scored as soon as the text reaches a sentence's end mark
+tokens are final (a sentence the segmenter may still regroup waits: an inline list's marker,
+an open quotation, :func:`_may_regroup`). Final tokens are scored as soon as the text reaches a sentence's end mark
 (so that the sentence's verdict waits on its last word only), when a sentence ends, and
 whenever ``score_every`` of them are waiting.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
+from itertools import takewhile
 
 import numpy as np
 
@@ -36,6 +38,18 @@ from .stream_tokens import FinalTokens
 # The text may have just finished a sentence: an end mark (closing quotes or brackets after it),
 # or a line break, then only whitespace.
 _MAY_END = re.compile(r"(?:[.!?…][\"')\]”’]*|[\n\r\v\f\x85\u2028\u2029])\s*\Z")
+# A sentence that is a list marker ("1.") or ends in one after a colon or another sentence
+# ("Results: 1."): the segmenter's reading of an inline list before it has seen the next item's
+# marker, which then joins each marker to its item ("1. The bridge opened in 1937.").
+_LIST_MARKER_END = re.compile(r"(?:\A|[:.!?]\s+)\(?(?:\d{1,3}|[A-Za-z])[.)]\Z")
+
+
+def _may_regroup(sentence: str) -> bool:
+    """Whether the segmenter may still join ``sentence`` to the text after it once more arrives:
+    it may be an inline list's marker, or it ends inside a quotation (the quote's end mark is the
+    segmenter's sentence end only once the closing quote has come)."""
+    return (bool(_LIST_MARKER_END.search(sentence)) or sentence.count('"') % 2 == 1
+            or sentence.count("“") > sentence.count("”"))
 
 
 class DetectionStream:
@@ -86,8 +100,12 @@ class DetectionStream:
         self.text += check_text(delta, "delta")
         became_final = self._tokens.advance(self.text)
         # A sentence ends once the next has begun and its tokens are final: without a newly final
-        # token there is nothing to segment again.
-        ended = [s for s in self._pending_sentences()[:-1] if s.end <= self._tokens.boundary] if became_final else []
+        # token there is nothing to segment again. One that the segmenter may still regroup waits,
+        # and the sentences after it with it, until it is regrouped or stands (or the answer ends),
+        # so that the stream's sentences are detect's.
+        pending = self._pending_sentences()[:-1] if became_final else []
+        ended = list(takewhile(lambda s: s.end <= self._tokens.boundary
+                               and not _may_regroup(self.text[s.start : s.end]), pending))
         waiting = len(self._tokens.ids) - len(self._ids)
         if ended or waiting >= self.score_every or (waiting and _MAY_END.search(self.text)):
             self._score()
@@ -148,8 +166,14 @@ class DetectionStream:
             self._cut = max(0, len(final) - cap)
 
     def _pending_sentences(self) -> list[Span]:
-        """The sentences of the text after the judged ones, by the built-in segmenter."""
+        """The sentences of the text after the judged ones, by the built-in segmenter, which reads
+        the last judged sentence too (an inline list's item is read as one after the item before
+        it: "2." alone is a sentence of its own), unless it would end that sentence elsewhere."""
         start = self._spans[-1].end if self._spans else 0
+        before = self._spans[-1].start if self._spans else 0
+        spans = [Span(before + s.start, before + s.end) for s in segment_sentences(self.text[before:])]
+        if any(s.end == start for s in spans):
+            return [s for s in spans if s.start >= start]
         return [Span(start + s.start, start + s.end) for s in segment_sentences(self.text[start:])]
 
     def _judge(self, ended: list[Span], final: bool = False) -> DetectionResult:
