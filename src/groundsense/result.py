@@ -18,14 +18,14 @@ __all__ = ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "
            "InFlightVerdict", "support_score"]
 
 
-def support_score(flags: Iterable[bool | None], answer_flagged: bool | None = False) -> float:
+def support_score(flags: Iterable[bool | None], answer_flagged: bool | None = None) -> float:
     """The score in [0, 1] that the integrations and the AlignScore route report, defined here
     only: the share of sentences judged supported (``flagged is False``), given each sentence's
     ``flagged``. A flagged sentence and one that could not be judged (``None``) both count
     against the answer: the check fails closed. It is 1 only where the answer passes: an answer
-    not cleared (``answer_flagged``, its ``answer.flagged``, not False) though every sentence is
-    judged supported, as the fused score's answer rule flags one, scores n / (n + 1), its
-    verdict counted as one more judgement against it."""
+    not cleared (``answer_flagged``, its ``answer.flagged``, not False; not given: not known to
+    be cleared) though every sentence is judged supported, as the fused score's answer rule
+    flags one, scores n / (n + 1), its verdict counted as one more judgement against it."""
     flags = list(flags)
     supported = sum(flag is False for flag in flags)
     if supported == len(flags) and answer_flagged is not False:

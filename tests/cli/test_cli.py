@@ -194,15 +194,28 @@ def test_batch_refuses_an_output_it_cannot_write_before_loading_the_scorer(tmp_p
     assert (tmp_path / "in.jsonl").read_text() == json.dumps(ROW) + "\n"
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("in.parquet", b"PAR1 and a table", "in.parquet is Parquet: read it with --engine ray"),
-    ("in.jsonl.gz", b"\x1f\x8b\x08 compressed", "in.jsonl.gz is compressed: read it with --engine ray (or gunzip it)"),
-    ("in.jsonl", b"\x1f\x8b\x08 compressed", "in.jsonl is compressed"),
+@pytest.mark.parametrize("name, content, what", [
+    ("in.parquet", b"PAR1 and a table", "Parquet: read it with --engine ray"),
+    ("in.jsonl.gz", b"\x1f\x8b\x08 compressed", "compressed: decompress it, or read it with --engine ray"),
+    ("in.jsonl", b"\x1f\x8b\x08 compressed", "compressed: decompress it, or read it with --engine ray"),
+    ("in.jsonl.bz2", b"BZh91AY&SY", "compressed: decompress it, or read it with --engine ray"),
+    ("in.jsonl", b"\xfd7zXZ\x00 xz", "compressed: decompress it, or read it with --engine ray"),
 ])
-def test_the_local_batch_refuses_an_input_only_the_ray_engine_reads(tmp_path, name, content, message):
+def test_the_local_batch_refuses_an_input_only_the_ray_engine_reads(tmp_path, name, content, what):
     (tmp_path / name).write_bytes(content)
     result = run("batch", str(tmp_path / name), "-o", str(tmp_path / "out.jsonl"))
-    assert result.exit_code == 2 and message in result.output and not (tmp_path / "out.jsonl").exists()
+    assert result.exit_code == 2 and f"Error: {tmp_path / name} is {what}\n" in result.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("output", ["out.parquet", "folder.parquet"])
+def test_the_local_batch_refuses_a_parquet_output(tmp_path, monkeypatch, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text(json.dumps(ROW) + "\n")
+    (tmp_path / "folder.parquet").mkdir()  # an earlier Ray run's output
+    result = run("batch", "in.jsonl", "-o", output)
+    assert result.exit_code == 2 and "the local engine writes a local JSONL file; write .parquet with --engine ray" \
+        in result.output and not (tmp_path / "out.parquet").exists()
 
 
 def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):

@@ -40,6 +40,7 @@ def test_stream_prints_each_verdict_before_the_answer_ends(tmp_path):
     assert [e["sentence"] for e in events[:3]] == events[-1]["result"]["sentences"]
 
 
+@pytest.mark.system  # stops the command with a signal
 def test_ctrl_c_stops_a_stream_with_130_and_no_result(tmp_path):
     """A user's interrupt is 130, as for every command, never 1: `--fail-on-flag` gives 1 to an
     answer not cleared, and a guardrail script tells the two apart."""

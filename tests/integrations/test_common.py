@@ -188,3 +188,12 @@ def test_an_integration_given_no_detection_scores_fused_and_says_why(example):
     reason = report.reason(report.unsupported[0])
     assert f"≥ threshold {report.result.threshold:.3f}); evidence unused " in reason  # its ranks, then
     assert "missing word pairs" in reason and "absent from the evidence: Gustave, Eiffel" in reason  # its terms
+
+
+def test_the_score_is_1_only_where_the_answer_passes():
+    from groundsense.result import support_score
+
+    assert support_score([False, False], answer_flagged=False) == 1.0
+    assert support_score([False, False], answer_flagged=True) == pytest.approx(2 / 3)  # flagged as a whole
+    assert support_score([False, False]) == pytest.approx(2 / 3)  # a verdict not given is no clearance
+    assert support_score([False, True, None], answer_flagged=True) == pytest.approx(1 / 3)

@@ -34,6 +34,7 @@ def test_the_tool_is_listed_with_its_schema(integration):
     assert tool.input_schema["required"] == ["answer"]
     assert set(tool.input_schema["properties"]) == {"answer", "context", "passages", "question"}
     assert tool.input_schema["additionalProperties"] is False
+    assert tool.input_schema["title"] == "check_groundingArguments" and "description" not in tool.input_schema
     assert tool.output_schema["type"] == "object"
     assert tool.annotations.read_only_hint is True
 
@@ -44,8 +45,9 @@ BAD_CALLS = [  # (the server's detector options, the arguments, the message)
     ({}, {"answer": "A claim.", "passages": ["", " "]}, "the evidence is empty"),
     ({"scorer": "no-such-org/no-such-model"}, {"answer": "A claim.", "context": "Evidence."}, "unknown scorer"),
     # an argument the tool does not take, a misspelled question among them, is no silent default
-    ({}, {"answer": "A claim.", "context": "Evidence.", "query": "Which?"}, "query\n  Extra inputs are not permitted"),
-    ({}, {"answer": "A claim.", "passages": ["Evidence."], "k": 2}, "k\n  Extra inputs are not permitted"),
+    ({}, {"answer": "A claim.", "context": "Evidence.", "query": "Which?"},
+     f"unknown argument 'query': {TOOL} takes answer, context, passages, question"),
+    ({}, {"answer": "A claim.", "passages": ["Evidence."], "k": 2}, "unknown argument 'k'"),
 ]
 
 

@@ -123,17 +123,25 @@ REGROUPED = [  # texts whose beginning the segmenter splits otherwise than the w
     "The findings are as follows. 1. The bridge opened in 1937. 2. Its span is 4,200 feet.",
     "Results: 1. It opened in 1937. 2. It is 4,200 feet long.",
     "The answer has two parts. 1. The bridge opened in 1937. It is red.",  # a list that never goes on
+    "Results: i. It opened in 1937. ii. It is 4,200 feet long. It is red.",  # detect keeps "Results: i."
     'A plaque reads "Opened 1937. Built to last." It is on the south tower.',
+]
+STANDING = [  # texts whose sentences wait for nothing: each is judged as soon as the next begins
+    'The board is 5" wide. It fits the shelf. It is oak. It is old.',  # an inch mark, not a quotation
+    "Er sagte „Hallo“. Dann ging er. Es war spät. Das Ende kam.",
+    "The result is shown in Fig. 3. It opened in 1937. It is red. It is old.",
 ]
 
 
-@pytest.mark.parametrize("answer", REGROUPED)
+@pytest.mark.parametrize("answer", REGROUPED + STANDING)
 def test_the_stream_gets_detects_sentences_however_the_answer_is_fed(detector, answer):
     """The segmenter reads "1." as a sentence until the list's next marker arrives, and ends a
-    sentence inside a quotation until the quote closes: the stream waits for them rather than
-    judge the piece alone, so its sentences are detect's, word by word or character by
-    character (the stream's result equals detect's on its sentences: above)."""
+    sentence inside a quotation until the quote closes: the stream waits for them, for at most
+    REGROUP_WAIT more sentences, rather than judge the piece alone, so its sentences are
+    detect's, word by word or character by character (its result equals detect's on its
+    sentences: above); a sentence that cannot be regrouped is judged as soon as the next begins."""
     from groundsense.inputs.text import segment_sentences
+    from groundsense.pipeline.stream import REGROUP_WAIT
 
     whole = [(s.start, s.end) for s in segment_sentences(answer)]
     for pieces in (re.findall(r"\S+\s*", answer), list(answer)):  # word by word, character by character
@@ -142,3 +150,4 @@ def test_the_stream_gets_detects_sentences_however_the_answer_is_fed(detector, a
         result = stream.close()
         assert [(s.start, s.end) for s in result.sentences] == whole
         assert [(s.start, s.end) for s in emitted] == whole[: len(emitted)]
+        assert len(emitted) == len(whole) - 1 if answer in STANDING else len(emitted) >= len(whole) - 1 - REGROUP_WAIT

@@ -36,8 +36,8 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.argument("source")
 @click.option("-o", "--output", required=True,
-              help="Output: .jsonl (local engine: any name), or with --engine ray .parquet (a folder of part files); "
-                   "an existing output is resumed, skipping the lines already written.")
+              help="Output: .jsonl (local engine: any name but .parquet), or with --engine ray .parquet (a folder "
+                   "of part files); an existing output is resumed, skipping the lines already written.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (or, in a log, no progress lines).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; "
@@ -78,7 +78,10 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
                err=True)
 
 
-GZIP_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"PAR1"
+PARQUET_MAGIC = b"PAR1"
+# gzip, bzip2, xz, zstd, lz4: the first bytes of a compressed file, and their suffixes
+COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 
 
 def _check_paths(source: str, output: str) -> None:
@@ -107,12 +110,13 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
     if "://" in source or not Path(source).is_file():
         raise InputError(f"{source}: no such file (URIs and Parquet need --engine ray)")
     with Path(source).open("rb") as head:
-        magic = head.read(4)
-    if source.lower().endswith((".parquet", ".gz")) or magic.startswith((GZIP_MAGIC, PARQUET_MAGIC)):
-        raise InputError(f"{source} is " + ("Parquet" if source.lower().endswith(".parquet") or magic == PARQUET_MAGIC
-                                            else "compressed") + ": read it with --engine ray (or gunzip it)")
-    if "://" in output:
-        raise InputError(f"-o {output}: the local engine writes a local file; write .parquet there with --engine ray")
+        magic = head.read(6)
+    if source.lower().endswith(".parquet") or magic.startswith(PARQUET_MAGIC):
+        raise InputError(f"{source} is Parquet: read it with --engine ray")
+    if source.lower().endswith(COMPRESSED_SUFFIXES) or magic.startswith(COMPRESSED_MAGIC):
+        raise InputError(f"{source} is compressed: decompress it, or read it with --engine ray")
+    if "://" in output or output.lower().endswith(".parquet"):
+        raise InputError(f"-o {output}: the local engine writes a local JSONL file; write .parquet with --engine ray")
     _check_paths(source, output)
     check_verifier(config)  # a bad verifier fails even when nothing is left to score (no detection is made then)
     return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)

@@ -6,7 +6,7 @@ as ``detection=`` (:func:`detection_argument` takes ``detector=``, its deprecate
 
 Every integration reports the score in [0, 1] of :func:`groundsense.result.support_score`::
 
-    score = sentences judged supported / sentences in the answer
+    score = sentences judged supported / sentences in the answer   (+ 1 if flagged as a whole)
 
 A sentence is *judged supported* when the detection scored it and did not flag it
 (``flagged is False``). A flagged sentence and a sentence that was not judged (past the answer

@@ -17,7 +17,8 @@ context may be a string or a list of passages (strings, or documents as
 What it returns follows DSPy's conventions for a metric's callers:
 
 - evaluating (``metric(example, pred)``) and as a reward (``reward_fn(inputs, pred)``): the
-  score in [0, 1], the share of the answer's sentences judged supported;
+  score in [0, 1], the share of the answer's sentences judged supported, 1 only where the
+  answer passes (:mod:`groundsense.integrations.common`);
 - bootstrapping demos (``BootstrapFewShot`` and the optimisers built on it pass a ``trace``):
   whether the answer passes (the answer verdict: cleared, every sentence judged supported), so
   only grounded answers become demos;

@@ -9,7 +9,8 @@
 ``evaluate(query, response, contexts)`` (and ``evaluate_response`` on a ``Response`` with its
 source nodes, the async variants and ``BatchEvalRunner``: the base class routes them all
 through ``aevaluate``, which scores in a worker thread) return an ``EvaluationResult``
-whose ``score`` is the share of sentences judged supported, ``passing`` is the answer verdict
+whose ``score`` is the share of sentences judged supported (1 only where it passes),
+``passing`` is the answer verdict
 (true only where the detection clears the answer), and ``feedback`` names the rest (see
 :mod:`groundsense.integrations.common`). No LLM and no prompt: the evaluator has no prompts to
 get or update.

@@ -38,7 +38,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
@@ -96,10 +96,19 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     tool = Tool.from_function(check_grounding, name=TOOL, title="Check an answer's grounding", description=DESCRIPTION,
                               annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
 
-    class Arguments(tool.fn_metadata.arg_model):  # type: ignore[name-defined]
-        """The tool's arguments, none other: a misspelled ``question`` is an error, not dropped."""
+    # The tool's arguments, none other: a misspelled question is an error, not dropped.
+    base = tool.fn_metadata.arg_model
 
-        model_config = ConfigDict(extra="forbid")
+    class Arguments(base):  # type: ignore[valid-type,misc]
+        model_config = ConfigDict(extra="forbid", title=base.__name__)  # the SDK's schema title
+
+        @model_validator(mode="before")
+        @classmethod
+        def _only_the_tools(cls, given: Any) -> Any:
+            if isinstance(given, dict) and (unknown := [key for key in given if key not in cls.model_fields]):
+                raise ValueError(f"unknown argument {unknown[0][:40]!r}: {TOOL} takes "
+                                 f"{', '.join(cls.model_fields)}")
+            return given
 
     tool.fn_metadata.arg_model = Arguments
     tool.parameters = Arguments.model_json_schema(by_alias=True)  # published: additionalProperties false

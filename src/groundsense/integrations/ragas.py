@@ -7,8 +7,8 @@
 
 It reads ``response``, ``retrieved_contexts`` and (optionally) ``user_input`` of each
 ``SingleTurnSample`` and scores faithfulness in [0, 1]: the share of the response's sentences
-that groundsense judges supported, unjudged ones counting as unsupported (see
-:mod:`groundsense.integrations.common`). Like RAGAS' own faithfulness it is a share of
+that groundsense judges supported, unjudged ones counting as unsupported, and 1 only where
+the answer passes (see :mod:`groundsense.integrations.common`). Like RAGAS' own faithfulness it is a share of
 supported statements, but of sentences, judged by the scorer's likelihoods instead of an LLM.
 
 Scoring is CPU/GPU-bound on one model and runs one sample at a time, so give ``evaluate`` a

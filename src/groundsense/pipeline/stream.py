@@ -10,10 +10,11 @@ sentence spans (the stream's own segmentation, frozen sentence by sentence).
 A token is scored once it can no longer change: the tokens that end before the answer's last
 run of whitespace are final (:class:`~groundsense.pipeline.stream_tokens.FinalTokens`, which tokenises
 only the answer's unfinished tail). A sentence is judged once the next one has begun and its
-tokens are final (a sentence the segmenter may still regroup waits: an inline list's marker,
-an open quotation, :func:`_may_regroup`). Final tokens are scored as soon as the text reaches a sentence's end mark
-(so that the sentence's verdict waits on its last word only), when a sentence ends, and
-whenever ``score_every`` of them are waiting.
+tokens are final (a sentence the segmenter may still regroup, an inline list's marker or an open
+quotation, waits for up to :data:`REGROUP_WAIT` more sentences: :func:`_may_regroup`). Final
+tokens are scored as soon as the text reaches a sentence's end mark (so that the sentence's
+verdict waits on its last word only), when a sentence ends, and whenever ``score_every`` of
+them are waiting.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from itertools import takewhile
 
 import numpy as np
 
@@ -38,18 +38,24 @@ from .stream_tokens import FinalTokens
 # The text may have just finished a sentence: an end mark (closing quotes or brackets after it),
 # or a line break, then only whitespace.
 _MAY_END = re.compile(r"(?:[.!?…][\"')\]”’]*|[\n\r\v\f\x85\u2028\u2029])\s*\Z")
-# A sentence that is a list marker ("1.") or ends in one after a colon or another sentence
-# ("Results: 1."): the segmenter's reading of an inline list before it has seen the next item's
-# marker, which then joins each marker to its item ("1. The bridge opened in 1937.").
-_LIST_MARKER_END = re.compile(r"(?:\A|[:.!?]\s+)\(?(?:\d{1,3}|[A-Za-z])[.)]\Z")
+# A sentence that is a list marker ("1.") or ends in one after a colon ("Results: 1."): the
+# segmenter's reading of an inline list before it has seen the next item's marker, which then
+# joins each marker to its item ("1. The bridge opened in 1937.").
+_LIST_MARKER_END = re.compile(r"(?:\A|:\s+)\(?(?:\d{1,3}|[A-Za-z])[.)]\Z")
+_STRAIGHT_QUOTE = re.compile(r'(?<!\d)"')  # not an inch mark (5")
+REGROUP_WAIT = 2  # sentences that end after a sentence the segmenter may regroup before it is judged as it stands
 
 
-def _may_regroup(sentence: str) -> bool:
-    """Whether the segmenter may still join ``sentence`` to the text after it once more arrives:
-    it may be an inline list's marker, or it ends inside a quotation (the quote's end mark is the
-    segmenter's sentence end only once the closing quote has come)."""
-    return (bool(_LIST_MARKER_END.search(sentence)) or sentence.count('"') % 2 == 1
-            or sentence.count("“") > sentence.count("”"))
+def _may_regroup(sentence: str, to_boundary: str) -> bool:
+    """Whether the segmenter may still join ``sentence`` to the text after it once more arrives
+    (``to_boundary``: the text from the sentence's start to the last final token): it may be an
+    inline list's marker, or a quotation is still open (the segmenter ends a sentence at a
+    quoted end mark until the closing quote has come)."""
+    if _LIST_MARKER_END.search(sentence) or len(_STRAIGHT_QUOTE.findall(to_boundary)) % 2:
+        return True
+    if "„" in to_boundary:  # German quotes: „ opens, “ closes
+        return to_boundary.count("„") > to_boundary.count("“")
+    return to_boundary.count("“") > to_boundary.count("”")
 
 
 class DetectionStream:
@@ -100,12 +106,8 @@ class DetectionStream:
         self.text += check_text(delta, "delta")
         became_final = self._tokens.advance(self.text)
         # A sentence ends once the next has begun and its tokens are final: without a newly final
-        # token there is nothing to segment again. One that the segmenter may still regroup waits,
-        # and the sentences after it with it, until it is regrouped or stands (or the answer ends),
-        # so that the stream's sentences are detect's.
-        pending = self._pending_sentences()[:-1] if became_final else []
-        ended = list(takewhile(lambda s: s.end <= self._tokens.boundary
-                               and not _may_regroup(self.text[s.start : s.end]), pending))
+        # token there is nothing to segment again.
+        ended = self._ended(self._pending_sentences()[:-1]) if became_final else []
         waiting = len(self._tokens.ids) - len(self._ids)
         if ended or waiting >= self.score_every or (waiting and _MAY_END.search(self.text)):
             self._score()
@@ -164,6 +166,20 @@ class DetectionStream:
             self._offsets = self._tokens.offsets[: len(self._ids)]
         if self._tokens.complete or len(final) > cap:
             self._cut = max(0, len(final) - cap)
+
+    def _ended(self, begun_after: list[Span]) -> list[Span]:
+        """Those of ``begun_after`` (pending sentences the next one has begun after) to judge now:
+        their tokens final, and none the segmenter may still regroup (:func:`_may_regroup`) until
+        :data:`REGROUP_WAIT` sentences have ended after it and it still stands; the sentences
+        after a waiting one wait with it."""
+        boundary, ended = self._tokens.boundary, []
+        for i, sentence in enumerate(begun_after):
+            settled = len(begun_after) - 1 - i >= REGROUP_WAIT
+            if sentence.end > boundary or not settled and _may_regroup(
+                    self.text[sentence.start : sentence.end], self.text[sentence.start : boundary]):
+                break
+            ended.append(sentence)
+        return ended
 
     def _pending_sentences(self) -> list[Span]:
         """The sentences of the text after the judged ones, by the built-in segmenter, which reads

@@ -130,7 +130,9 @@ class ParquetSink(Sink):
         self.since = time.monotonic()
 
     def _parts(self) -> list[pafs.FileInfo]:
-        self.fs.create_dir(self.root, recursive=True)
+        """The folder's files; none where it does not exist yet (:meth:`flush` makes it)."""
+        if self.fs.get_file_info(self.root).type == pafs.FileType.NotFound:
+            return []
         return [f for f in self.fs.get_file_info(pafs.FileSelector(self.root)) if f.type == pafs.FileType.File]
 
     def done(self) -> set[int]:
@@ -152,6 +154,7 @@ class ParquetSink(Sink):
         self.pending, self.since = [], time.monotonic()
         if not rows:
             return
+        self.fs.create_dir(self.root, recursive=True)
         name = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
         tmp, final = f"{self.root}/{_TMP}{name}", f"{self.root}/{name}"
         pq.write_table(pa.concat_tables(rows).cast(RECORD_SCHEMA), tmp, filesystem=self.fs)
