@@ -243,6 +243,9 @@ def test_adapting_on_detections_made_in_python(detector):
     fusions = shipped.adapted_to(mine)
     assert fusions.full.made_with["adaptation"]["n_sentences"] == fusions.two_pass.made_with["adaptation"][
         "n_sentences"] == 4 and fusions.full.references != shipped.full.references
+    two_pass = Detector(detector.scorer, k=5, mode="two_pass").detect(**rows[1])
+    with pytest.raises(InputError, match="detection 0 was made in two_pass mode: adapting reads full mode's"):
+        DomainSentences.from_results([two_pass])
     fused = Detector(detector.scorer, k=5, fusion=fusions).detect(**rows[1])
     assert fused.score_rule == "fused" and fused.threshold == pytest.approx(fusions.full.threshold)
     assert [s.score for s in fused.sentences] != [s.score for s in detector.detect(**rows[1]).sentences]

@@ -67,7 +67,13 @@ def test_each_fusion_goes_where_it_belongs():
         load_files(replace(fused, verifier="judge:another"), fusion=judge)
 
 
+def test_a_calibration_for_another_scorer_is_refused(tiny_scorer, calibration):
+    with pytest.raises(InputError, match=f"fitted for scorer {SCORER}, and this detector runs tiny-random-llama"):
+        Detector(tiny_scorer, k=5, calibration=calibration)
+
+
 def test_a_detector_and_its_siblings_share_what_it_was_given(tiny_scorer, calibration):
+    calibration = replace(calibration, scorer=tiny_scorer.name)  # plumbing: the tiny scorer's calibration
     detector = Detector(tiny_scorer, k=5, calibration=calibration)
     assert detector.config.calibration is True and detector.adjudicator.calibration is calibration
     assert detector.describe()["calibration"] == "given"

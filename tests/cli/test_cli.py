@@ -3,6 +3,7 @@ commands do with scores on a scorer the session holds (``cli_scorer``: tiny in t
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 from helpers.cli import run
 from helpers.fusions import answer_rule_fusions
+
+from groundsense.errors import InputError
 
 ROW = {
     "question": "How long is the main span?",
@@ -285,7 +288,7 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
         {**ROW, "labels": [{"start": 34, "end": 62}]},  # the gold-paint sentence is unsupported
         {"passages": ["Paris is the capital of France.", "The Seine flows through Paris."],
          "answer": "The Seine flows through Paris. Paris has ten million bridges.",
-         "labels": [{"start": 31, "end": 62}]},
+         "labels": [{"start": 31, "end": 61}]},
     ]
     source = tmp_path / "labelled.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -323,3 +326,36 @@ def test_stream_view_names_the_verifier_of_a_sentence_decided_while_streaming(tm
                       "--calibration", tmp_path / "flag-all.json", "--verifier", spec, "--escalate", "1"])
     assert out.exit_code == 0, out.output
     assert out.output.count(f"verifier {spec}: P(unsupported)") >= 3, out.output
+
+
+@pytest.mark.parametrize("command", ["calibrate", "fit"])
+def test_bad_labels_or_an_unwritable_output_are_refused_before_the_scorer_loads(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text(json.dumps({**ROW, "labels": [{"start": 34, "end": 62}]}) + "\n"
+                                       + json.dumps({**ROW, "labels": [[0, 20]]}) + "\n")
+    unwritable = run(command, "in.jsonl", "-o", "missing/out.json")
+    assert unwritable.exit_code == 2 and "-o missing/out.json: no folder missing" in unwritable.output
+    labelled = run(command, "in.jsonl", "-o", "out.json")
+    assert labelled.exit_code == 2 and 'in.jsonl line 2: labels[0] must be {"start": integer' in labelled.output
+    assert not (tmp_path / "in.features.jsonl").exists()  # nothing was scored
+
+
+def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
+    from groundsense.cli.calibration_data import check_cache
+
+    source, features = tmp_path / "in.jsonl", tmp_path / "in.features.jsonl"
+    source.write_text(json.dumps({**ROW, "id": "a"}) + "\n" + json.dumps({**ROW, "id": "b"}) + "\n")
+    made = {"scorer": "smollm2-135m-instruct", "precision": "fp32", "leave_one_out": "exact"}
+    sentence = {"start": 0, "end": 33, "text": ROW["answer"][:33]}
+    features.write_text(json.dumps({"id": "a", "line": 1, **made, "sentences": [sentence]}) + "\n")
+    check_cache(source, features, **made)  # the rows it was scored from
+    for record, message in [
+        ({"id": "b", "line": 1, **made}, "line 1 was scored from another row than"),  # the rows reordered
+        ({"id": "a", "line": 3, **made}, "line 3 was scored from another row than"),  # the rows cut
+        ({"id": "a", "line": 1, **made, "sentences": [{**sentence, "text": "Another answer's."}]}, "another row"),
+        ({"id": "a", "line": 1, **made, "leave_one_out": "masked"}, "scored by smollm2-135m-instruct at fp32 "
+                                                                    "(leave-one-out masked), and this run scores"),
+    ]:
+        features.write_text(json.dumps(record) + "\n")
+        with pytest.raises(InputError, match=re.escape(message)):
+            check_cache(source, features, **made)

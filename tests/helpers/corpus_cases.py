@@ -140,6 +140,12 @@ CASES: list[Case] = [
     _case("spans overlapping", _with(sentences=[[0, 33], [20, 62]]), Error("overlaps or comes before")),
     _case("spans out of order", _with(sentences=[[34, 62], [0, 33]]), Error("overlaps or comes before")),
     _case("spans duplicated", _with(sentences=[[0, 33], [0, 33]]), Error("overlaps or comes before")),
+    # -- labels (a calibration's unsupported spans) ------------------------------------------
+    _case("labels an object", _with(labels={"start": 0, "end": 5}), Error("'labels' must be a list")),
+    _case("label a pair", _with(labels=[[0, 20]]), Error('labels[0] must be {"start": integer')),
+    _case("label without an end", _with(labels=[{"start": 10}]), Error('labels[0] must be {"start": integer')),
+    _case("label reversed", _with(labels=[{"start": 50, "end": 10}]), Error("0 <= start < end <= 62")),
+    _case("label past the answer", _with(labels=[{"start": 50, "end": 9000}]), Error("0 <= start < end <= 62")),
     # -- accepted: unusual but valid ------------------------------------------------------
     _case("a plain request", BASE, Accepted(n_sentences=2)),
     Case("UTF-8 byte-order mark", b"\xef\xbb\xbf" + json.dumps(BASE).encode(), Accepted(n_sentences=2), row=BASE),

@@ -61,6 +61,9 @@ class DomainSentences:
         values: dict[str, list[float]] = {name: [] for name in SENTENCE_VALUES}
         answers, chunk_counts = [], []
         for number, result in enumerate(results):
+            if result.mode != "full":
+                raise InputError(f"detection {number} was made in {result.mode} mode: adapting reads full mode's "
+                                 "features, so detect with mode='full' (the default)")
             for sentence in result.sentences:
                 if sentence.status != "scored":
                     continue

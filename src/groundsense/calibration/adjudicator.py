@@ -68,6 +68,10 @@ class Adjudicator:
         self.config = config  # its score resolved below, where it is ``auto``
         self.calibration = calibration
         self.leave_one_out = config.leave_one_out if config.mode == "full" else None  # two-pass mode has none
+        if calibration is not None and calibration.scorer != display_name(config.scorer):
+            raise InputError(f"the calibration was fitted for scorer {calibration.scorer}, and this detector runs "
+                             f"{display_name(config.scorer)}: detect with -m {calibration.scorer}, or fit one for "
+                             "this scorer with `groundsense calibrate`")
         if calibration is not None and self.leave_one_out and calibration.leave_one_out != self.leave_one_out:
             raise InputError(
                 f"the calibration was fitted on {calibration.leave_one_out} leave-one-out features, not "

@@ -60,12 +60,16 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
     run): the detector and the batch output's path. ``check(detector)`` runs before any scoring;
     ``fusion``: a fused cascade's, given beside the options."""
     from ..rows.batch import run_batch
+    from .calibration_data import check_cache, labelled_rows
 
+    labelled_rows(source)  # its labels checked before the scorer loads
     features = features or source.with_suffix(".features.jsonl")
     config = DetectorConfig(**options, mode="full", calibration=False)
     detector = common.make_detection(config, fusion=fusion)
     if check:
         check(detector)
+    made_by = detector.describe()
+    check_cache(source, features, made_by["scorer"], made_by["precision"], made_by["leave_one_out"])
     with resumable(f"the features scored so far are in {features}"):
         run_batch(detector, source, features, progress=not no_progress)
     return detector, features
@@ -120,6 +124,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     from ..pipeline.precision import detection_precision
     from .calibration_data import fit_from_batch
 
+    common.check_output_file(output)
     if score != "auto" and (not base or fuse):
         raise InputError("--score says which score's file --adapt adapts: add --adapt (fitting on labels writes a "
                          "calibration, and --fuse adapts a fused cascade's fusion)")
@@ -198,7 +203,7 @@ def adapt_fusions(source: Path, features: Path | None, no_progress: bool, base: 
     fusions = lexical_base(base, display_name(options["scorer"]), precision)  # read before the scorer loads
     _, features = score_rows(source, features, no_progress, options, check=lambda d: check_lexical_base(
         fusions, base, plain_detector(d).scorer.name, plain_detector(d).config.precision))
-    write_adapted_lexical(fusions, source, features, precision, output)
+    write_adapted_lexical(fusions, source, features, output)
 
 
 def adaptation_base(base: str, precision: str) -> Calibration:

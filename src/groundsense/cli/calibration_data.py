@@ -12,6 +12,7 @@ import numpy as np
 from ..calibration.calibration import Calibration, fit_calibration
 from ..errors import InputError
 from ..features import SENTENCE_VALUES
+from ..inputs.validate import check_labels
 from ..rows.batch import read_rows
 
 
@@ -37,12 +38,47 @@ class ScoredRows:
 
 
 def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
-    """``source``'s rows by line, and whether they carry labels (all of them, or none)."""
+    """``source``'s rows by line, and whether they carry labels (all of them, or none), each
+    row's labels checked (:func:`~groundsense.inputs.validate.check_labels`): read before any
+    scoring, so that a bad label is refused before the scorer loads."""
     rows = {number: row for number, row in read_rows(source) if isinstance(row, dict)}
     has_labels = {number: "labels" in row for number, row in rows.items()}
     if any(has_labels.values()) and not all(has_labels.values()):
         raise InputError("some calibration rows have 'labels' and some do not: label all rows or none")
+    for number, row in rows.items():
+        if "labels" in row and isinstance(row.get("answer"), str):
+            try:
+                check_labels(row["labels"], row["answer"])
+            except InputError as exc:
+                raise InputError(f"{source} line {number}: {exc}") from None
     return rows, bool(has_labels) and all(has_labels.values())
+
+
+def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str) -> None:
+    """Refuse a features file (``calibrate`` and ``fit`` resume one) that another run made: a
+    record of another row of ``source`` than its line holds now (the rows were edited or
+    reordered), or scored by another scorer, precision or leave-one-out than this run's."""
+    if not features.exists():
+        return
+    rows = dict(read_rows(source))
+    again = f"move {features} away (or pass --features elsewhere) to score the rows again"
+    for text in features.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue  # a record cut off by a kill: the batch drops it
+        row = rows.get(record.get("line"))
+        answer = row.get("answer") if isinstance(row, dict) else None
+        if row is None or (isinstance(row, dict) and record.get("id") != row.get("id")) or any(
+                not isinstance(answer, str) or answer[s["start"] : s["end"]] != s["text"]
+                for s in record.get("sentences", ())):
+            raise InputError(f"{features} line {record.get('line')} was scored from another row than {source} "
+                             f"holds there now (were the rows edited or reordered?): {again}")
+        made = (record.get("scorer"), record.get("precision", "fp32"), record.get("leave_one_out", "exact"))
+        if "error" not in record and made != (scorer, precision, leave_one_out):
+            raise InputError(f"{features} holds answers scored by {made[0]} at {made[1]} (leave-one-out {made[2]}), "
+                             f"and this run scores by {scorer} at {precision} (leave-one-out {leave_one_out}): "
+                             f"{again}")
 
 
 def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:

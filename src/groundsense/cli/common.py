@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..config import DEFAULTS, LEAVE_ONE_OUT, SCORES, VERIFIER_FIELDS, DetectorConfig
-from ..errors import GroundsenseError
+from ..errors import GroundsenseError, InputError
 from ..inputs.validate import MAX_K, MODES, PRECISIONS
 from ..weights import DEFAULT_SCORER
 
@@ -196,6 +196,15 @@ def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFuncti
     ]
 
     return stacked([output, *targets])
+
+
+def check_output_file(output: Path) -> None:
+    """Refuse, before any work, a ``-o`` file that cannot be written: a folder, or a path in a
+    missing folder (found only at the end, the work done, it was a traceback)."""
+    if output.is_dir():
+        raise InputError(f"-o {output}: a folder; name a file in it")
+    if not output.parent.is_dir():
+        raise InputError(f"-o {output}: no folder {output.parent}: create it, or write elsewhere")
 
 
 def make_detection(config: DetectorConfig, **given: Any) -> Detection:

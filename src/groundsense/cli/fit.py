@@ -13,7 +13,14 @@ import numpy as np
 from ..config import SCORES
 from ..errors import InputError
 from .calibrate import fused_verifier_option, score_rows, scoring_options
-from .common import CONTEXT_SETTINGS, Failure, calibration_written, fit_target_options, plain_detector
+from .common import (
+    CONTEXT_SETTINGS,
+    Failure,
+    calibration_written,
+    check_output_file,
+    fit_target_options,
+    plain_detector,
+)
 
 if TYPE_CHECKING:
     from ..calibration.cross_validation import Comparison
@@ -71,6 +78,7 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     """
     from .calibration_data import labelled_rows
 
+    check_output_file(output)
     if (verifier or base) and not fuse:
         raise InputError("--verifier and --fusion name the judge and the base fusion of a fused cascade: add --fuse")
     if no_lexical and fuse:

@@ -5,7 +5,6 @@ that `groundsense fit --fuse` shares with it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -64,19 +63,13 @@ def check_lexical_base(fusions: LexicalFusions, base: str, scorer: str, precisio
                          f"{fusions.precision}")
 
 
-def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, precision: str, output: Path) -> None:
+def write_adapted_lexical(base: LexicalFusions, source: Path, features: Path, output: Path) -> None:
     """Re-estimate both lexical fusions' references from ``features`` (``source``'s rows scored in
     full mode) and write them to ``output``: the full-mode fusion's from the sentences of answers
     scored in a chunk count its ``sensitivity`` statistics serve (kept as they were where there
     are none), the two-pass fusion's, which ranks the gap, from every sentence."""
     from ..calibration.adaptation import FEW_ANSWERS, DomainSentences
 
-    records = [json.loads(line) for line in features.read_text(encoding="utf-8").splitlines()]
-    made = {(r.get("scorer"), r.get("precision", "fp32")) for r in records if "error" not in r}
-    if made - {(base.scorer, precision)}:  # a resumed batch output may hold answers scored otherwise
-        raise InputError(f"{features} holds answers scored by {', '.join(f'{s} at {p}' for s, p in sorted(made))}, "
-                         f"and the fusions are adapted for {base.scorer} at {precision}: move it away (or pass "
-                         "--features elsewhere) to score the rows again")
     scored = read_scored(source, features)
     if not len(scored.answers):
         raise InputError(f"no sentence of {source} could be scored (see {features}): nothing to adapt to")

@@ -88,6 +88,20 @@ def check_evidence(context: object, passages: object) -> None:
         raise InputError(EMPTY_EVIDENCE)
 
 
+def check_labels(labels: object, answer: str) -> None:
+    """A row's ``labels`` (the unsupported text a calibration learns from): a list, maybe empty,
+    of ``{"start", "end"}`` integer character offsets inside the answer."""
+    if not isinstance(labels, list):
+        raise InputError(f"'labels' must be a list of {{\"start\", \"end\"}} character spans of the answer's "
+                         f"unsupported text ([] for none), not {_kind(labels)}")
+    for i, label in enumerate(labels):
+        if not isinstance(label, dict) or not all(_is_int(label.get(key)) for key in ("start", "end")):
+            raise InputError(f"labels[{i}] must be {{\"start\": integer, \"end\": integer}}, not {_short(label)}")
+        if not 0 <= label["start"] < label["end"] <= len(answer):
+            raise InputError(f"labels[{i}] = {{\"start\": {label['start']}, \"end\": {label['end']}}} must lie inside "
+                             f"the answer, with 0 <= start < end <= {len(answer)} (its length in characters)")
+
+
 def check_spans(spans: object, answer: str) -> list[Span]:
     """Caller-given sentence spans: a list of ``[start, end]`` integer pairs inside the
     answer, in order and not overlapping, each with visible text."""
@@ -191,6 +205,8 @@ def check_row(row: object) -> CheckedRow:
     check_inputs(row["answer"], row.get("context"), row.get("passages"))
     sentences = row.get("sentences")
     spans = None if sentences is None else tuple(check_spans(sentences, row["answer"]))
+    if "labels" in row:
+        check_labels(row["labels"], row["answer"])
     arguments = {
         "answer": row["answer"], "context": row.get("context"), "passages": row.get("passages"),
         "question": question, "sentences": sentences,
