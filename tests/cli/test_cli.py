@@ -359,3 +359,20 @@ def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
         features.write_text(json.dumps(record) + "\n")
         with pytest.raises(InputError, match=re.escape(message)):
             check_cache(source, features, **made)
+
+
+def test_calibrate_refuses_an_option_the_rows_leave_without_effect(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "labelled.jsonl").write_text(json.dumps({**ROW, "labels": [{"start": 34, "end": 62}]}) + "\n")
+    (tmp_path / "plain.jsonl").write_text(json.dumps(ROW) + "\n")
+    for args, message in [
+        (["plain.jsonl", "--target-recall", "0.8"], "plain.jsonl has no 'labels', which a target recall or"),
+        (["labelled.jsonl", "--flag-rate", "0.3"], "--flag-rate sets the threshold of unlabelled rows"),
+        (["labelled.jsonl", "--method", "quantile"], "--method says how --adapt adapts a calibration"),
+        (["labelled.jsonl", "--target-recall", "0.5", "--target-precision", "0.2"], "not both"),
+    ]:
+        result = run("calibrate", *args, "-o", "out.json")
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+    assert run("fit", "labelled.jsonl", "--target-recall", "0.5", "--target-precision", "0.2", "-o",
+               "out.json").exit_code == 2
+    assert not list(tmp_path.glob("*.features.jsonl"))  # refused before anything was scored

@@ -125,6 +125,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     from .calibration_data import fit_from_batch
 
     common.check_output_file(output)
+    _check_applies(source, base, target_recall, target_precision)
     if score != "auto" and (not base or fuse):
         raise InputError("--score says which score's file --adapt adapts: add --adapt (fitting on labels writes a "
                          "calibration, and --fuse adapts a fused cascade's fusion)")
@@ -166,6 +167,33 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
                                  target_precision=target_precision, flag_rate=flag_rate)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)
+
+
+def _check_applies(source: Path, base: str | None, target_recall: float | None,
+                   target_precision: float | None) -> None:
+    """Refuse, before the scorer loads, an option that the rows or the other options leave
+    without effect (it was silently ignored): a target without labels, --flag-rate with them,
+    --method without --adapt, or both targets."""
+    from .calibration_data import labelled_rows
+
+    given = click.get_current_context().get_parameter_source
+
+    def asked(name: str) -> bool:
+        return given(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+    if target_recall is not None and target_precision is not None:
+        raise InputError("ask for a target recall or a target precision, not both")
+    if asked("method") and not base:
+        raise InputError("--method says how --adapt adapts a calibration: add --adapt, or drop --method")
+    if base:
+        return
+    labelled = labelled_rows(source)[1]
+    if not labelled and (target_recall is not None or target_precision is not None):
+        raise InputError(f"{source} has no 'labels', which a target recall or precision is met on: label every row, "
+                         "or set the share of sentences to flag with --flag-rate")
+    if labelled and asked("flag_rate"):
+        raise InputError(f"--flag-rate sets the threshold of unlabelled rows; {source}'s rows are labelled, so the "
+                         "thresholds are fitted on the labels: drop --flag-rate, or ask for --target-recall")
 
 
 def adapts_fusions(base: str, score: str, options: dict[str, Any]) -> bool:

@@ -79,6 +79,8 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     from .calibration_data import labelled_rows
 
     check_output_file(output)
+    if target_recall is not None and target_precision is not None:
+        raise InputError("ask for a target recall or a target precision, not both")
     if (verifier or base) and not fuse:
         raise InputError("--verifier and --fusion name the judge and the base fusion of a fused cascade: add --fuse")
     if no_lexical and fuse:
