@@ -40,6 +40,12 @@ def test_labelled_threshold_meets_the_target_recall():
     assert stricter.thresholds["sensitivity"] > cal.thresholds["sensitivity"]
 
 
+def test_an_unreachable_target_names_the_threshold_that_missed_it():
+    features, labels = _features()
+    with pytest.raises(InputError, match=r"the \w+ score's sentence threshold: no threshold reached precision 0.9999"):
+        fit_calibration(features, "s", 5, labels=labels, target_precision=0.9999)
+
+
 def test_unlabelled_threshold_flags_the_chosen_share(tmp_path):
     features, _ = _features()
     cal = fit_calibration(features, "s", 5, flag_rate=0.2)

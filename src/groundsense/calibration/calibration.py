@@ -258,7 +258,10 @@ def fit_calibration(
                     "not fitted: the answers are all supported or all unsupported"
         for level, (level_scores, level_labels) in levels.items():  # sentence first: it caps the answer's
             cap = calibration.thresholds[score_rule] if level == "answer" else np.inf
-            threshold, text = labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
+            try:
+                threshold, text = labelled_threshold(level_scores, level_labels, target_recall, target_precision, cap)
+            except InputError as exc:  # which of the file's thresholds missed it
+                raise InputError(f"the {score_rule} score's {level} threshold: {exc}") from None
             (calibration.thresholds if level == "sentence" else calibration.answer_thresholds)[score_rule] = threshold
             if level == "sentence":
                 calibration.curves[score_rule] = compact_curve(level_scores, level_labels)
