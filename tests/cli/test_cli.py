@@ -376,3 +376,12 @@ def test_calibrate_refuses_an_option_the_rows_leave_without_effect(tmp_path, mon
     assert run("fit", "labelled.jsonl", "--target-recall", "0.5", "--target-precision", "0.2", "-o",
                "out.json").exit_code == 2
     assert not list(tmp_path.glob("*.features.jsonl"))  # refused before anything was scored
+
+
+def test_fit_refuses_too_few_sources_before_anything_is_scored(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = [{**ROW, "labels": [{"start": 34, "end": 62}], "source": source} for source in "abcdaa"]
+    (tmp_path / "few.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = run("fit", "few.jsonl", "-o", "out.json")
+    assert result.exit_code == 2 and "needs at least 5 sources (rows without a 'source' are one each), not 4" \
+        in result.output and not (tmp_path / "few.features.jsonl").exists()

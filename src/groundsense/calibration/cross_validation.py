@@ -82,15 +82,20 @@ def score_fold(sides: Sides, labels: np.ndarray, train: np.ndarray,
     return scores, flags
 
 
+def check_sources(n_sources: int, folds: int = FOLDS) -> None:
+    """Refuse fewer sources than ``folds``: grouped cross-validation puts each in one fold."""
+    if n_sources < folds:
+        raise InputError(f"{folds}-fold cross-validation needs at least {folds} sources (rows without a 'source' "
+                         f"are one each), not {n_sources}: label more answers")
+
+
 def cross_validate(labels: np.ndarray, groups: np.ndarray, sides: Sides, folds: int = FOLDS) -> HeldOut:
     """Out-of-fold judgements of every sentence (all with every input of ``sides`` finite) by
     grouped ``folds``-fold cross-validation: a group (a source) lies wholly in one fold."""
     from sklearn.model_selection import GroupKFold
 
     labels, groups = np.asarray(labels, dtype=int), np.asarray(groups)
-    if len(set(groups)) < folds:
-        raise InputError(f"{folds}-fold cross-validation needs at least {folds} sources (rows without a 'source' "
-                         f"are one each), not {len(set(groups))}: label more answers")
+    check_sources(len(set(groups)), folds)
     scores = {side: np.zeros(len(labels)) for side in SIDES}
     flags = {side: np.zeros(len(labels), dtype=bool) for side in SIDES}
     for train, test in GroupKFold(folds).split(labels, labels, groups):

@@ -76,6 +76,7 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     groundsense fit labelled.jsonl --fuse -o fusion.json
     groundsense detect --verifier judge:qwen2.5-coder-1.5b-instruct --fuse --fusion fusion.json ...
     """
+    from ..calibration.cross_validation import check_sources
     from .calibration_data import labelled_rows
 
     check_output_file(output)
@@ -86,11 +87,13 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     if no_lexical and fuse:
         raise InputError("--no-lexical chooses the detector fit's signals; a fused cascade's are its five ranks: "
                          "drop one of --no-lexical and --fuse")
-    if not labelled_rows(source)[1]:  # before any scoring
+    rows, labelled = labelled_rows(source)  # before any scoring
+    if not labelled:
         raise Failure(f"{source} has no 'labels': `groundsense fit` learns from labelled rows (to fit thresholds "
                       "without labels, use `groundsense calibrate`" + (
                           f"; to adapt a fusion to unlabelled rows, `groundsense calibrate {source} --adapt shipped "
                           "--fuse`)" if fuse else ")"))
+    check_sources(len({f"source {row['source']}" if "source" in row else f"line {n}" for n, row in rows.items()}))
     if fuse:
         if score != "auto":
             raise InputError("--score names the score a detector fit must beat; a fused cascade's fit is checked "
