@@ -4,6 +4,7 @@ references, the shipped files, the weights `fit --fuse` fits and the lexical fus
 rule."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -116,6 +117,13 @@ def test_adapted_takes_the_references_from_the_domain_and_keeps_the_thresholds()
     assert adapted.made_with["adaptation"]["source"] == "rows.jsonl" and adapted.made_with["data"] == "test"
     assert base.references != adapted.references  # a copy: the base is unchanged
     np.testing.assert_allclose(np.median(adapted.score(domain)), 0.5, atol=0.05)
+    # what the base said of its references describes them no more: it is kept as the base's
+    described = {**base.made_with, "references": "the base's sample", "n_sentences": 100}
+    again = replace(base, made_with=described).adapted(domain, source="a.jsonl").adapted(domain, source="b.jsonl")
+    assert "references" not in again.made_with and "n_sentences" not in again.made_with
+    assert again.made_with["adaptation"]["source"] == "b.jsonl" and again.made_with["data"] == "test"
+    earlier = again.made_with["adaptation"]["base"]["adaptation"]
+    assert earlier["source"] == "a.jsonl" and earlier["base"]["references"] == "the base's sample"
 
 
 def test_adapting_on_no_finite_signal_is_refused():

@@ -107,6 +107,10 @@ def answer_scores(answers: np.ndarray, scores: np.ndarray, labels: np.ndarray,
             np.array([int(labels[g].max()) for g in groups]))
 
 
+# What a fusion's record says of its reference samples and of its quality against them: an
+# adapted copy moves them under ``adaptation.base`` (:meth:`RankFusion.adapted`).
+REFERENCE_RECORD = ("command", "references", "n_sentences", "n_answers", "on_labelled_set", "adaptation")
+
 @dataclass
 class RankFusion:
     """A fused score: the signals' ``references`` (signal -> sorted sample, in the order they
@@ -220,10 +224,13 @@ class RankFusion:
     def adapted(self, values: Mapping[str, np.ndarray], **provenance: object) -> RankFusion:
         """A copy whose references are taken from ``values`` (each signal over a domain's
         unlabelled sentences), the thresholds kept in rank space; ``provenance`` is recorded
-        in ``made_with["adaptation"]``."""
-        made_with = {**self.made_with, "adaptation": {
+        in ``made_with["adaptation"]``, with what the base's record said of its own references
+        (:data:`REFERENCE_RECORD`), which no longer describes this file's."""
+        kept = {key: value for key, value in self.made_with.items() if key not in REFERENCE_RECORD}
+        made_with = {**kept, "adaptation": {
             "references": "re-estimated from the domain's unlabelled sentences; thresholds kept in rank space",
-            "n_sentences": int(np.isfinite(self.score(values)).sum()), **provenance}}
+            "n_sentences": int(np.isfinite(self.score(values)).sum()), **provenance,
+            "base": {key: self.made_with[key] for key in REFERENCE_RECORD if key in self.made_with}}}
         return replace(self.with_references(values), made_with=made_with)
 
     def weighted(self, values: Mapping[str, np.ndarray], labels: np.ndarray) -> RankFusion:
