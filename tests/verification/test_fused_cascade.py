@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from helpers.fusions import STATS, fusion
 
+from groundsense.calibration.calibration import shipped_calibration
 from groundsense.calibration.fusion import JUDGE_FUSION_SIGNALS as SIGNALS
 from groundsense.calibration.fusion import RankFusion, top_two_mean
 from groundsense.config import DetectorConfig
@@ -15,6 +16,7 @@ from groundsense.errors import InputError
 from groundsense.inputs.validate import check_row
 from groundsense.pipeline.detector import Detector
 from groundsense.verification import Cascade, make_detection
+from groundsense.weights import DEFAULT_SCORER
 
 pytestmark = pytest.mark.numeric  # run again with the fallback SIMD paths (CONTRIBUTING)
 
@@ -246,12 +248,15 @@ def test_fit_fuse_checks_writes_a_weighted_fusion_that_detect_then_uses(tmp_path
     rows = labelled_rows(source)
     fusion(cli_scorer, verifier="judge:other").save(tmp_path / "base.json")
     (tmp_path / "bad.json").write_text("{}")
+    shipped_calibration(DEFAULT_SCORER, 5).save(tmp_path / "calibration.json")
     (tmp_path / "unlabelled.jsonl").write_text(json.dumps({"answer": ANSWER, "passages": PASSAGES}) + "\n")
     out = tmp_path / "fitted.json"
     for args, message in (
             ([source, "--verifier", spec], "add --fuse"), ([source, "--fusion", tmp_path / "base.json"], "add --fuse"),
             ([tmp_path / "unlabelled.jsonl", "--fuse"], "--adapt shipped --fuse"),
-            ([source, "--fuse", "--fusion", tmp_path / "bad.json"], "cannot read fusion file")):
+            ([source, "--fuse", "--fusion", tmp_path / "bad.json"], "cannot read fusion file"),
+            ([source, "--fuse", "--fusion", tmp_path / "calibration.json"],  # the advice is fit's, not detect's
+             "calibration.json is a calibration, and --fuse takes a fused cascade's fusion: `shipped`, or a file")):
         refused = invoke_cli(["fit", *args, "-k", "2", "--no-progress", "-o", out])
         assert refused.exit_code == 2 and message in refused.output, refused.output
     assert not source.with_suffix(".fused.jsonl").exists()  # refused before any scoring

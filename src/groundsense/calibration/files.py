@@ -26,6 +26,15 @@ VERSION = 1  # the format this groundsense writes and reads; a change a reader m
 _NAMES = {CALIBRATION: "a calibration", FUSION: "a fusion", LEXICAL_FUSIONS: "the fused score's lexical fusions"}
 
 
+class WrongKind(InputError):
+    """A file of another kind than the one read for: ``found`` names it ("a calibration"), so
+    that a command can say where that file goes in its own terms."""
+
+    def __init__(self, message: str, found: str) -> None:
+        super().__init__(message)
+        self.found = found
+
+
 def file_text(kind: str, data: dict, *one_line: str) -> str:
     """A ``kind`` file's text: the header, then ``data`` as indented JSON, each value of its
     ``one_line`` mappings on one line (long arrays, read by programs: curves, references)."""
@@ -75,7 +84,8 @@ def read_file(path: str | Path | Traversable, kind: str) -> dict:
                          f"later groundsense, and this one reads version {VERSION}: upgrade groundsense "
                          "(pip install -U groundsense)")
     if found != kind:
-        raise InputError(f"{path} is {_NAMES.get(found, repr(found))}, not {_NAMES[kind]}: {_use(found, data, path)}")
+        raise WrongKind(f"{path} is {_NAMES.get(found, repr(found))}, not {_NAMES[kind]}: {_use(found, data, path)}",
+                        _NAMES.get(found, repr(found)))
     return data
 
 

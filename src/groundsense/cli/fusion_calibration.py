@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..calibration.files import WrongKind
 from ..calibration.fusion import LexicalFusions, RankFusion
 from ..calibration.judge_fusion import SHIPPED_JUDGE, fusion_for
 from ..errors import InputError
@@ -19,7 +20,11 @@ from .calibration_data import read_scored
 def fusion_base(base: str, verifier: str | None) -> RankFusion:
     """The fusion ``--adapt`` names (``shipped`` or a file), for ``verifier`` (default its own):
     its thresholds, in rank space, serve another judge once the references are that judge's."""
-    fusion = fusion_for(SHIPPED_JUDGE) if base == "shipped" else RankFusion.load(base)
+    try:
+        fusion = fusion_for(SHIPPED_JUDGE) if base == "shipped" else RankFusion.load(base)
+    except WrongKind as exc:  # the reader's advice is detect's
+        raise InputError(f"{base} is {exc.found}, and --fuse takes a fused cascade's fusion: `shipped`, or a file "
+                         "that `fit --fuse` or `calibrate --adapt ... --fuse` wrote") from None
     return fusion if verifier in (None, fusion.verifier) else replace(fusion, verifier=verifier)
 
 
