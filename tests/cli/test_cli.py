@@ -385,3 +385,12 @@ def test_fit_refuses_too_few_sources_before_anything_is_scored(tmp_path, monkeyp
     result = run("fit", "few.jsonl", "-o", "out.json")
     assert result.exit_code == 2 and "needs at least 5 sources (rows without a 'source' are one each), not 4" \
         in result.output and not (tmp_path / "few.features.jsonl").exists()
+
+
+def test_fit_refuses_a_score_the_shipped_files_cannot_give_before_anything_is_scored(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = [{**ROW, "labels": [{"start": 34, "end": 62}], "source": source} for source in "abcdef"]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = run("fit", "rows.jsonl", "--precision", "int8", "--score", "fused", "-o", "out.json")
+    assert result.exit_code == 2 and "at int8 has none: use --score sensitivity" in result.output
+    assert not (tmp_path / "rows.features.jsonl").exists()

@@ -79,7 +79,7 @@ class Adjudicator:
             )
         if config.calibration is None and self._shipped(None) is None:
             log.warning("no calibration for scorer %s at %s: scores are -gap and nothing is flagged; "
-                        "run `groundsense calibrate` to make one", config.scorer, config.precision)
+                        "run `groundsense calibrate` to make one", display_name(config.scorer), config.precision)
         self._calibrations: dict[int, tuple[Calibration | None, str]] = {}
         self._fusions: dict[str, RankFusion | None] = {}
         self._given_fusions = fusions

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import numpy as np
 
-from ..config import SCORES
+from ..config import SCORES, DetectorConfig
 from ..errors import InputError
 from .calibrate import fused_verifier_option, score_rows, scoring_options
 from .common import (
@@ -110,6 +110,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
                   detector_options: dict[str, Any]) -> None:
     """The detector's logistic fit, checked against the training-free score ``score`` names
     (:func:`_default_score`)."""
+    from ..calibration.adjudicator import Adjudicator
     from ..calibration.calibration import (
         LOGISTIC_FEATURES,
         LOGISTIC_SIGNALS,
@@ -118,8 +119,12 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     from ..calibration.cross_validation import compare, cross_validate, logistic_sides
     from ..calibration.fitting import REGULARISATION, fit_detector, fitted_rows
     from ..lexical import LEXICAL
+    from ..pipeline.precision import detection_precision
     from .calibration_data import read_scored
 
+    # a score the shipped files cannot give (the fused score at int8) is refused before anything is scored
+    precision = detection_precision(detector_options["precision"], detector_options["device"])
+    Adjudicator(DetectorConfig(**{**detector_options, "precision": precision}, mode="full", score=score))
     detection, features = score_rows(source, features, no_progress, detector_options)
     detector = plain_detector(detection)  # the options name no verifier
     scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
