@@ -111,7 +111,8 @@ def unsupported_share(scores: np.ndarray, seed: int = 0) -> float:
     return float(mixture.weights_[int(np.argmax(mixture.means_.ravel()))])
 
 
-def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METHOD, source: str = "?") -> Calibration:
+def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METHOD,
+          source: str = "the detections given") -> Calibration:
     """``base`` adapted to ``domain`` (read from ``source``) by ``method`` (one of :data:`METHODS`)."""
     if method not in METHODS:
         raise InputError(f"adaptation method must be one of {', '.join(METHODS)}, not {method!r}")
