@@ -46,13 +46,16 @@ def test_ctrl_c_stops_a_stream_with_130_and_no_result(tmp_path):
     answer not cleared, and a guardrail script tells the two apart."""
     process = subprocess.Popen([*CLI, "stream", "--json", "--fail-on-flag", "--context", EXAMPLE["passages"][0]],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+                               env={**os.environ, "OMP_NUM_THREADS": "1"},
+                               # as from a shell: an xdist worker ignores SIGINT, which its children inherit
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     process.stdin.write(b"It opened in 1937. It is ")
     process.stdin.flush()
     first = json.loads(process.stdout.readline())  # the scorer is loaded and the stream reading
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130 and b"Interrupted." in stderr, stderr
+    process.wait(timeout=120)  # with the answer still open: only the interrupt ends it
+    stdout, stderr = process.communicate()
+    assert process.returncode == 130 and b"Interrupted." in stderr, (process.returncode, stdout, stderr)
     assert first["event"] == "sentence" and b'"result"' not in stdout
 
 
