@@ -111,6 +111,7 @@ def answer_scores(answers: np.ndarray, scores: np.ndarray, labels: np.ndarray,
 # adapted copy moves them under ``adaptation.base`` (:meth:`RankFusion.adapted`).
 REFERENCE_RECORD = ("command", "references", "n_sentences", "n_answers", "on_labelled_set", "adaptation")
 
+
 @dataclass
 class RankFusion:
     """A fused score: the signals' ``references`` (signal -> sorted sample, in the order they

@@ -92,15 +92,10 @@ def _check_paths(source: str, output: str) -> None:
         raise InputError(f"{source}: no such file")
     if "://" in output:
         return
-    out, parquet = Path(output), output.lower().endswith(".parquet")
+    out = Path(output)
     if out.exists() and "://" not in source and out.samefile(source):
         raise InputError(f"-o {output} is the input file: write the records to another file")
-    if parquet and out.exists() and not out.is_dir():
-        raise InputError(f"-o {output}: a file, and a Parquet output is a folder of part files: name another")
-    if not parquet and out.is_dir():
-        raise InputError(f"-o {output}: a folder; name a file in it")
-    if not out.parent.is_dir():
-        raise InputError(f"-o {output}: no folder {out.parent}: create it, or write elsewhere")
+    common.check_output_file(out, folder=output.lower().endswith(".parquet"))
 
 
 def _local_batch(source: str, output: str, no_progress: bool, config: DetectorConfig) -> BatchSummary:

@@ -54,6 +54,11 @@ def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
     return rows, bool(has_labels) and all(has_labels.values())
 
 
+def source_group(line: int, row: dict) -> str:
+    """The cross-validation group of the row on ``line``: its ``source``, else the row alone."""
+    return f"source {row['source']}" if "source" in row else f"line {line}"
+
+
 def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str) -> None:
     """Refuse a features file (``calibrate`` and ``fit`` resume one) that another run made: a
     record of another row of ``source`` than its line holds now (the rows were edited or
@@ -108,7 +113,7 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
             verifier_scores.append(np.nan if verifier_score is None else verifier_score)
             answer_of.append(record["line"])
             chunks_of.append(len(record["chunks"]))
-            groups.append(f"source {row['source']}" if "source" in row else f"line {record['line']}")
+            groups.append(source_group(record["line"], row))
             if labelled:
                 labels.append(int(_overlaps(sentence["start"], sentence["end"], row["labels"])))
     return ScoredRows(

@@ -198,10 +198,13 @@ def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFuncti
     return stacked([output, *targets])
 
 
-def check_output_file(output: Path) -> None:
-    """Refuse, before any work, a ``-o`` file that cannot be written: a folder, or a path in a
-    missing folder (found only at the end, the work done, it was a traceback)."""
-    if output.is_dir():
+def check_output_file(output: Path, folder: bool = False) -> None:
+    """Refuse, before any work, a ``-o`` file that cannot be written: a folder (``folder``: a
+    Parquet output, a folder of part files, where a file stands), or a path in a missing folder
+    (found only at the end, the work done, it was a traceback)."""
+    if folder and output.exists() and not output.is_dir():
+        raise InputError(f"-o {output}: a file, and a Parquet output is a folder of part files: name another")
+    if not folder and output.is_dir():
         raise InputError(f"-o {output}: a folder; name a file in it")
     if not output.parent.is_dir():
         raise InputError(f"-o {output}: no folder {output.parent}: create it, or write elsewhere")

@@ -77,7 +77,7 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     groundsense detect --verifier judge:qwen2.5-coder-1.5b-instruct --fuse --fusion fusion.json ...
     """
     from ..calibration.cross_validation import check_sources
-    from .calibration_data import labelled_rows
+    from .calibration_data import labelled_rows, source_group
 
     check_output_file(output)
     if target_recall is not None and target_precision is not None:
@@ -93,7 +93,7 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
                       "without labels, use `groundsense calibrate`" + (
                           f"; to adapt a fusion to unlabelled rows, `groundsense calibrate {source} --adapt shipped "
                           "--fuse`)" if fuse else ")"))
-    check_sources(len({f"source {row['source']}" if "source" in row else f"line {n}" for n, row in rows.items()}))
+    check_sources(len({source_group(line, row) for line, row in rows.items()}))
     if fuse:
         if score != "auto":
             raise InputError("--score names the score a detector fit must beat; a fused cascade's fit is checked "

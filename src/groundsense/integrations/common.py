@@ -140,8 +140,8 @@ def evidence_texts(sources: Any) -> list[str]:
     ``page_content``/``text``/``content``. Another mapping is refused: its keys are no passages."""
     if sources is None:
         raise InputError("no evidence: give the retrieved passages (sources, documents or contexts)")
-    if isinstance(sources, str) or _is_document(sources):
-        return [_text_of(sources)]
+    if (text := _document_text(sources)) is not None:
+        return [text]
     if isinstance(sources, Mapping):
         keys = ", ".join(repr(key)[:40] for key in list(sources)[:3])
         raise InputError(f"the evidence is a mapping ({keys}…), whose keys are no passages: give a list of passages "
@@ -151,13 +151,9 @@ def evidence_texts(sources: Any) -> list[str]:
     return [_text_of(item) for item in sources]
 
 
-def _is_document(item: Any) -> bool:
-    """A LangChain ``Document``, a LlamaIndex node or ``NodeWithScore``, or a mapping with its text."""
-    return (isinstance(getattr(item, "page_content", None), str) or callable(getattr(item, "get_content", None))
-            or (isinstance(item, Mapping) and any(isinstance(item.get(key), str) for key in TEXT_KEYS)))
-
-
-def _text_of(item: Any) -> str:
+def _document_text(item: Any) -> str | None:
+    """The text of one passage: a string, a LangChain ``Document``, a LlamaIndex node or
+    ``NodeWithScore``, or a mapping with its text; None for anything else."""
     if isinstance(item, str):
         return item
     if isinstance(getattr(item, "page_content", None), str):  # LangChain Document
@@ -165,10 +161,14 @@ def _text_of(item: Any) -> str:
     if callable(getattr(item, "get_content", None)):  # LlamaIndex BaseNode and NodeWithScore
         return item.get_content()
     if isinstance(item, Mapping):
-        for key in TEXT_KEYS:
-            if isinstance(item.get(key), str):
-                return item[key]
-    raise InputError(f"cannot read a passage's text from a {type(item).__name__}: give strings or documents")
+        return next((item[key] for key in TEXT_KEYS if isinstance(item.get(key), str)), None)
+    return None
+
+
+def _text_of(item: Any) -> str:
+    if (text := _document_text(item)) is None:
+        raise InputError(f"cannot read a passage's text from a {type(item).__name__}: give strings or documents")
+    return text
 
 
 @dataclass(frozen=True)
