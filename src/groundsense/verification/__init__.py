@@ -15,7 +15,7 @@ one over a benchmark into a cache (docs/verifiers.md).
 
 The public names are this package's ``__all__``; its modules are private. A new verifier is a
 :class:`ModelVerifier` subclass registered in :data:`KINDS` (CONTRIBUTING.md, "A new verifier"):
-:func:`gflops` gives its cost, and a verifier that asks a scorer a question with one-word answers
+:func:`gflops` gives its cost, and a verifier that asks a scorer a question with one-word replies
 reads them as the judge does (:class:`JudgeLayout`, :func:`reply_token_ids`,
 :func:`next_token_logprobs`, :func:`option_probabilities`).
 
