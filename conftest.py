@@ -203,6 +203,17 @@ def absent_scorer(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def unloadable_scorer(tmp_path) -> str:
+    """A scorer directory that passes every check made before a model loads (it holds a
+    config.json) and then fails to load (nothing else is there): a server loads its model in the
+    background, and fails there."""
+    folder = tmp_path / "unloadable-scorer"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    return str(folder)
+
+
+@pytest.fixture
 def hub_offline(monkeypatch):
     """Hugging Face's offline mode (``HF_HUB_OFFLINE=1``, which the hub client reads at import),
     as a machine without the network sets it."""

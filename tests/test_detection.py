@@ -75,9 +75,39 @@ def test_a_bad_verifier_is_refused_even_when_nothing_is_left_to_score(tmp_path):
     assert result.exit_code == 2 and "unknown verifier" in result.output
 
 
-def test_serve_refuses_a_bad_verifier_before_it_starts():
-    result = CliRunner().invoke(cli, ["serve", "--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"])
-    assert result.exit_code == 2 and "verifier_url" in result.output
+@pytest.mark.parametrize("args, message", [
+    (["--verifier", JUDGE, "--verifier-url", "http://127.0.0.1:1/v1"], "verifier_url"),
+    (["--calibration", "empty.json"], "cannot read calibration file empty.json: it has no 'scorer', 'k'"),
+    (["--fusion", "empty.json"], "cannot read fusion file empty.json"),
+    (["--precision", "int8", "--score", "fused"], "has none: use --score sensitivity"),
+    (["--scorer", "no-such-org/no-such-model"], "unknown scorer 'no-such-org/no-such-model'"),
+    (["--scorer", "no-model-here"], "scorer 'no-model-here': the directory has no config.json"),
+    (["--verifier", "judge:no-such-org/no-such-model"], "verifier judge:no-such-org/no-such-model: unknown scorer"),
+])
+def test_serve_refuses_what_the_detection_would_refuse_before_it_listens(tmp_path, monkeypatch, hub_offline, args,
+                                                                          message):
+    """Everything that can be refused without a model is refused before the server listens: it
+    does not serve 503s for ever from a scorer that could never load."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "no-model-here").mkdir()
+    result = CliRunner().invoke(cli, ["serve", "--port", "0", *args])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "serving on" not in result.output
+
+
+def test_a_setting_the_detection_refuses_is_refused_before_the_scorer_loads(monkeypatch):
+    from groundsense.pipeline import detector
+
+    class Loading(detector.Scorer):
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("the scorer loaded before the settings were checked")
+
+    monkeypatch.setattr(detector, "Scorer", Loading)
+    with pytest.raises(InputError, match="has none: use --score sensitivity"):
+        make_detection(DetectorConfig(precision="int8", score="fused"))
+    with pytest.raises(InputError, match="has none: use --score sensitivity"):
+        detector.Detector(precision="int8", score="fused")
 
 
 def test_check_verifier_reads_the_spec_without_loading():

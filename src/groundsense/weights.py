@@ -20,7 +20,7 @@ import platformdirs
 
 from .errors import ScorerUnavailable
 
-__all__ = ["DEFAULT_SCORER", "BUILTINS", "BuiltinScorer", "find_builtin", "display_name"]
+__all__ = ["DEFAULT_SCORER", "BUILTINS", "BuiltinScorer", "find_builtin", "display_name", "check_available"]
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +104,27 @@ def resolve(name: str | None) -> tuple[str, str]:
     builtin = find_builtin(name or DEFAULT_SCORER)
     if builtin is not None:
         return builtin.name, str(materialise(builtin))
+    check_available(name)
     assert name is not None
-    if Path(name).is_dir():
-        return name, name
-    _check_hub_id(name)
     return name, name
+
+
+def check_available(name: str | None) -> None:
+    """Refuse a scorer whose weights cannot be had here, without loading or converting them: a
+    built-in's parts must be installed (or converted already), a directory must hold a config.json,
+    and anything else must be a Hugging Face id whose config loads."""
+    builtin = find_builtin(name or DEFAULT_SCORER)
+    if builtin is not None:
+        if not installed(builtin):
+            for module, relative in builtin.parts:
+                _part_path(module, relative, builtin)  # raises, naming the package to install
+        return
+    assert name is not None
+    if not Path(name).is_dir():
+        _check_hub_id(name)
+    elif not (Path(name) / "config.json").is_file():
+        raise ScorerUnavailable(f"scorer {name!r}: the directory has no config.json, so it holds no model that "
+                                "transformers can load (save_pretrained writes one)")
 
 
 def _check_hub_id(name: str) -> None:

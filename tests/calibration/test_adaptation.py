@@ -259,11 +259,16 @@ def test_a_fitted_file_adapts_with_its_weights():
                 "surprisal": features["gap"] + 3, "n_tokens": np.full(len(answers), 12.0),
                 "drop_min": features["drop_max"] - 1, "neg_drop_mass": np.abs(features["drop_max"]),
                 **{name: np.abs(features["gap"]) / (i + 1) for i, name in enumerate(LEXICAL)}}
-    fitted = fit_detector(features, labels, answers, "scorer", 5, made_with={"chunk_counts": [5]})
+    fit, cross_validation = {"model": "logistic regression"}, {"better": True}  # what `groundsense fit` records
+    fitted = fit_detector(features, labels, answers, "scorer", 5, made_with={
+        "chunk_counts": [5], "fit": fit, "cross_validation": cross_validation})
     shifted = DomainSentences({f: v - 1.5 if f != "n_tokens" else v for f, v in features.items()}, answers,
                               np.full(len(answers), 5))
     adapted = adapt(fitted, shifted, "restandardise")
     assert adapted.weights["coefficients"] == fitted.weights["coefficients"]
+    # the weights' record stays with them; the comparison on the base's labelled rows is the base's
+    assert adapted.made_with["fit"] == fit and "cross_validation" not in adapted.made_with
+    assert adapted.made_with["adaptation"]["base_cross_validation"] == cross_validation
     assert adapted.weights["stats"]["gap"][0] == pytest.approx(fitted.weights["stats"]["gap"][0] - 1.5)
     same = DomainSentences(features, answers, np.full(len(answers), 5))
     assert scored_alike(adapted, shifted, fitted, same) == 1  # the sentence whose score the threshold is

@@ -43,7 +43,6 @@ BAD_CALLS = [  # (the server's detector options, the arguments, the message)
     ({}, {"answer": "  ", "passages": ["Some evidence."]}, EMPTY_ANSWER),
     ({}, {"answer": "A claim.", "context": "Evidence.", "passages": ["Evidence."]}, "not both"),
     ({}, {"answer": "A claim.", "passages": ["", " "]}, "the evidence is empty"),
-    ({"scorer": "no-such-org/no-such-model"}, {"answer": "A claim.", "context": "Evidence."}, "unknown scorer"),
     # an argument the tool does not take, a misspelled question among them, is no silent default
     ({}, {"answer": "A claim.", "context": "Evidence.", "query": "Which?"},
      f"unknown argument 'query': {TOOL} takes answer, context, passages, question"),
@@ -51,15 +50,26 @@ BAD_CALLS = [  # (the server's detector options, the arguments, the message)
 ]
 
 
-def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub_offline):
+def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub_offline, unloadable_scorer):
     async def called(options, arguments):
         async with session(integration.create_server(options)) as client:
             return await client.call_tool(TOOL, arguments)
 
-    for options, arguments, message in BAD_CALLS:
+    cannot_load = ({"scorer": unloadable_scorer}, {"answer": "A claim.", "context": "Evidence."}, "cannot load scorer")
+    for options, arguments, message in [*BAD_CALLS, cannot_load]:
         result = anyio.run(called, options, arguments)
         assert result.is_error is True and result.structured_content is None
         assert message in result.content[0].text and "SUPPORTED" not in result.content[0].text, result.content
+
+
+def test_settings_refused_without_a_model_stop_the_server_before_it_starts(integration, hub_offline, tmp_path):
+    from groundsense.errors import InputError, ScorerUnavailable
+
+    with pytest.raises(ScorerUnavailable, match="unknown scorer 'no-such-org/no-such-model'"):
+        integration.create_server({"scorer": "no-such-org/no-such-model"})
+    (tmp_path / "calibration.json").write_text("{}")
+    with pytest.raises(InputError, match="it has no 'scorer', 'k', 'stats', 'thresholds'"):
+        integration.create_server({"calibration": str(tmp_path / "calibration.json")})
 
 
 @pytest.mark.slow

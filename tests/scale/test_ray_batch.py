@@ -231,12 +231,18 @@ def test_parquet_sink_resumes_from_complete_parts(tmp_path):
     (["IN", "--engine", "ray", "-o", "missing/out.jsonl"], "no folder missing: create it"),
     (["IN", "--engine", "ray", "-o", "file.parquet"], "a file, and a Parquet output is a folder of part files"),
     (["IN", "--engine", "ray", "-o", "damaged.jsonl"], "damaged.jsonl line 1 is not a batch record"),
+    # what the actors would refuse
+    (["IN", "--engine", "ray", "-o", "out.jsonl", "--calibration", "empty.json"], "it has no 'scorer', 'k'"),
+    (["IN", "--engine", "ray", "-o", "out.jsonl", "-m", "no-such-org/no-such-model"], "unknown scorer"),
+    (["IN", "--engine", "ray", "-o", "out.jsonl", "--precision", "int8", "--score", "fused"],
+     "has none: use --score sensitivity"),
 ])
-def test_batch_engine_options_are_checked_before_any_work(tmp_path, monkeypatch, args, message):
+def test_batch_engine_options_are_checked_before_any_work(tmp_path, monkeypatch, hub_offline, args, message):
     monkeypatch.chdir(tmp_path)
     source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
     (tmp_path / "file.parquet").write_text("not a folder")
     (tmp_path / "damaged.jsonl").write_text("a line of something else\n")
+    (tmp_path / "empty.json").write_text("{}")
     result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output
     assert not ray.is_initialized()

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from helpers.cli import run
 
 from groundsense.config import DetectorConfig
-from groundsense.errors import InputError
+from groundsense.errors import InputError, ScorerUnavailable
 from groundsense.service.app import create_app
 from groundsense.service.settings import ServiceSettings
 
@@ -105,8 +105,14 @@ def test_examples_are_served(unloaded):
     assert unloaded.get("/v1/examples/nope").status_code == 404
 
 
-def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
-    settings = ServiceSettings(detection=DetectorConfig(scorer=absent_scorer.name))
+def test_a_scorer_whose_weights_are_not_here_is_refused_before_the_app_is_made(absent_scorer):
+    with pytest.raises(ScorerUnavailable, match="are not installed") as refused:
+        create_app(ServiceSettings(detection=DetectorConfig(scorer=absent_scorer.name)))
+    assert absent_scorer.pip_command in str(refused.value)
+
+
+def test_a_scorer_that_cannot_load_fails_closed(unloadable_scorer):
+    settings = ServiceSettings(detection=DetectorConfig(scorer=unloadable_scorer))
     with TestClient(create_app(settings)) as client:
         for _ in range(600):
             if client.get("/readyz").json()["status"] != "loading":
@@ -115,7 +121,7 @@ def test_a_scorer_that_cannot_load_fails_closed(absent_scorer):
         assert client.get("/readyz").status_code == 503
         response = client.post("/v1/detect", json=REQUEST)
         assert response.status_code == 503
-        assert absent_scorer.pip_command in response.json()["error"]
+        assert f"the scorer failed to load: cannot load scorer {unloadable_scorer!r}" in response.json()["error"]
 
 
 def test_a_request_over_the_time_limit_gets_504(wait_ready):

@@ -61,9 +61,9 @@ def test_sigterm_lets_an_open_stream_finish_refuses_new_work_and_exits_0(tmp_pat
 
 @pytest.mark.slow  # starts `groundsense serve`; its scorer cannot load, so no scorer is needed
 @pytest.mark.system
-def test_a_request_still_in_flight_when_the_grace_ends_gets_503_and_the_server_exits_0(tmp_path):
+def test_a_request_still_in_flight_when_the_grace_ends_gets_503_and_the_server_exits_0(tmp_path, unloadable_scorer):
     grace = 2
-    with ServeProcess(tmp_path, "--grace", str(grace), "--scorer", "no-such-org/no-such-model",
+    with ServeProcess(tmp_path, "--grace", str(grace), "--scorer", unloadable_scorer,
                       env={"HF_HUB_OFFLINE": "1"}) as server:
         server.wait_status("failed")
         with socket.create_connection(("127.0.0.1", server.port), timeout=60) as held:

@@ -177,16 +177,16 @@ def test_a_timed_out_request_counts_as_a_504_error(wait_ready, request_log):
 
 @pytest.mark.slow  # starts `groundsense serve` in a subprocess
 @pytest.mark.system
-def test_serve_writes_the_request_log_to_stdout(tmp_path):
+def test_serve_writes_the_request_log_to_stdout(tmp_path, unloadable_scorer):
     """`groundsense serve`: one JSON line per scoring request on stdout, text only with --log-text;
     the server's own messages on stderr. The scorer named cannot load, so nothing is scored."""
     env = {"HF_HUB_OFFLINE": "1", "GROUNDSENSE_LOG_TEXT": "1"}
-    with ServeProcess(tmp_path, "--scorer", "no-such-org/no-such-model", env=env) as server:
+    with ServeProcess(tmp_path, "--scorer", unloadable_scorer, env=env) as server:
         server.wait_status("failed")
         response = httpx.post(server.url + "/v1/detect", json={"answer": "Logged answer.", "context": "Evidence."})
         assert response.status_code == 503
     out, err = server.stdout, server.stderr
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     assert line["request_id"] == response.headers["x-request-id"] and line["status"] == 503
-    assert line["scorer"] == "no-such-org/no-such-model" and line["text"][0]["answer"] == "Logged answer."
+    assert line["scorer"] == unloadable_scorer and line["text"][0]["answer"] == "Logged answer."
     assert "Application startup complete" in err.read_text()

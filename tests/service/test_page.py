@@ -177,13 +177,13 @@ def test_review_page_shows_the_unfamiliar_text_warning(live_server, browser):
 
 
 @pytest.mark.slow  # starts `groundsense serve` (its scorer cannot load: none is needed)
-def test_review_page_asks_for_the_key_once_and_sends_it(tmp_path, browser):
+def test_review_page_asks_for_the_key_once_and_sends_it(tmp_path, browser, unloadable_scorer):
     """With keys configured, the page asks for one when the server answers 401, asks again
     when it is refused, then sends the accepted key with every call (no scorer is needed:
     the examples' list and the stream's 503 come from routes behind the key)."""
     key = "a-key-for-the-review-page"
     (tmp_path / "keys.txt").write_text("sha256:" + hashlib.sha256(key.encode()).hexdigest() + "\n")
-    with ServeProcess(tmp_path, "--api-key-file", str(tmp_path / "keys.txt"), "--scorer", "no-such-org/no-such-model",
+    with ServeProcess(tmp_path, "--api-key-file", str(tmp_path / "keys.txt"), "--scorer", unloadable_scorer,
                       env={"HF_HUB_OFFLINE": "1"}) as server:
         server.wait_status("failed")
         browser.get(server.url + "/")

@@ -163,7 +163,12 @@ def adapt(base: Calibration, domain: DomainSentences, method: str = DEFAULT_METH
         "threshold_rule": {level: {d: f"adapted ({method}): {rule}" for d in thresholds} for level in LEVELS},
         "adaptation": {"method": method, "base": base.made_with.get("source", "?"),
                        **({"estimated_unsupported_share": {d: round(v, 4) for d, v in estimates.items()}}
-                          if estimates else {})},
+                          if estimates else {}),
+                       # a `groundsense fit` base: how its weights compared, on its own labelled rows
+                       **({"base_cross_validation": base.made_with["cross_validation"]}
+                          if "cross_validation" in base.made_with else {})},
+        # the weights kept are the base's, and so is the record of how they were fitted
+        **({"fit": base.made_with["fit"]} if "fit" in base.made_with else {}),
     }
     return Calibration(base.scorer, base.k, stats, thresholds, made_with, answer_thresholds, curves={}, weights=weights)
 

@@ -176,6 +176,10 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path | Traversable) -> Calibration:
         data = read_file(path, CALIBRATION)
+        missing = [name for name in ("scorer", "k", "stats", "thresholds") if name not in data]
+        if missing:
+            raise InputError(f"cannot read calibration file {path}: it has no {', '.join(map(repr, missing))}: "
+                             "give a file `groundsense calibrate` or `groundsense fit` wrote")
         try:
             data["stats"] = {f: tuple(v) for f, v in data["stats"].items()}
             calibration = cls(**data)

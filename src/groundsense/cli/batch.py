@@ -124,14 +124,16 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
     from ..scale import Resources, open_sink, run_ray_batch
-    from ..verification import check_verifier
+    from ..verification.factory import prepare_detection
 
-    check_verifier(config)  # a bad verifier, like a bad output, fails before Ray starts
+    threads = click.get_current_context().find_root().params["threads"]
+    resources = Resources(threads=threads, detection=config, **ray_options)
+    # A setting the actors would refuse (a bad verifier, calibration or fusion file, a scorer whose
+    # weights are not here), like a bad output, fails before Ray starts.
+    prepare_detection(resources.actor_detection())
     sink = open_sink(output)
     _check_paths(source, output)
     sink.done()  # a damaged output too
-    threads = click.get_current_context().find_root().params["threads"]
-    resources = Resources(threads=threads, detection=config, **ray_options)
     started_here = address is None and not os.environ.get("RAY_ADDRESS")
     ray.init(address=address, ignore_reinit_error=True)
     rearm_sigterm()  # Ray's init takes SIGTERM over; a stop must still write what was scored

@@ -43,7 +43,7 @@ from pydantic import ConfigDict, Field, model_validator
 from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import CheckedRow, check_row
-from ..verification import check_verifier
+from ..verification.factory import prepare_detection
 from .common import GroundingReport, detect, detection_for
 
 __all__ = ["create_server", "run"]
@@ -74,7 +74,7 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     (``DetectorConfig`` fields with plain values, a ``verifier`` among them for a cascade; none: the
     shared default detection)."""
     options = dict(detector_options or {})
-    check_verifier(DetectorConfig(**options))  # bad settings fail here, not on the first call
+    prepare_detection(DetectorConfig(**options))  # bad settings fail here, not on the first call (no model loads)
 
     # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).
     async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,

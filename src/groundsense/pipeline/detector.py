@@ -18,6 +18,7 @@ from ..inputs.text import segment_sentences
 from ..inputs.validate import CheckedRow
 from ..result import AnswerSummary, DetectionResult, SentenceResult
 from ..scorer import Scorer
+from ..weights import check_available, display_name
 from .precision import detection_precision
 from .stream import DetectionStream
 
@@ -85,15 +86,23 @@ class Detector(Detection):
         """The one way a detector is made: from ``config`` and the objects it names, ``loaded``
         (:func:`~groundsense.calibration.loaded.load_files`), with ``config``'s scorer loaded
         (unless ``scorer`` is given); ``siblings``, the detectors by K and mode that share it."""
-        self.scorer = scorer or Scorer(config.scorer, device=config.device,
-                                       precision=detection_precision(config.precision, config.device))
+        if scorer is None:
+            check_available(config.scorer)
+        name, precision = ((scorer.name, scorer.precision) if scorer is not None
+                           else (display_name(config.scorer), detection_precision(config.precision, config.device)))
+        # which calibration judges, the thresholds, the result; made before the scorer loads, so that
+        # a setting it refuses costs no load
+        self._judge_by(Adjudicator(replace(config, scorer=name, precision=precision), loaded), loaded, scorer, siblings)
+
+    def _judge_by(self, adjudicator: Adjudicator, loaded: Loaded, scorer: Scorer | None,
+                  siblings: dict[tuple[int, str], Detector]) -> None:
+        self.adjudicator = adjudicator
         # What this detector was built from (its siblings, :meth:`with_options`, too): the scorer by
-        # the name it resolved to and at its precision.
-        self.config = replace(config, scorer=self.scorer.name, precision=self.scorer.precision)
+        # the name it resolves to and at its precision, the score resolved (``auto``: ``fused`` or
+        # ``sensitivity``).
+        self.config = adjudicator.config
         self.loaded = loaded
-        # which calibration judges, the thresholds, the result
-        self.adjudicator = Adjudicator(self.config, loaded)
-        self.config = self.adjudicator.config  # its score resolved (``auto``: ``fused`` or ``sensitivity``)
+        self.scorer = scorer or Scorer(self.config.scorer, device=self.config.device, precision=self.config.precision)
         self._siblings = siblings
         siblings[(self.config.k, self.config.mode)] = self
 
@@ -109,6 +118,19 @@ class Detector(Detection):
                              "build it with groundsense.make_detection(config)")
         detector = cls.__new__(cls)
         detector._build(*load_files(config, calibration, fusion), scorer, {})
+        return detector
+
+    @classmethod
+    def judging_by(cls, adjudicator: Adjudicator, loaded: Loaded, scorer: Scorer | None = None) -> Detector:
+        """The detector that judges by ``adjudicator`` (made for ``loaded``, its config's objects),
+        loading the scorer it names, or taking ``scorer``, loaded already at that name and precision:
+        how a prepared detection is built (:func:`~groundsense.verification.factory.prepare_detection`)."""
+        config = adjudicator.config
+        if scorer is not None and (scorer.name, scorer.precision) != (config.scorer, config.precision):
+            raise InputError(f"the scorer given is {scorer.name} at {scorer.precision}, and the detection was prepared "
+                             f"for {config.scorer} at {config.precision}: prepare it with this scorer")
+        detector = cls.__new__(cls)
+        detector._judge_by(adjudicator, loaded, scorer, {})
         return detector
 
     def describe(self, chunks: int | None = None) -> dict:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from ..detection import Detection, as_detection
 from ..inputs.validate import CheckedRow
 from ..rows.runner import run_row
-from .settings import ServiceSettings
 
 
 class Scoring:
@@ -20,12 +19,6 @@ class Scoring:
         self.detection = as_detection(detection)
         self.about = detection.describe()
         self.mean_seconds = 5.0  # running estimate of one request's time, for Retry-After
-
-    @classmethod
-    def from_settings(cls, settings: ServiceSettings) -> Scoring:
-        from ..verification import make_detection
-
-        return cls(make_detection(settings.detection))
 
     def timed(self, rows: list[CheckedRow], stop: Callable[[], bool], request_id: str) -> list[dict]:
         """Each row's record (:func:`row_runner.run_row`, internal errors hidden behind ``request_id``),

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ..detection import Detection
-from ..verification import check_verifier
+from ..verification.factory import prepare_detection
 from ..weights import display_name
 from .drain import Drain
 from .metrics import Metrics
@@ -31,11 +31,12 @@ class Service:
 
     @classmethod
     def build(cls, settings: ServiceSettings, detection: Callable[[], Detection] | None = None) -> Service:
-        """The service of :func:`.app.create_app`'s arguments (a bad verifier is refused here,
-        before the worker starts)."""
-        check_verifier(settings.detection)
-        load = (lambda: Scoring(detection())) if detection else (lambda: Scoring.from_settings(settings))
-        worker = ScoringWorker(load, settings.queue_size)
+        """The service of :func:`.app.create_app`'s arguments. Without ``detection``, the settings'
+        detection is prepared here, before the worker starts, so that a setting it refuses (a bad
+        verifier, calibration or fusion file, a scorer whose weights are not here) stops the server
+        before it listens; the worker loads the models."""
+        make = detection or prepare_detection(settings.detection).build
+        worker = ScoringWorker(lambda: Scoring(make()), settings.queue_size)
         open_streams = OpenStreams(settings.max_streams, settings.admit_load)
         metrics = Metrics(display_name(settings.detection.scorer), lambda: worker.pending, lambda: len(open_streams))
         return cls(settings, worker, open_streams, metrics, Drain(settings.grace_s))

@@ -8,7 +8,7 @@ cascade that escalates a detection's most suspicious sentences to it.
 Modules: :mod:`.verifier` (the :class:`Verifier` interface, :class:`SentenceInput`),
 :mod:`.model` (:class:`ModelVerifier`, its output :class:`VerifierScores`, the cost and cache
 key), :mod:`.kinds` (the ``KIND:MODEL`` specs: :func:`make_verifier`, :func:`check_verifier`),
-:mod:`.factory` (:func:`make_detection`), :mod:`.cascade` (:class:`Cascade`, its stream, the
+:mod:`.factory` (:func:`make_detection`, :func:`prepare_detection`), :mod:`.cascade` (:class:`Cascade`, its stream, the
 escalation rule), the verifiers (:mod:`.lexical`, :mod:`.judge` with :mod:`.prompts`,
 :mod:`.contextcite`, :mod:`.seqclf`, :mod:`.openai_judge`). ``groundsense eval verify`` runs
 one over a benchmark into a cache (docs/verifiers.md).
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from ..scorer import Scorer
     from .cascade import Cascade, CascadeStream, escalation_mask
-    from .factory import make_detection
+    from .factory import PreparedDetection, make_detection, prepare_detection
     from .judge import next_token_logprobs, option_probabilities, reply_token_ids
     from .kinds import KINDS, check_verifier, make_verifier, verifier_class
     from .lexical import LexicalOverlapVerifier
@@ -50,7 +50,7 @@ __all__ = [
     # what a new model verifier builds on: its cost, its cache name, and the judge's one-word reading
     "gflops", "model_slug", "JudgeLayout", "reply_token_ids", "next_token_logprobs", "option_probabilities",
     # the cascade, and every entry point's detection
-    "Cascade", "CascadeStream", "escalation_mask", "make_detection",
+    "Cascade", "CascadeStream", "escalation_mask", "make_detection", "prepare_detection", "PreparedDetection",
 ]
 
 if not TYPE_CHECKING:  # at run time each name is imported when first used (a type checker sees the imports above)
@@ -62,5 +62,5 @@ if not TYPE_CHECKING:  # at run time each name is imported when first used (a ty
         "judge": ["reply_token_ids", "next_token_logprobs", "option_probabilities"],
         "prompts": ["JudgeLayout"],
         "cascade": ["Cascade", "CascadeStream", "escalation_mask"],
-        "factory": ["make_detection"],
+        "factory": ["make_detection", "prepare_detection", "PreparedDetection"],
     }, renamed={"answer_token_ids": "reply_token_ids"})  # until the next release (a judge's Yes/No is its reply)

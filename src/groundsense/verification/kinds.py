@@ -79,8 +79,8 @@ def build_verifier(cls: type[ModelVerifier], model: Scorer | str, device: str | 
 def check_verifier(config: DetectorConfig) -> tuple[type[ModelVerifier], str, dict] | None:
     """The class, model and typed keyword arguments (its ``verifier_url`` as ``url``) of the verifier ``config``
     names, or None when it names none; an unknown kind, or a URL given to a kind that calls no
-    server, is refused before any model loads. Entry points that load in the background (`serve`,
-    MCP) or elsewhere (Ray actors) call it first."""
+    server, is refused before any model loads (:func:`~groundsense.verification.factory.prepare_detection`
+    calls it first)."""
     if config.verifier is None:
         return None
     cls, model = parse_spec(config.verifier)
