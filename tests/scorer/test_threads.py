@@ -61,13 +61,15 @@ def test_without_a_quota_the_affinity_mask_decides(tmp_path, monkeypatch):
     assert usable_cpus(tmp_path / "absent", tmp_path / "absent.txt") == 3  # no cgroup files at all
 
 
-def test_the_scorer_runs_no_more_threads_than_cpus_unless_told(monkeypatch, torch_threads):
+def test_the_scorer_runs_no_more_threads_than_cpus_unless_told(monkeypatch, torch_threads, caplog):
     monkeypatch.delenv(THREADS_VARIABLE, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     torch.set_num_threads(2)
     assert size_threads() == 1 and torch.get_num_threads() == 1
-    monkeypatch.setenv(THREADS_VARIABLE, "3")  # an operator's choice wins over the mask
+    assert not caplog.records
+    monkeypatch.setenv(THREADS_VARIABLE, "3")  # an operator's choice wins over the mask, with a warning
     assert size_threads() == 3 and torch.get_num_threads() == 3
+    assert "GROUNDSENSE_THREADS=3 is more threads than the 1 CPU this process may use" in caplog.text
     monkeypatch.setenv(THREADS_VARIABLE, "two")
     with pytest.raises(InputError, match="GROUNDSENSE_THREADS='two' is not a thread count"):
         size_threads()

@@ -11,6 +11,7 @@ most :func:`usable_cpus`, and no more than were idle when the process's first sc
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
+
+log = logging.getLogger(__name__)
 
 THREADS_VARIABLE = "GROUNDSENSE_THREADS"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -126,6 +129,9 @@ def size_threads() -> int:
 
     global _sampled
     threads = configured_threads()
+    if threads is not None and threads > (usable := usable_cpus()):
+        log.warning("%s=%d is more threads than the %d CPU%s this process may use: they will wait on each "
+                    "other, and scoring slows down", THREADS_VARIABLE, threads, usable, "s" * (usable != 1))
     if threads is None:
         threads = min(torch.get_num_threads(), usable_cpus())
         if threads > 1 and not _sampled and hasattr(os, "sched_getaffinity"):
