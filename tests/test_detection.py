@@ -110,6 +110,16 @@ def test_a_setting_the_detection_refuses_is_refused_before_the_scorer_loads(monk
         detector.Detector(precision="int8", score="fused")
 
 
+def test_a_detector_judges_only_by_an_adjudicator_made_for_a_resolved_scorer_and_precision():
+    from groundsense.calibration.adjudicator import Adjudicator
+    from groundsense.calibration.loaded import load_files
+    from groundsense.pipeline.detector import Detector
+
+    config, loaded = load_files(DetectorConfig())  # the scorer None, the precision auto: neither resolved
+    with pytest.raises(InputError, match="made for scorer None at auto, not for a scorer's resolved name"):
+        Detector.judging_by(Adjudicator(config, loaded), loaded)
+
+
 def test_check_verifier_reads_the_spec_without_loading():
     assert check_verifier(DetectorConfig()) is None
     cls, model, options = check_verifier(DetectorConfig(verifier=JUDGE))

@@ -50,12 +50,20 @@ BAD_CALLS = [  # (the server's detector options, the arguments, the message)
 ]
 
 
-def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub_offline, unloadable_scorer):
+def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub_offline, unloadable_scorer,
+                                                                tmp_path):
+    from dataclasses import replace
+
+    from groundsense.calibration.calibration import shipped_calibration
+
     async def called(options, arguments):
         async with session(integration.create_server(options)) as client:
             return await client.call_tool(TOOL, arguments)
 
-    cannot_load = ({"scorer": unloadable_scorer}, {"answer": "A claim.", "context": "Evidence."}, "cannot load scorer")
+    calibration = replace(shipped_calibration("smollm2-135m-instruct", 5), scorer=unloadable_scorer)
+    calibration.save(tmp_path / "calibration.json")  # its own: a scorer without one is refused as the server starts
+    cannot_load = ({"scorer": unloadable_scorer, "calibration": str(tmp_path / "calibration.json")},
+                   {"answer": "A claim.", "context": "Evidence."}, "cannot load scorer")
     for options, arguments, message in [*BAD_CALLS, cannot_load]:
         result = anyio.run(called, options, arguments)
         assert result.is_error is True and result.structured_content is None
@@ -63,13 +71,15 @@ def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub
 
 
 def test_settings_refused_without_a_model_stop_the_server_before_it_starts(integration, hub_offline, tmp_path):
-    from groundsense.errors import InputError, ScorerUnavailable
+    from groundsense.errors import GroundsenseError, InputError, ScorerUnavailable
 
     with pytest.raises(ScorerUnavailable, match="unknown scorer 'no-such-org/no-such-model'"):
         integration.create_server({"scorer": "no-such-org/no-such-model"})
     (tmp_path / "calibration.json").write_text("{}")
     with pytest.raises(InputError, match="it has no 'scorer', 'k', 'stats', 'thresholds'"):
         integration.create_server({"calibration": str(tmp_path / "calibration.json")})
+    with pytest.raises(GroundsenseError, match="the detection has no flag threshold for scorer smollm2-135m-instruct"):
+        integration.create_server({"precision": "int8", "score": "sensitivity"})  # no calibration ships for int8
 
 
 @pytest.mark.slow

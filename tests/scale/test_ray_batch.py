@@ -24,6 +24,7 @@ from groundsense.errors import InputError
 from groundsense.rows.batch import run_batch, score_rows
 from groundsense.scale import Resources, detect_dataset, open_sink, run_ray_batch, table_records
 from groundsense.scale.io import read_input
+from groundsense.scorer.loading import native_bf16
 from groundsense_eval.data.ragtruth import load_ragtruth
 from groundsense_eval.data.rows import case_row
 
@@ -245,6 +246,25 @@ def test_batch_engine_options_are_checked_before_any_work(tmp_path, monkeypatch,
     (tmp_path / "empty.json").write_text("{}")
     result = CliRunner().invoke(cli, ["batch", *[str(source) if a == "IN" else a for a in args]])
     assert result.exit_code == 2 and message in result.output, result.output
+    assert not ray.is_initialized()
+
+
+def test_settings_that_depend_on_the_actors_hardware_are_left_to_the_actors(tmp_path):
+    """GPU actors run bf16 where this CPU runs fp32: a bf16 fusion file is theirs to judge, not the
+    driver's (the run goes on to the next check, the damaged output)."""
+    from groundsense.calibration.fusion import LexicalFusions
+
+    if native_bf16():
+        pytest.skip("this CPU runs bf16 itself: the fusion would pass here anyway")
+    LexicalFusions.shipped("smollm2-135m-instruct", "bf16").save(tmp_path / "bf16.json")
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    (tmp_path / "damaged.jsonl").write_text("a line of something else\n")
+    args = ["batch", str(source), "--engine", "ray", "-o", str(tmp_path / "damaged.jsonl"), "--fusion",
+            str(tmp_path / "bf16.json")]
+    refused_here = CliRunner().invoke(cli, args)
+    assert refused_here.exit_code == 2 and "at bf16, and this detector runs" in refused_here.output, refused_here.output
+    on_gpus = CliRunner().invoke(cli, [*args, "--gpus-per-actor", "1"])
+    assert on_gpus.exit_code == 2 and "damaged.jsonl line 1 is not a batch record" in on_gpus.output, on_gpus.output
     assert not ray.is_initialized()
 
 

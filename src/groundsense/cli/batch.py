@@ -123,18 +123,25 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         import ray
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
+    from ..calibration.loaded import load_files
     from ..scale import Resources, open_sink, run_ray_batch
+    from ..verification import check_verifier
     from ..verification.factory import prepare_detection
 
     threads = click.get_current_context().find_root().params["threads"]
     resources = Resources(threads=threads, detection=config, **ray_options)
-    # A setting the actors would refuse (a bad verifier, calibration or fusion file, a scorer whose
-    # weights are not here), like a bad output, fails before Ray starts.
-    prepare_detection(resources.actor_detection())
+    started_here = address is None and not os.environ.get("RAY_ADDRESS")
+    # What the actors would refuse fails before Ray starts, like a bad output: all of it where they run
+    # on this machine's CPUs (the precision, the scorer's weights); elsewhere (GPUs, a cluster's nodes)
+    # the verifier spec and the files, which the driver reads and sends them.
+    if started_here and not resources.gpus_per_actor:
+        prepare_detection(resources.actor_detection())
+    else:
+        check_verifier(config)
+        load_files(resources.actor_detection())
     sink = open_sink(output)
     _check_paths(source, output)
     sink.done()  # a damaged output too
-    started_here = address is None and not os.environ.get("RAY_ADDRESS")
     ray.init(address=address, ignore_reinit_error=True)
     rearm_sigterm()  # Ray's init takes SIGTERM over; a stop must still write what was scored
     if started_here:

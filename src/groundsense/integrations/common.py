@@ -73,13 +73,18 @@ def resolve_detection(detection: Detection | None) -> Detection:
     """``detection`` (any :class:`Detection`) itself, or the shared default; refuses one that cannot
     flag anything (its ``describe()`` gives no ``threshold``: no calibration)."""
     detection = as_detection(detection if detection is not None else default_detection())
-    about = detection.describe()
+    check_flags(detection.describe())
+    return detection
+
+
+def check_flags(about: Mapping[str, Any]) -> None:
+    """Refuse a detection that cannot flag anything: ``about``, what it describes, gives no
+    ``threshold`` (no calibration)."""
     if about.get("threshold") is None:
         raise GroundsenseError(
             f"the detection has no flag threshold for scorer {about.get('scorer')} (no calibration): an "
             "integration needs one to judge sentences; pass calibration=... (see `groundsense calibrate`)"
         )
-    return detection
 
 
 def detection_argument(detection: Detection | None, detector: Detection | None, where: str,

@@ -44,7 +44,7 @@ from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import CheckedRow, check_row
 from ..verification.factory import prepare_detection
-from .common import GroundingReport, detect, detection_for
+from .common import GroundingReport, check_flags, detect, detection_for
 
 __all__ = ["create_server", "run"]
 
@@ -74,7 +74,10 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     (``DetectorConfig`` fields with plain values, a ``verifier`` among them for a cascade; none: the
     shared default detection)."""
     options = dict(detector_options or {})
-    prepare_detection(DetectorConfig(**options))  # bad settings fail here, not on the first call (no model loads)
+    # bad settings fail here, not on the first call (no model loads)
+    prepared = prepare_detection(config := DetectorConfig(**options))
+    if prepared.verifier is None:  # a cascade flags by its verifier's threshold
+        check_flags({"scorer": prepared.adjudicator.config.scorer, **prepared.adjudicator.describe(config.k)})
 
     # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).
     async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,

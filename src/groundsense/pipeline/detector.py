@@ -15,7 +15,7 @@ from ..detection import Detection
 from ..errors import InputError
 from ..inputs.evidence import build_evidence
 from ..inputs.text import segment_sentences
-from ..inputs.validate import CheckedRow
+from ..inputs.validate import PRECISIONS, CheckedRow
 from ..result import AnswerSummary, DetectionResult, SentenceResult
 from ..scorer import Scorer
 from ..weights import check_available, display_name
@@ -126,6 +126,11 @@ class Detector(Detection):
         loading the scorer it names, or taking ``scorer``, loaded already at that name and precision:
         how a prepared detection is built (:func:`~groundsense.verification.factory.prepare_detection`)."""
         config = adjudicator.config
+        resolved = config.scorer == display_name(config.scorer) and config.precision in set(PRECISIONS) - {"auto"}
+        if not resolved:
+            raise InputError(f"the adjudicator was made for scorer {config.scorer} at {config.precision}, not for a "
+                             "scorer's resolved name and precision: make the detector with "
+                             "groundsense.verification.prepare_detection(config).build()")
         if scorer is not None and (scorer.name, scorer.precision) != (config.scorer, config.precision):
             raise InputError(f"the scorer given is {scorer.name} at {scorer.precision}, and the detection was prepared "
                              f"for {config.scorer} at {config.precision}: prepare it with this scorer")

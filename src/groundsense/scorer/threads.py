@@ -107,6 +107,7 @@ def idle_cpus(cpus: set[int], seconds: float = IDLE_SAMPLE_S,
 
 
 _sampled = False  # whether this process sized its threads by the idle CPUs already
+_warned: set[int] = set()  # the thread counts over the usable CPUs this process warned of
 
 
 def configured_threads() -> int | None:
@@ -129,7 +130,8 @@ def size_threads() -> int:
 
     global _sampled
     threads = configured_threads()
-    if threads is not None and threads > (usable := usable_cpus()):
+    if threads is not None and threads > (usable := usable_cpus()) and threads not in _warned:
+        _warned.add(threads)  # once a process: every scorer it loads sizes its threads
         log.warning("%s=%d is more threads than the %d CPU%s this process may use: they will wait on each "
                     "other, and scoring slows down", THREADS_VARIABLE, threads, usable, "s" * (usable != 1))
     if threads is None:
