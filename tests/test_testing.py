@@ -38,6 +38,7 @@ def test_the_docs_third_party_detection_conforms(capsys):
     assert any("HTTP service" in what for what in report.checked)
     assert any("refuses to stream" in what for what in report.skipped)
     assert any("k=6 is refused" in what for what in report.checked)  # it takes no per-request k
+    assert any(what.startswith("a cascade over it") for what in report.checked)  # a cascade takes any Detection
     assert "word-overlap:" in capsys.readouterr().out  # the example prints the report
 
 
@@ -108,3 +109,15 @@ def test_a_detection_that_judges_a_bad_answer_fails(word_overlap):
 
     with pytest.raises(ConformanceError, match="detect on an empty answer returned a result"):
         check_detection(Lenient(), service=False)
+
+
+def test_a_detection_that_clears_an_answer_with_a_flagged_sentence_fails(word_overlap):
+    class Clears(word_overlap):
+        def detect_checked(self, row, stop=None):
+            result = super().detect_checked(row, stop)
+            sentences = [replace(s, flagged=True) for s in result.sentences]
+            return replace(result, sentences=sentences,
+                           answer=replace(result.answer, n_flagged=len(sentences), flagged=False))
+
+    with pytest.raises(ConformanceError, match=r"the answer is not flagged \(flagged False\) while 2 of its sentences"):
+        check_detection(Clears(), service=False)

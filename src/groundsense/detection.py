@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .config import DetectorConfig
 from .errors import InputError
-from .inputs.validate import CheckedRow, check_row
+from .inputs.validate import CheckedRow, check_row, check_rows
 from .result import AnswerSummary, DetectionResult, SentenceResult
 
 if TYPE_CHECKING:
@@ -157,14 +157,12 @@ class Detection(ABC):
                 yield Outcome(index, row, error=exc)
 
     def detect_many(self, rows: Iterable[Mapping], progress: bool = True) -> list[DetectionResult]:
-        """Detect on every row with a progress bar; the first bad row raises."""
-        results = []
-        for outcome in self.iter_detect(rows, progress):
-            if outcome.error is not None:
-                raise outcome.error
-            assert outcome.result is not None  # an Outcome holds a result or an error
-            results.append(outcome.result)
-        return results
+        """Detect on every row with a progress bar; a bad row raises, named by its index, before
+        any is scored (:func:`groundsense.inputs.validate.check_rows`)."""
+        from .progress import track
+
+        checked = check_rows(rows)
+        return [self.detect_checked(row) for row in track(checked, "Scoring answers", enabled=progress)]
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> AnswerStream:

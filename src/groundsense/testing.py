@@ -9,6 +9,7 @@ it through every path an entry point takes, on a tiny example:
 - ``detect`` (its result equals ``detect_checked`` on the checked row; given sentence spans are
   kept) and a bad answer refused with :class:`~groundsense.errors.InputError`;
 - ``iter_detect`` and ``detect_many``: a bad row in the middle of a batch keeps the others;
+- a :class:`~groundsense.verification.cascade.Cascade` over it (word overlap as the verifier);
 - the HTTP service (:func:`groundsense.service.app.create_app` with the detection, through
   FastAPI's ``TestClient``), when the ``service`` extra and ``httpx`` are installed;
 - ``stream``, when the detection streams: an answer fed in pieces, each sentence judged as it
@@ -18,7 +19,8 @@ it through every path an entry point takes, on a tiny example:
 Every result must keep the contract of :class:`~groundsense.result.DetectionResult`: its
 ``to_dict()`` round-trips as JSON; one :class:`SentenceResult` per sentence, its span inside the
 answer and in order; each sentence ``scored`` with a finite score or ``unscored`` with a reason
-(and then never judged supported); ``describe()`` has ``kind`` and ``scorer`` as JSON values.
+(and then never judged supported); the answer flagged when a sentence is; ``describe()`` has
+``kind`` and ``scorer`` as JSON values.
 The first violation raises :class:`ConformanceError` (an ``AssertionError``, so a test fails
 with its message); otherwise a :class:`ConformanceReport` says what was checked and what was
 skipped. Importing this module needs neither pytest nor the service extra.
@@ -86,6 +88,7 @@ def check_detection(detection: object, row: Mapping[str, Any] | None = None, ser
     kit.detect()
     kit.run_row()
     kit.batches()
+    kit.cascade()
     kit.stream()
     if service:
         kit.service()
@@ -201,6 +204,15 @@ class _Kit:
             self.ok("detect_many returns one result a row, and raises InputError on a bad row")
         else:
             self.fail("detect_many over a good and a bad row returned results instead of raising InputError")
+
+    def cascade(self) -> None:
+        from .verification.cascade import Cascade
+        from .verification.lexical import LexicalOverlapVerifier
+
+        cascade = Cascade(self.detection, LexicalOverlapVerifier(), escalate=1.0)
+        result = cascade.detect(**self.arguments(self.row))
+        self.check_result(result, "a cascade over it")
+        self.ok("a cascade over it (word overlap, every sentence escalated) keeps the result contract")
 
     # -- the stream ---------------------------------------------------------------------------
 
@@ -342,6 +354,10 @@ class _Kit:
         if summary.n_flagged != sum(s.flagged is True for s in sentences):
             self.fail(f"{where}: answer.n_flagged is {summary.n_flagged}, but "
                       f"{sum(s.flagged is True for s in sentences)} sentences are flagged")
+        if summary.flagged is not True and summary.n_flagged:
+            self.fail(f"{where}: the answer is not flagged (flagged {summary.flagged!r}) while {summary.n_flagged} of "
+                      "its sentences are: an answer with a flagged sentence is flagged, and the integrations pass "
+                      "an answer that is not")
         if summary.flagged is False and any(s.flagged is None for s in sentences):
             self.fail(f"{where}: the answer is judged supported (flagged False) while a sentence is not judged: "
                       "it must fail closed")

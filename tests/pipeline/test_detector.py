@@ -344,3 +344,18 @@ def test_a_bf16_streams_close_is_detects_result_and_keeps_what_feed_returned(tin
     assert result.precision == "bf16" and fed
     assert [(v.index, v.score) for v in result.in_flight] == [(s.index, s.score) for s in fed]
     assert {k: v for k, v in result.to_dict().items() if k != "in_flight"} == reference.to_dict()
+
+
+def test_threads_calling_one_detector_over_one_evidence_get_what_one_thread_gets(detector):
+    """Threads take turns on the scorer (its kept evidence, stop flag and tokenizer are shared):
+    without that, two calls over the same evidence extended one cache and failed in attention."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers.same_result import assert_same
+
+    answers = [ANSWER, "The bridge opened in 1937. It is painted red."]
+    alone = [detector.detect(answer=answer, passages=PASSAGES) for answer in answers]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda i: detector.detect(answer=answers[i % 2], passages=PASSAGES), range(8)))
+    for i, result in enumerate(together):
+        assert_same(result, alone[i % 2], tol=1e-6)

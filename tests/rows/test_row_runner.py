@@ -94,3 +94,25 @@ def test_detect_checks_the_request_once(scorer, monkeypatch, validator_calls):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["id"] == "b"
     assert validator_calls == {"check_row": 1, "check_inputs": 1, "check_spans": 1}
+
+
+class Counting(Detection):
+    """A detection that counts what it scores (its results: the real default scorer's)."""
+
+    def __init__(self, detector):
+        self.detector, self.scored = detector, 0
+
+    def detect_checked(self, row, stop=None):
+        self.scored += 1
+        return self.detector.detect_checked(row, stop)
+
+    def describe(self, chunks=None):
+        return {"kind": "counting", "scorer": None}
+
+
+def test_detect_many_names_a_bad_row_before_scoring_any(detector):
+    bad = [*rows(), {"id": "c", **ROW, "answer": " "}]
+    for detection in (counting := Counting(detector)), Cascade(counting, LexicalOverlapVerifier()):
+        with pytest.raises(InputError, match=f"row 2 \\(id 'c'\\): {validate.EMPTY_ANSWER}"):
+            detection.detect_many(bad, progress=False)
+    assert counting.scored == 0

@@ -44,3 +44,15 @@ class Delegating(Detection):
 
     def describe(self, chunks: int | None = None) -> dict:
         return {"kind": "delegating", "scorer": None}
+
+
+class EveryOtherSentence:
+    """A verifier of one's own that subclasses nothing: any object with score_sentences
+    (docs/python.md), which a cascade takes for a type checker as at run time."""
+
+    def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]:
+        return [float(i % 2) for i in range(len(sentences))]
+
+
+def cascade_of_ones_own(detector: Detector) -> None:
+    assert_type(Cascade(detector, EveryOtherSentence()), Cascade)

@@ -15,7 +15,7 @@ Decisions (docs/reliability.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -212,6 +212,19 @@ def check_row(row: object) -> CheckedRow:
         "question": question, "sentences": sentences,
     }
     return CheckedRow(row_id, arguments, check_options(row.get("options")), spans)
+
+
+def check_rows(rows: Iterable[object]) -> list[CheckedRow]:
+    """Validate every row before any is scored: a bad one raises, named by its index (and ``id``,
+    when it has a valid one), so that a list's mistake costs no scoring."""
+    checked = []
+    for index, row in enumerate(rows):
+        try:
+            checked.append(check_row(row))
+        except InputError as exc:
+            row_id = echo_id(row)
+            raise InputError(f"row {index}{'' if row_id is None else f' (id {row_id!r})'}: {exc}") from exc
+    return checked
 
 
 def echo_id(row: object) -> str | int | None:

@@ -178,13 +178,15 @@ class Detector(Detection):
         if not spans:
             raise InputError("the answer has no sentence to score")
         config, scorer = detector.config, detector.scorer
-        evidence = build_evidence(scorer, arguments["context"], arguments["passages"], config.k,
-                                  config.max_context_tokens)
-        chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
-        prompt = scorer.encode(arguments["question"], chunk_texts, answer, config.max_answer_tokens)
-        scores = scorer.score(prompt, leave_one_out=config.mode == "full",
-                              masked=detector.adjudicator.leave_one_out == "masked", stop=stop)
-        return detector.adjudicator.result(answer, spans, evidence, prompt, scores, scorer.unfamiliar_text(prompt))
+        with scorer.lock:  # threads calling one detector take turns on its scorer
+            evidence = build_evidence(scorer, arguments["context"], arguments["passages"], config.k,
+                                      config.max_context_tokens)
+            chunk_texts = [evidence.chunk_text(c) for c in evidence.chunks]
+            prompt = scorer.encode(arguments["question"], chunk_texts, answer, config.max_answer_tokens)
+            scores = scorer.score(prompt, leave_one_out=config.mode == "full",
+                                  masked=detector.adjudicator.leave_one_out == "masked", stop=stop)
+            warnings = scorer.unfamiliar_text(prompt)
+        return detector.adjudicator.result(answer, spans, evidence, prompt, scores, warnings)
 
     def stream(self, question: str = "", context: str | None = None, passages: list[str] | None = None,
                score_every: int = 16) -> DetectionStream:

@@ -77,18 +77,19 @@ class DetectionStream:
             raise InputError(f"score_every must be a whole number of tokens, at least 1, not {score_every!r}")
         self.scorer, self.adjudicator, self.score_every = scorer, adjudicator, score_every
         config = adjudicator.config
-        self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
-        self._cap = config.max_answer_tokens
-        layout = PromptLayout.for_tokenizer(scorer.text_tokenizer(), question)
-        self._tokens = FinalTokens(scorer.text_tokenizer(), layout.answer_lead)
-        self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
-            scorer.encode_prefix(layout.prefix),
-            [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
-            scorer.tokenize(layout.middle), EncodedAnswer([], np.zeros((0, 2), dtype=np.int64), 0),
-        )
-        self._conditions = scorer.open_conditions(
-            self._prompt.prefix, self._prompt.chunks, self._prompt.middle, leave_one_out=config.mode == "full"
-        )
+        with scorer.lock:  # streams on one scorer, in threads of their own, take turns on it
+            self.evidence = build_evidence(scorer, context, passages, config.k, config.max_context_tokens)
+            self._cap = config.max_answer_tokens
+            layout = PromptLayout.for_tokenizer(scorer.text_tokenizer(), question)
+            self._tokens = FinalTokens(scorer.text_tokenizer(), layout.answer_lead)
+            self._prompt = EncodedPrompt(  # the answer is filled in as it arrives
+                scorer.encode_prefix(layout.prefix),
+                [scorer.tokenize(self.evidence.chunk_text(c)) for c in self.evidence.chunks],
+                scorer.tokenize(layout.middle), EncodedAnswer([], np.zeros((0, 2), dtype=np.int64), 0),
+            )
+            self._conditions = scorer.open_conditions(
+                self._prompt.prefix, self._prompt.chunks, self._prompt.middle, leave_one_out=config.mode == "full"
+            )
         self.text = ""  # the answer so far
         self._ids: list[int] = []  # scored tokens (final)
         self._offsets = np.zeros((0, 2), dtype=np.int64)
@@ -101,6 +102,10 @@ class DetectionStream:
 
     def feed(self, delta: str) -> list[SentenceResult]:
         """Add generated text; returns the sentences it finished, judged."""
+        with self.scorer.lock:
+            return self._feed(delta)
+
+    def _feed(self, delta: str) -> list[SentenceResult]:
         if self.closed:
             raise InputError("this stream is closed: start a new one for another answer")
         self.text += check_text(delta, "delta")
@@ -123,6 +128,10 @@ class DetectionStream:
         scored once more as :meth:`Detector.detect` scores it (the evidence's kept encodings
         reused where the scorer kept them), so that the result is ``detect``'s on the same
         sentence spans at the same thread count (docs/streaming.md, "Precision")."""
+        with self.scorer.lock:
+            return self._close()
+
+    def _close(self) -> DetectionResult:
         if self.closed:
             raise InputError("this stream is closed already")
         if is_blank(self.text):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,9 @@ class Scorer(PromptEncoder):
         self.evidence = EvidenceCache(evidence_cache_bytes)
         self.passes = ModelPasses(model, device)
         self.condition_encoder = ConditionEncoder(self.passes, self.evidence)
+        # One computation on the model at a time: the kept evidence, the passes' stop flag and the
+        # tokenizer are shared. Reentrant: a judge on this scorer runs inside a detection's hold.
+        self.lock = threading.RLock()
 
     def forget_evidence(self) -> None:
         """Drop the evidence encodings kept for later answers (the next answer starts cold)."""
@@ -109,7 +113,7 @@ class Scorer(PromptEncoder):
         context's encoding with chunk k's positions hidden from it (see
         :mod:`groundsense.scorer.masked`). The full- and no-context rows stay exact.
         """
-        with self.passes.stopping(stop):
+        with self.lock, self.passes.stopping(stop):
             if leave_one_out and masked:
                 scores = score_masked(self.condition_encoder, prompt, self.block_size)
             else:
@@ -125,10 +129,12 @@ class Scorer(PromptEncoder):
         an answer that arrives in pieces (:meth:`score_next`). The evidence comes from the
         kept evidence, or is encoded once and kept there, as for :meth:`score`."""
         rows = 2 + len(chunks) if leave_one_out else 2
-        return open_conditions(self.condition_encoder, prefix, chunks, middle, rows, self.batch_steps)
+        with self.lock:
+            return open_conditions(self.condition_encoder, prefix, chunks, middle, rows, self.batch_steps)
 
     @torch.inference_mode()
     def score_next(self, conditions: OpenConditions, ids: list[int]) -> TokenScores:
         """Score the answer's next tokens ``ids`` under every condition, extending each
         condition's cache by them: the rows of :meth:`score` for those tokens."""
-        return replace(score_next(self.passes, conditions, ids, self.block_size), threads=self.threads)
+        with self.lock:
+            return replace(score_next(self.passes, conditions, ids, self.block_size), threads=self.threads)

@@ -44,9 +44,9 @@ from ..detection import AnswerStream, Detection, as_detection
 from ..errors import InputError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
-from ..inputs.validate import CheckedRow, check_row
+from ..inputs.validate import CheckedRow, check_rows
 from ..result import DetectionResult, InFlightVerdict, SentenceResult
-from .verifier import Verifier
+from .verifier import ScoresSentences, Verifier
 
 
 def escalation_mask(suspicion: np.ndarray, fraction: float) -> np.ndarray:
@@ -77,7 +77,7 @@ class Cascade(Detection):
     every sentence and flag by the fused score (``escalate`` and ``threshold`` are then unused);
     refused for a verifier without a fusion, or a detector of another scorer than the fusion's."""
 
-    def __init__(self, detector: Detection, verifier: Verifier, escalate: float = 0.2, threshold: float = 0.5,
+    def __init__(self, detector: Detection, verifier: ScoresSentences, escalate: float = 0.2, threshold: float = 0.5,
                  fuse: bool | RankFusion | str | Path = False):
         fusion = None if fuse is False else fusion_for(_name(verifier), None if fuse is True else fuse)
         if fusion is not None:
@@ -87,7 +87,7 @@ class Cascade(Detection):
         self._build(detector, verifier, escalate, threshold, fusion, record)
 
     @classmethod
-    def made(cls, detector: Detection, verifier: Verifier, config: DetectorConfig,
+    def made(cls, detector: Detection, verifier: ScoresSentences, config: DetectorConfig,
              fusion: RankFusion | None) -> Cascade:
         """The cascade ``config`` describes over ``detector`` (``make_detection``), with a fused
         cascade's ``fusion`` loaded and checked by the caller
@@ -97,7 +97,7 @@ class Cascade(Detection):
                        config.fusion if fusion is not None else None)
         return cascade
 
-    def _build(self, detector: Detection, verifier: Verifier, escalate: float, threshold: float,
+    def _build(self, detector: Detection, verifier: ScoresSentences, escalate: float, threshold: float,
                fusion: RankFusion | None, fusion_record: str | Path | bool | None) -> None:
         if not isinstance(verifier, Verifier):
             raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
@@ -107,10 +107,15 @@ class Cascade(Detection):
                              "cascade cannot threshold them: use a judge or a classifier "
                              "(judge:, openai:, nli:, minicheck:, alignscore:)")
         self.escalate, self.threshold, self.fusion = escalate, threshold, fusion
-        if fusion is not None:
-            _check_exact(self.detector.config.mode, self.detector.config.leave_one_out)
+        # the detector's config: a built-in detection's own, else one of the options it takes (a
+        # detection of a user's own has no other of groundsense's settings)
+        own = getattr(self.detector, "config", None)
+        options = self.detector.options
+        base = own if isinstance(own, DetectorConfig) else DetectorConfig(k=options.k, mode=options.mode)
+        if fusion is not None and isinstance(own, DetectorConfig):  # a detection of one's own: checked per result
+            _check_exact(own.mode, own.leave_one_out)
         # The detector's config with this verifier (by name), share and threshold, which it checks.
-        self.config: DetectorConfig = replace(self.detector.config, verifier=self.verifier_name, escalate=escalate,
+        self.config: DetectorConfig = replace(base, verifier=self.verifier_name, escalate=escalate,
                                               verifier_threshold=threshold, verifier_url=getattr(verifier, "url", None),
                                               fuse=fusion is not None, fusion=fusion_record)
 
@@ -148,7 +153,7 @@ class Cascade(Detection):
         their scored sentences; a bad row raises before any is scored."""
         from ..progress import track
 
-        checked = [check_row(row) for row in rows]
+        checked = check_rows(rows)
         results = [self.detector.detect_checked(row) for row in track(checked, "Scoring answers", enabled=progress)]
         return self._escalated([(_AnswerRequest.of(row), result) for row, result in zip(checked, results)])
 
@@ -314,7 +319,7 @@ def _name(verifier: object) -> str:
     return getattr(verifier, "name", type(verifier).__name__)
 
 
-def _usage(verifier: Verifier) -> dict[str, int] | None:
+def _usage(verifier: ScoresSentences) -> dict[str, int] | None:
     """A copy of the verifier's running cost totals (``usage``: name -> count), if it keeps them."""
     usage = getattr(verifier, "usage", None)
     return dict(usage) if isinstance(usage, Mapping) else None
@@ -327,7 +332,7 @@ def _check_exact(mode: str, leave_one_out: str | None) -> None:
                          f"leave-one-out, not {mode} mode with {leave_one_out} leave-one-out")
 
 
-def _with_usage(cascade: dict, verifier: Verifier, spent_before: dict[str, int] | None) -> dict:
+def _with_usage(cascade: dict, verifier: ScoresSentences, spent_before: dict[str, int] | None) -> dict:
     """The ``cascade`` summary with what verifying the answer cost (a remote judge's tokens),
     when the verifier keeps totals (``spent_before``: them before)."""
     if spent_before is None:

@@ -139,7 +139,7 @@ def subset_logprobs(scorer: Scorer, prompt: EncodedPrompt, keep: np.ndarray) -> 
     logp = np.zeros((len(keep), n_answer))
     fresh: dict[tuple[bool, ...], Ablation] = {}
     previous: dict[tuple[bool, ...], Ablation] = {}
-    with encoder.lease(prompt.prefix, prompt.chunks) as lease:
+    with scorer.lock, encoder.lease(prompt.prefix, prompt.chunks) as lease:
         (full,), processed = encoder.caches(lease, prompt.prefix, prompt.chunks, 1, lead)
         known = lease.entry.subsets if lease.entry is not None else {}
         budget = encoder.kept.budget_bytes - cache_bytes(full) - sum(cache_bytes(a.cache) for a in known.values())

@@ -97,7 +97,8 @@ def next_token_logprobs(
             out[i] = torch.log_softmax(logits[0, -1].float(), dim=-1)[ids].double().cpu().numpy()
         return out
 
-    (out,), encoded = encoder.each(prefix, chunks, 1, tuple(lead), run)
+    with scorer.lock:
+        (out,), encoded = encoder.each(prefix, chunks, 1, tuple(lead), run)
     return out, encoded + sum(map(len, tails))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from ..inputs.text import Span
 
@@ -48,6 +48,13 @@ class SentenceInput:
 
     def texts(self) -> list[str]:
         return [span.of(self.answer) for span in self.spans]
+
+
+class ScoresSentences(Protocol):
+    """What a cascade takes as its verifier, as a type checker sees it: any object with
+    :meth:`Verifier.score_sentences` (``isinstance(x, Verifier)`` says the same at run time)."""
+
+    def score_sentences(self, question: str, chunks: list[str], sentences: list[str]) -> list[float]: ...
 
 
 class Verifier(ABC):
