@@ -96,3 +96,7 @@ def test_cli_compares_two_cached_keys(tmp_path, exact):
     assert numbers["agreement"]["drop_max"]["spearman"] == pytest.approx(1.0)
     missing = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "exact-key", "nope"])
     assert missing.exit_code == 2 and "nope is not under" in missing.output
+    nowhere = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "--resamples", "200",
+                                       "-o", str(tmp_path / "nodir" / "compare.json"), "exact-key", "masked-key"])
+    assert nowhere.exit_code == 2 and f"no folder {tmp_path / 'nodir'}: create it" in nowhere.output
+    assert "A = exact-key" not in nowhere.output  # refused before comparing

@@ -158,3 +158,25 @@ def test_the_default_fused_report_refuses_what_it_cannot_judge_and_says_what_to_
     assert bf16.exit_code == 2 and "scored in bf16" in bf16.output  # the cache holds fp32 features only
     unfused = runner.invoke(cli, judged)  # the default scorer's fusions, a cache of another scorer
     assert unfused.exit_code == 2 and "no full-mode, exact smollm2-135m-instruct feature set" in unfused.output
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_the_work(tmp_path):
+    """`eval calibrate`, `operating` and `learning-curve` -o in a folder that does not exist: exit 2, nothing done."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    _write_cache(tmp_path / "train", "ragtruth", 0)
+    _write_cache(tmp_path / "test", "tofueval", 1)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
+                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    missing = tmp_path / "nodir"
+    for command in (["calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny"],
+                    ["operating", "--score", "sensitivity", "--cache", str(tmp_path / "test"), "--calibration",
+                     str(tmp_path / "c.json"), "--resamples", "100"],
+                    ["learning-curve", "--cache", str(tmp_path / "test")]):
+        refused = runner.invoke(cli, ["eval", *command, "-o", str(missing / "out")])
+        assert refused.exit_code == 2, refused.output
+        assert f"no folder {missing}: create it, or write elsewhere" in refused.output
+        assert "wrote" not in refused.output and not missing.exists()

@@ -21,7 +21,15 @@ from groundsense.cli import (
 from groundsense.errors import InputError
 
 from ..data.benchmarks import BENCHMARKS
-from .options import emit_report, load_sets, markdown_report_options, partial_option, report_command
+from .options import (
+    check_output,
+    emit_report,
+    load_sets,
+    markdown_report_options,
+    output_option,
+    partial_option,
+    report_command,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,6 +56,7 @@ def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: st
     you report on (use a train split)."""
     from ..fits.calibration import fit_from_features
 
+    check_output(output)
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
         raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark} in "
@@ -193,8 +202,7 @@ def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision:
 @click.command("learning-curve", context_settings=CONTEXT_SETTINGS)
 @click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
               required=True, help="Feature cache(s); the first holding a benchmark serves it.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the Markdown report here [default: standard output].")
+@output_option("Write the Markdown report here [default: standard output].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
 @click.option("--score", type=click.Choice(["fused", "sensitivity"]), default="fused", show_default=True,
               help="The training-free score the fit is judged against: the default (fused) score, as `fit` judges "

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli import CommandFunction, stacked
+from groundsense.cli import CommandFunction, Failure, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS
@@ -108,6 +109,24 @@ def report_command(*args: object) -> str:
     return shlex.join(["groundsense", "eval", *map(str, args)])
 
 
+def check_output(output: Path | None) -> None:
+    """Refuse, before any work, a ``-o`` file in a missing folder (found only at the end, the work
+    done, it was a traceback): the product's check (``groundsense calibrate -o``), in the harness."""
+    if output and not output.parent.is_dir():
+        raise Failure(f"-o {output}: no folder {output.parent}: create it, or write elsewhere")
+
+
+def output_option(help: str) -> Callable[[CommandFunction], CommandFunction]:
+    """``-o``: an optional file to write, refused by :func:`check_output` as the command line is read."""
+
+    def checked(_ctx: click.Context, _param: click.Parameter, output: Path | None) -> Path | None:
+        check_output(output)
+        return output
+
+    return click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        callback=checked, help=help)
+
+
 def emit_report(text: str, output: Path | None) -> None:
     """A Markdown report to ``output`` (saying so), or to standard output."""
     if output:
@@ -119,8 +138,7 @@ def markdown_report_options(func: CommandFunction) -> CommandFunction:
     """``-o`` (a Markdown file, else standard output), ``--resamples`` and ``--seed``: the options
     of the reports that carry their command on line 3 (`selection`, `answers`, `operating`)."""
     options = [
-        click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="Write the Markdown report here [default: standard output]."),
+        output_option("Write the Markdown report here [default: standard output]."),
         click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True),
         click.option("--seed", type=int, default=0, show_default=True),
     ]

@@ -19,6 +19,7 @@ from .options import (
     emit_report,
     load_sets,
     markdown_report_options,
+    output_option,
     partial_option,
     report_command,
 )
@@ -481,8 +482,7 @@ def scorer_cost(caches: tuple[Path, ...], benchmark: str, timings: Path | None, 
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default=None,
               help="The benchmark, where a key is cached for more than one.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the numbers as JSON.")
+@output_option("Also write the numbers as JSON.")
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @partial_option
