@@ -111,3 +111,27 @@ def test_a_reference_folder_that_is_not_there_is_an_input_error_naming_both(monk
         reference_dir()
     result = run("eval", "answers", "--cache", str(tmp_path), "--reference", str(tmp_path / "absent"))
     assert result.exit_code == 2 and f"no reference features at {tmp_path / 'absent'}" in result.output
+
+
+def test_an_incomplete_tofueval_folder_exits_2_naming_each_missing_file_and_where_it_goes(tmp_path):
+    """The CSVs left in the release's factual_consistency/ folder, then the split ids missing: no traceback."""
+    folder = tmp_path / "tofueval"
+    (folder / "factual_consistency").mkdir(parents=True)
+    (folder / "document_ids_dev_test_split.json").write_text('{"test": {"meetingbank": ["m1"]}}')
+    (folder / "meetingbank_test_doc.csv").write_text("meeting_id,source\nm1,Speaker 1: Hello.\n")
+    (folder / "factual_consistency" / "meetingbank_factual_eval_test.csv").write_text(
+        "doc_id,annotation_id,topic,model_name,sent_idx,summ_sent,sent_label,exp,type\n"
+        "m1,a,greeting,g,1,Hello.,yes,,\n")
+    result = run("eval", "extract", "tofueval", "--split", "test", "--data", str(tmp_path), "--limit", "1")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert f"no meetingbank_factual_eval_test.csv in {folder}, where every tofueval file sits flat" in message
+    assert "factual_consistency/meetingbank_factual_eval_test.csv found below it: move them up" in message
+    (folder / "factual_consistency" / "meetingbank_factual_eval_test.csv").rename(
+        folder / "meetingbank_factual_eval_test.csv")
+    (folder / "document_ids_dev_test_split.json").unlink()
+    result = run("eval", "case", "tofueval:test:m1|greeting|g", "--data", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())  # the case is looked for in dev and test: every file missing is named
+    missing = "document_ids_dev_test_split.json, meetingbank_factual_eval_dev.csv, meetingbank_dev_doc.csv"
+    assert f"no {missing} in {folder}, where every tofueval file sits flat. The package" in message

@@ -27,7 +27,7 @@ BENCHMARK_SOURCES = {
                 "dataset/) into ragtruth/",
     "tofueval": "TofuEval's meetingbank_factual_eval_*.csv and document_ids_dev_test_split.json, with the "
                 "meetingbank_*_doc.csv transcripts its README extracts (https://github.com/amazon-science/tofueval), "
-                "into tofueval/",
+                "all flat in tofueval/",
     "ragbench": "RAGBench's parquet files from https://huggingface.co/datasets/rungalileo/ragbench into "
                 "ragbench/<subset>/",
 }
@@ -76,6 +76,18 @@ def benchmark_path(benchmark: str, root: str | Path | None = None) -> Path:
                          f"Then point ${DATA_VARIABLE} or {DATA_OPTION} DIR at the folder that holds "
                          f"{', '.join(f'{p}/' for p in BENCHMARK_PATHS)}")
     return path
+
+
+def require_files(benchmark: str, folder: Path, names: Iterable[str]) -> None:
+    """An :class:`InputError` naming each of ``names`` that ``folder``, ``benchmark``'s data, lacks
+    (and where below it one sits, if it does), and where to get it."""
+    missing = [name for name in names if not (folder / name).is_file()]
+    if not missing:
+        return
+    below = sorted(str(p.relative_to(folder)) for name in missing for p in folder.rglob(name))
+    moved = f" ({', '.join(below)} found below it: move them up)" if below else ""
+    raise InputError(f"no {', '.join(missing)} in {folder}, where every {benchmark} file sits flat{moved}. The package "
+                     f"does not ship the data: {_get_data([benchmark])}")
 
 
 def reference_dir(path: str | Path | None = None) -> Path:

@@ -10,10 +10,16 @@ from typing import cast
 import pandas as pd
 
 from .cases import Case, DropLog, LabelledSentence, SentenceType, locate_sentences
-from .locations import benchmark_path
+from .locations import benchmark_path, require_files
 
 SPLITS = ("dev", "test")
 _SUMMARY_KEY = ["doc_id", "topic", "model_name"]
+_SPLIT_IDS = "document_ids_dev_test_split.json"
+
+
+def _split_files(split: str) -> tuple[str, str]:
+    """A split's labelled summary sentences and its meetings' transcripts."""
+    return f"meetingbank_factual_eval_{split}.csv", f"meetingbank_{split}_doc.csv"
 
 
 def load_tofueval(
@@ -26,12 +32,14 @@ def load_tofueval(
     official ``document_ids_dev_test_split.json`` ids.
     """
     folder = Path(root) if root is not None else benchmark_path("tofueval")
-    official = json.loads((folder / "document_ids_dev_test_split.json").read_text())
+    require_files("tofueval", folder, [_SPLIT_IDS, *(name for split in splits for name in _split_files(split))])
+    official = json.loads((folder / _SPLIT_IDS).read_text())
     cases: list[Case] = []
     dropped = DropLog()
     for split in splits:
-        rows = pd.read_csv(folder / f"meetingbank_factual_eval_{split}.csv")
-        docs = pd.read_csv(folder / f"meetingbank_{split}_doc.csv")
+        labels, transcript = _split_files(split)
+        rows = pd.read_csv(folder / labels)
+        docs = pd.read_csv(folder / transcript)
         transcripts = dict(zip(docs["meeting_id"], docs["source"]))
         allowed = set(official[split]["meetingbank"])
         for key, group in rows.groupby(_SUMMARY_KEY, sort=True):
