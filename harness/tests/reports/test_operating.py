@@ -180,3 +180,28 @@ def test_an_output_in_a_missing_folder_is_refused_before_the_work(tmp_path):
         assert refused.exit_code == 2, refused.output
         assert f"no folder {missing}: create it, or write elsewhere" in refused.output
         assert "wrote" not in refused.output and not missing.exists()
+
+
+def test_a_report_records_non_default_resamples_and_seed_so_its_command_renders_it_again(tmp_path):
+    """Line 3 of `eval operating`'s report: rerun as it reads, it gives the same intervals."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    _write_cache(tmp_path / "train", "ragtruth", 0)
+    _write_cache(tmp_path / "test", "tofueval", 1)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
+                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    first = tmp_path / "first.md"
+    made = runner.invoke(cli, ["eval", "operating", "--resamples", "100", "--seed", "3", "--score", "sensitivity",
+                               "--cache", str(tmp_path / "test"), "--calibration", str(tmp_path / "c.json"),
+                               "-o", str(first)])
+    assert made.exit_code == 0, made.output
+    command = shlex.split(first.read_text().splitlines()[2].strip("`"))
+    assert command[-4:] == ["--seed", "3", "-o", str(first)] and command.count("--resamples") == 1
+    again = tmp_path / "again.md"
+    assert runner.invoke(cli, [*command[1:-1], str(again)]).exit_code == 0
+    assert again.read_text().replace(str(again), str(first)) == first.read_text()

@@ -220,7 +220,7 @@ def learning_curve(caches: tuple[Path, ...], output: Path | None, seed: int, sco
     chosen = _first_sets(caches, DEFAULT_SCORER, partial)
     sets = {f"{b} ({cache.name}/{s.key})": s for b, (cache, s) in chosen.items()}
     command = report_command("learning-curve", *(a for c in caches for a in ("--cache", c)),
-                             *(["--seed", seed] if seed else []), *(["--score", score] if score != "fused" else []),
+                             *(["--score", score] if score != "fused" else []),
                              *(["--partial"] if partial else []), *(["-o", output] if output else []))
     fusions = _lexical_fusions(None, DEFAULT_SCORER, "fp32") if score == "fused" else None
     try:

@@ -105,8 +105,14 @@ def cached_cases(features: FeatureSet, data: Path | None) -> list[Case]:
 
 def report_command(*args: object) -> str:
     """The shell command that renders a report, shown in its header (the published-report
-    check reruns it). Default resamples and seed only: those are what is published."""
-    return shlex.join(["groundsense", "eval", *map(str, args)])
+    check reruns it): ``args``, and the running command's --resamples and --seed where not their
+    defaults (the draws depend on them), before a closing ``-o FILE``."""
+    ctx = click.get_current_context(silent=True)
+    draws = [] if ctx is None else [
+        value for p in ctx.command.params if p.name in ("resamples", "seed") and ctx.params[p.name] != p.default
+        for value in (max(p.opts, key=len), ctx.params[p.name])]
+    end = len(args) - 2 if args[-2:-1] == ("-o",) else len(args)
+    return shlex.join(["groundsense", "eval", *map(str, [*args[:end], *draws, *args[end:]])])
 
 
 def check_output(output: Path | None) -> None:

@@ -44,8 +44,7 @@ def training_data(data: Path | None, output: Path, seed: int, limit: int | None)
     rows = balanced(sentence_rows(cases, seed), seed)
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(output, index=False, compression="zstd")
-    command = report_command("training-data", "-o", output, *(["--seed", seed] if seed else []),
-                             *(["--limit", limit] if limit else []))
+    command = report_command("training-data", "-o", output, *(["--limit", limit] if limit else []))
     made = manifest(rows, seed, command)
     output.with_suffix(".json").write_text(json.dumps(made, indent=1) + "\n")
     click.echo(f"{output}: {made['rows']} rows, {made['unsupported']} unsupported "
