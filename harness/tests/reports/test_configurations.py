@@ -1,6 +1,9 @@
 """The paired comparison of two cached configurations, on small hand-made feature tables."""
 
 import json
+import re
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,7 +99,27 @@ def test_cli_compares_two_cached_keys(tmp_path, exact):
     assert numbers["agreement"]["drop_max"]["spearman"] == pytest.approx(1.0)
     missing = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "exact-key", "nope"])
     assert missing.exit_code == 2 and "nope is not under" in missing.output
+    other = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "--benchmark", "tofueval",
+                                     "exact-key", "masked-key"])
+    assert other.exit_code == 2 and f"exact-key is not cached for tofueval under {tmp_path}, only for ragtruth" in \
+        " ".join(other.output.split())
     nowhere = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "--resamples", "200",
                                        "-o", str(tmp_path / "nodir" / "compare.json"), "exact-key", "masked-key"])
     assert nowhere.exit_code == 2 and f"no folder {tmp_path / 'nodir'}: create it" in nowhere.output
     assert "A = exact-key" not in nowhere.output  # refused before comparing
+
+
+@pytest.mark.slow
+def test_the_documented_example_compares_the_committed_caches(tmp_path, monkeypatch):
+    """docs/evaluation.md's `eval compare` example, the one its --help gives, runs as written (fewer resamples)."""
+    root = Path(__file__).resolve().parents[3]
+    example = re.search(r"groundsense eval compare .*\\\n.*", (root / "docs" / "evaluation.md").read_text())
+    assert example, "docs/evaluation.md should show an `eval compare` example"
+    command = shlex.split(example.group().replace("\\\n", ""))
+    helped = " ".join(CliRunner().invoke(cli, ["eval", "compare", "--help"]).output.replace("\\\n", "").split())
+    assert shlex.join(command[:command.index("-o")]) in helped
+    monkeypatch.chdir(root)  # the example's paths are relative to the repository root
+    command[command.index("-o") + 1] = str(tmp_path / "compare.json")
+    result = CliRunner().invoke(cli, [*command[1:], "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "compare.json").exists()

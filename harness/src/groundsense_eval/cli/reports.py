@@ -494,7 +494,7 @@ def compare(key_a: str, key_b: str, cache: Path, benchmark: str | None, output: 
     masked leave-one-out:
 
     \b
-      groundsense eval compare --cache results/features \\
+      groundsense eval compare --cache results/features --benchmark ragtruth \\
         smollm2-135m-instruct__full-k5-cd42f428 smollm2-135m-instruct__full-masked-k5-a35ad123
 
     Prints span AUC of each method under each, the paired source-level bootstrap interval of
@@ -506,10 +506,16 @@ def compare(key_a: str, key_b: str, cache: Path, benchmark: str | None, output: 
     sets = load_sets(cache, partial=partial)
     chosen = []
     for key, hint in ((key_a, "KEY_A"), (key_b, "KEY_B")):
+        cached_for = sorted(s.benchmark for s in sets if s.key == key)
         matches = [s for s in sets if s.key == key and benchmark in (None, s.benchmark)]
         if len(matches) != 1:
             known = ", ".join(sorted({f"{s.benchmark}/{s.key}" for s in sets})) or "none"
-            problem = "is cached for several benchmarks: pass --benchmark" if matches else f"is not under {cache}"
+            if matches:
+                problem = f"is cached for several benchmarks ({', '.join(cached_for)}): pass --benchmark"
+            elif cached_for:
+                problem = f"is not cached for {benchmark} under {cache}, only for {', '.join(cached_for)}"
+            else:
+                problem = f"is not under {cache}"
             raise click.BadParameter(f"{key} {problem} (cached: {known})", param_hint=hint)
         chosen.append(matches[0])
     try:
