@@ -1,5 +1,6 @@
 import pandas as pd
 import pytest
+from helpers.cli import run
 
 from groundsense_eval.data.locations import benchmark_path
 from groundsense_eval.data.ragbench import load_ragbench, source_groups
@@ -45,3 +46,12 @@ def test_source_groups_link_shared_questions_and_documents_transitively():
     assert source_groups(questions, documents) == [0, 1, 0, 1, 4]
     assert source_groups(["x", "y", "z"], [("a",), ("b",), ("a",)]) == [0, 1, 0]
     assert source_groups(["x", "y", "y"], [("a",), ("b",), ("a",)]) == [0, 0, 0]
+
+
+def test_a_subset_not_in_the_data_is_an_input_error_listing_those_there():
+    """`--subsets covidqa,nosuch` loaded covidqa alone, without a word."""
+    result = run("eval", "extract", "ragbench", "--subsets", "covidqa,nosuch,pubmedqa", "--limit", "1")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert f"no RAGBench subset nosuch, pubmedqa in {benchmark_path('ragbench')}: check --subsets" in message
+    assert "the subsets there: covidqa, delucionqa, emanual, expertqa, hagrid, hotpotqa, msmarco" in message

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from groundsense.errors import InputError
+
 from .cases import Case, DropLog, LabelledSentence, locate_sentences
 from .locations import benchmark_path
 
@@ -24,9 +26,14 @@ def load_ragbench(
     document list, transitively and across the subset's split files (see :func:`source_groups`).
     """
     folder = Path(root) if root is not None else benchmark_path("ragbench")
+    found = sorted(p for p in folder.iterdir() if p.is_dir())
+    absent = sorted(set(subsets or ()) - {p.name for p in found})
+    if absent:
+        raise InputError(f"no RAGBench subset {', '.join(absent)} in {folder}: check --subsets; the subsets there: "
+                         f"{', '.join(p.name for p in found) or 'none'}")
     cases: list[Case] = []
     dropped = DropLog()
-    for subset_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+    for subset_dir in found:
         if subsets is not None and subset_dir.name not in subsets:
             continue
         frames = []
