@@ -23,8 +23,8 @@ DEFAULT_VERIFIER_CACHE = cache_folder("verifiers")
 
 
 def _sample_option(value: str) -> str:
-    if value not in ("paper", "full") and not value.isdigit():
-        raise click.BadParameter("use paper, full or a number of answers")
+    if value not in ("paper", "full") and not (value.isdigit() and int(value) >= 1):
+        raise click.BadParameter("use paper, full or a number of answers N >= 1")
     return value
 
 

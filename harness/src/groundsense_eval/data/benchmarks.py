@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 from groundsense.errors import InputError
 
-from .locations import benchmark_path
+from .locations import SPLITS, benchmark_path
 
 if TYPE_CHECKING:  # the loaders import pandas: imported where used, to keep `groundsense -h` fast
     from .cases import Case, DropLog
 
 BENCHMARKS = ("ragtruth", "tofueval", "ragbench")
+NAMES = {"ragtruth": "RAGTruth", "tofueval": "TofuEval", "ragbench": "RAGBench"}
 DEFAULT_SPLITS = {"ragtruth": ("test",), "tofueval": ("dev", "test"), "ragbench": ("test",)}
 
 
@@ -22,6 +23,10 @@ def load_benchmark(
 ) -> tuple[list[Case], DropLog]:
     """Cases of ``benchmark`` in ``splits`` (RAGBench: of ``subsets``, default all found), read
     from the data folder ``data`` (``--data``; default :func:`.locations.data_root`'s)."""
+    unknown = [split for split in splits if split not in SPLITS[benchmark]]
+    if unknown:
+        raise InputError(f"{NAMES[benchmark]} has no {', '.join(unknown)} split (its splits: "
+                         f"{', '.join(SPLITS[benchmark])}): check --split")
     path = benchmark_path(benchmark, data)
     if benchmark == "ragtruth":
         from .ragtruth import load_ragtruth

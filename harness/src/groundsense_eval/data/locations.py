@@ -20,6 +20,8 @@ BENCHMARK_PATHS = {
     "tofueval": Path("tofueval"),
     "ragbench": Path("ragbench"),
 }
+# Each benchmark's own splits (a RAGBench subset has some of them).
+SPLITS = {"ragtruth": ("train", "test"), "tofueval": ("dev", "test"), "ragbench": ("train", "validation", "test")}
 # Where each is published (the package ships none of them) and what to put in the data folder;
 # the layouts in full: docs/evaluation.md#the-benchmark-data.
 BENCHMARK_SOURCES = {

@@ -10,9 +10,10 @@ from typing import cast
 import pandas as pd
 
 from .cases import Case, DropLog, LabelledSentence, SentenceType, locate_sentences
+from .locations import SPLITS as BENCHMARK_SPLITS
 from .locations import benchmark_path, require_files
 
-SPLITS = ("dev", "test")
+SPLITS = BENCHMARK_SPLITS["tofueval"]
 _SUMMARY_KEY = ["doc_id", "topic", "model_name"]
 _SPLIT_IDS = "document_ids_dev_test_split.json"
 
