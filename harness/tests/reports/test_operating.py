@@ -67,7 +67,7 @@ def test_the_report_has_every_reachable_operating_point_for_every_level():
     assert text.splitlines()[2] == "`groundsense eval operating --cache x`" and "## held out: 150 answers" in text
 
 
-def _write_cache(root, benchmark, seed):
+def _write_cache(root, benchmark, seed, split=None):
     from helpers.synthetic_features import CONFIG
 
     from groundsense.config import DetectorConfig
@@ -77,7 +77,8 @@ def _write_cache(root, benchmark, seed):
     config = ExtractionConfig(DetectorConfig(**{k: v for k, v in CONFIG.items() if k != "n_parameters"}))
     folder = root / benchmark / config.key
     write_config(folder, config, CONFIG["n_parameters"])
-    write_part(folder, feature_set(benchmark, seed).rows)
+    rows = feature_set(benchmark, seed).rows
+    write_part(folder, rows if split is None else rows.assign(split=split))
 
 
 def test_the_commands_fit_a_calibration_from_a_cache_and_report_its_flags(tmp_path):
@@ -205,3 +206,20 @@ def test_a_report_records_non_default_resamples_and_seed_so_its_command_renders_
     again = tmp_path / "again.md"
     assert runner.invoke(cli, [*command[1:-1], str(again)]).exit_code == 0
     assert again.read_text().replace(str(again), str(first)) == first.read_text()
+
+
+def test_a_calibration_records_the_splits_it_was_fitted_on_and_a_test_split_is_fitted_with_a_warning(tmp_path):
+    from click.testing import CliRunner
+
+    from groundsense.calibration import Calibration
+    from groundsense.cli import cli
+
+    runner = CliRunner()
+    for split in ("train", "test"):
+        _write_cache(tmp_path / split, "ragtruth", 0, split)
+        fitted = runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / split), "--scorer", "tiny",
+                                     "-o", str(tmp_path / f"{split}.json")])
+        assert fitted.exit_code == 0, fitted.output
+        assert Calibration.load(tmp_path / f"{split}.json").made_with["splits"] == [split]
+        warned = "holds ragtruth's test split: never report on the answers a calibration was fitted on"
+        assert (warned in " ".join(fitted.stderr.split())) == (split == "test")

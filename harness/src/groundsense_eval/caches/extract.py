@@ -219,6 +219,11 @@ class FeatureSet:
                 and self.config.get("precision", "fp32") == precision)
 
     @property
+    def splits(self) -> list[str]:
+        """The benchmark splits its answers are from (none where the rows do not record them)."""
+        return sorted(self.rows["split"].dropna().unique()) if "split" in self.rows else []
+
+    @property
     def errors(self) -> pd.DataFrame:
         return self.rows.loc[self.rows["status"] == "error", ["case_id", "error"]].reset_index(drop=True)
 

@@ -61,6 +61,10 @@ def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: st
     if len(sets) != 1:
         raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark} in "
                       f"{precision}; a calibration is fitted on exactly one (run `groundsense eval extract` first)")
+    if "test" in sets[0].splits:
+        click.echo(f"warning: {cache}/{benchmark}/{sets[0].key} holds {benchmark}'s test split: never report on the "
+                   "answers a calibration was fitted on; to fit on others, extract another split (groundsense eval "
+                   f"extract {benchmark} --split SPLIT --cache DIR)", err=True)
     calibration = fit_from_features(sets[0], target_recall, target_precision)
     calibration.save(output)
     click.echo(calibration_written(output, calibration), err=True)

@@ -99,7 +99,7 @@ def cached_cases(features: FeatureSet, data: Path | None) -> list[Case]:
     from ..data.benchmarks import DEFAULT_SPLITS, load_benchmark
 
     wanted = set(features.table["case_id"])
-    splits = sorted(set(features.table["split"].dropna())) or DEFAULT_SPLITS[features.benchmark]
+    splits = features.splits or DEFAULT_SPLITS[features.benchmark]
     return [c for c in load_benchmark(features.benchmark, splits, data=data)[0] if c.id in wanted]
 
 
