@@ -139,15 +139,9 @@ def test_a_fitted_file_reading_lexical_signals_is_judged_where_they_are_stored_a
 
 
 def test_the_default_fused_report_refuses_what_it_cannot_judge_and_says_what_to_do(tmp_path):
-    from click.testing import CliRunner
-
     from groundsense.cli import cli
 
-    _write_cache(tmp_path / "train", "ragtruth", 0)
-    _write_cache(tmp_path / "test", "tofueval", 1)
-    runner = CliRunner()
-    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
-                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    runner = _calibrated(tmp_path)
     judged = ["eval", "operating", "--cache", str(tmp_path / "test"), "--resamples", "100"]
     no_fused = runner.invoke(cli, [*judged, "--calibration", str(tmp_path / "c.json")])  # scorer tiny ships none
     assert no_fused.exit_code == 2 and "no lexical fusions ship for scorer tiny" in no_fused.output
@@ -163,15 +157,9 @@ def test_the_default_fused_report_refuses_what_it_cannot_judge_and_says_what_to_
 
 def test_an_output_in_a_missing_folder_is_refused_before_the_work(tmp_path):
     """`eval calibrate`, `operating` and `learning-curve` -o in a folder that does not exist: exit 2, nothing done."""
-    from click.testing import CliRunner
-
     from groundsense.cli import cli
 
-    _write_cache(tmp_path / "train", "ragtruth", 0)
-    _write_cache(tmp_path / "test", "tofueval", 1)
-    runner = CliRunner()
-    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
-                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    runner = _calibrated(tmp_path)
     missing = tmp_path / "nodir"
     for command in (["calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny"],
                     ["operating", "--score", "sensitivity", "--cache", str(tmp_path / "test"), "--calibration",
@@ -187,15 +175,9 @@ def test_a_report_records_non_default_resamples_and_seed_so_its_command_renders_
     """Line 3 of `eval operating`'s report: rerun as it reads, it gives the same intervals."""
     import shlex
 
-    from click.testing import CliRunner
-
     from groundsense.cli import cli
 
-    _write_cache(tmp_path / "train", "ragtruth", 0)
-    _write_cache(tmp_path / "test", "tofueval", 1)
-    runner = CliRunner()
-    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
-                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    runner = _calibrated(tmp_path)
     first = tmp_path / "first.md"
     made = runner.invoke(cli, ["eval", "operating", "--resamples", "100", "--seed", "3", "--score", "sensitivity",
                                "--cache", str(tmp_path / "test"), "--calibration", str(tmp_path / "c.json"),
@@ -223,3 +205,18 @@ def test_a_calibration_records_the_splits_it_was_fitted_on_and_a_test_split_is_f
         assert Calibration.load(tmp_path / f"{split}.json").made_with["splits"] == [split]
         warned = "holds ragtruth's test split: never report on the answers a calibration was fitted on"
         assert (warned in " ".join(fitted.stderr.split())) == (split == "test")
+
+
+def _calibrated(tmp_path):
+    """A CLI runner, beside a ragtruth cache in ``train`` calibrated into ``c.json`` (scorer tiny) and
+    a tofueval cache in ``test``."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    _write_cache(tmp_path / "train", "ragtruth", 0)
+    _write_cache(tmp_path / "test", "tofueval", 1)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
+                               "-o", str(tmp_path / "c.json")]).exit_code == 0
+    return runner
