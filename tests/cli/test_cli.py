@@ -86,6 +86,7 @@ def test_inputs_given_with_an_example_or_a_json_object_replace_its_fields():
         (["--answer", " ", "--context", "evidence"], None, "answer is empty"),
         (["--answer", "A sentence.", "--context", "  "], None, "evidence is empty"),
         ([], "{not json", "not valid JSON"),
+        ([], " \n", "no answer given: use --answer/--answer-file"),  # nothing piped: what to give, not a JSON error
         ([], "[1, 2]", "must be a JSON object"),
         (["--scorer", "no-such-org/no-such-model", "--answer", "A.", "--context", "B."], None, "unknown scorer"),
     ],

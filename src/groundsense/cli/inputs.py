@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any
 
@@ -40,10 +41,11 @@ def gather_input(example: str | None, question: str | None, question_file: str |
     if example:
         row = load_example(example)
     elif answer is None and answer_file is None:
-        if sys.stdin.isatty():
+        given = b"" if sys.stdin.isatty() else sys.stdin.buffer.read()
+        if not given.strip():  # a terminal, or nothing piped (cron, CI, `ssh host cmd`)
             raise InputError("no answer given: use --answer/--answer-file, --example NAME, "
                              "or pipe a JSON object on stdin")
-        row = read_json_stream(sys.stdin.buffer)
+        row = read_json_stream(io.BytesIO(given))
         check_object(row)
     picks = {
         "question": question if question is not None else (read_text(question_file) if question_file else None),
