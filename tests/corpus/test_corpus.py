@@ -73,7 +73,7 @@ def detect(*args: str, body: bytes):
 
 def assert_refused_by_cli(result, case: Case) -> None:
     assert result.exit_code == 2, (result.exit_code, result.output, result.exc_info)
-    assert case.outcome.message in result.output
+    assert case.outcome.of_the_cli() in result.output
     assert "Traceback" not in result.output and '"sentences"' not in result.output
 
 

@@ -5,7 +5,8 @@ A case is a request body (the bytes piped to `groundsense detect`, posted to the
 and written as one line of a batch file) and one of three outcomes:
 
 - ``Error(message)``: refused with a message containing ``message`` (exit 2, HTTP 422,
-  an ``error`` record in a batch, :class:`InputError` from Python);
+  an ``error`` record in a batch, :class:`InputError` from Python; `groundsense detect` may say
+  another, ``on_the_command_line``: given nothing on stdin, it says what to give);
 - ``Accepted(...)``: a result whose offsets round-trip (``answer[start:end] == text``),
   optionally with every sentence scored, some unscored, or a warning;
 - both say what to fix or what was not judged; none is a traceback, exit 1 or a 500.
@@ -26,6 +27,10 @@ WORD = ("pneumonoultramicroscopicsilicovolcanoconiosis" * 1200)[:50_000]  # a 50
 @dataclass(frozen=True)
 class Error:
     message: str
+    on_the_command_line: str | None = None  # where `groundsense detect` says otherwise (nothing piped)
+
+    def of_the_cli(self) -> str:
+        return self.on_the_command_line or self.message
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ TWO_PASS = {"mode": "two_pass"}  # the costly accepted cases run the cheaper mod
 
 CASES: list[Case] = [
     # -- not a JSON object --------------------------------------------------------------
-    _raw("empty body", b"", Error("not valid JSON"), in_batch=False),
+    _raw("empty body", b"", Error("not valid JSON", on_the_command_line="no answer given"), in_batch=False),
     _raw("invalid JSON", b"{not json", Error("not valid JSON")),
     _raw("truncated JSON", json.dumps(BASE).encode()[:-5], Error("not valid JSON")),
     _raw("JSON list", b"[1, 2]", Error("must be a JSON object, not a list")),
