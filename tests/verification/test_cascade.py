@@ -86,8 +86,8 @@ def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(d
 
     result = Cascade(detector, Constant(), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
     assert result.cascade["verifier"] == "Constant" and all(s.flagged for s in result.sentences)
-    with pytest.raises(InputError):
-        Cascade(detector, object())
+    with pytest.raises(TypeError, match=r"needs a score_sentences\(question, chunks, sentences\) method, and object"):
+        Cascade(detector, object())  # a wrong type, as a detection that is none is
 
 
 def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):

@@ -100,7 +100,8 @@ class Cascade(Detection):
     def _build(self, detector: Detection, verifier: ScoresSentences, escalate: float, threshold: float,
                fusion: RankFusion | None, fusion_record: str | Path | bool | None) -> None:
         if not isinstance(verifier, Verifier):
-            raise InputError("the verifier needs a score_sentences(question, chunks, sentences) method")
+            raise TypeError("a verifier needs a score_sentences(question, chunks, sentences) method, and "
+                            f"{type(verifier).__name__} has none")
         self.detector, self.verifier = as_detection(detector), verifier
         if getattr(verifier, "scores_are_probabilities", True) is False:
             raise InputError(f"{self.verifier_name} scores are not probabilities of being unsupported, so a "
