@@ -27,6 +27,7 @@ from .common import (
     CommandFunction,
     Failure,
     calibration_written,
+    check_output_file,
     detector_options,
     fit_target_options,
     plain_detector,
@@ -43,7 +44,7 @@ from .stream import stream
 
 __all__ = ["cli", "main", "CONTEXT_SETTINGS", "EXIT_CODES", "Failure", "CommandFunction", "stacked", "detector_options",
            "FLAGGING", "fit_target_options", "plain_detector", "required_calibration", "calibration_written",
-           "resumable"]
+           "check_output_file", "resumable"]
 
 
 @click.group(cls=WithPlugins, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)

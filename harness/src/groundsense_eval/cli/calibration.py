@@ -14,6 +14,7 @@ from groundsense.cli import (
     CommandFunction,
     Failure,
     calibration_written,
+    check_output_file,
     fit_target_options,
     required_calibration,
     stacked,
@@ -22,7 +23,6 @@ from groundsense.errors import InputError
 
 from ..data.benchmarks import BENCHMARKS
 from .options import (
-    check_output,
     emit_report,
     load_sets,
     markdown_report_options,
@@ -56,7 +56,7 @@ def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: st
     you report on (use a train split)."""
     from ..fits.calibration import fit_from_features
 
-    check_output(output)
+    check_output_file(output)
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
     if len(sets) != 1:
         raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark} in "

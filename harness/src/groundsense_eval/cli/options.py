@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli import CommandFunction, Failure, stacked
+from groundsense.cli import CommandFunction, check_output_file, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS
@@ -115,18 +115,13 @@ def report_command(*args: object) -> str:
     return shlex.join(["groundsense", "eval", *map(str, [*args[:end], *draws, *args[end:]])])
 
 
-def check_output(output: Path | None) -> None:
-    """Refuse, before any work, a ``-o`` file in a missing folder (found only at the end, the work
-    done, it was a traceback): the product's check (``groundsense calibrate -o``), in the harness."""
-    if output and not output.parent.is_dir():
-        raise Failure(f"-o {output}: no folder {output.parent}: create it, or write elsewhere")
-
-
 def output_option(help: str) -> Callable[[CommandFunction], CommandFunction]:
-    """``-o``: an optional file to write, refused by :func:`check_output` as the command line is read."""
+    """``-o``: an optional file to write, refused as the command line is read where it cannot be
+    written (the product's :func:`groundsense.cli.check_output_file`)."""
 
     def checked(_ctx: click.Context, _param: click.Parameter, output: Path | None) -> Path | None:
-        check_output(output)
+        if output is not None:
+            check_output_file(output)
         return output
 
     return click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
