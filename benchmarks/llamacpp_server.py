@@ -40,7 +40,8 @@ def free_port() -> int:
 class LlamaCppServer:
     """``python -m llama_cpp.server`` on a free port; ``api_key`` makes it refuse other keys;
     ``logits_all=False`` makes it refuse requests for logprobs (HTTP 500), as llama.cpp servers
-    started without all logits do."""
+    started without all logits do; ``threads``: its threads for a prompt and for each token (the
+    server's own default for a prompt is every core, which spins against a job beside it)."""
 
     def __init__(self, api_key: str | None = None, n_ctx: int = 8192, threads: int = 2, ready_s: float = 180,
                  logits_all: bool = True):
@@ -48,7 +49,7 @@ class LlamaCppServer:
         self.url = f"http://{HOST}:{self.port}/v1"
         self.command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL,
                         "--host", HOST, "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-                        "--verbose", "False"]
+                        "--n_threads_batch", str(threads), "--verbose", "False"]
         if api_key:
             self.command += ["--api_key", api_key]
         if not logits_all:

@@ -45,10 +45,12 @@ def streamed(detector, case, seed=0, largest=12):
 
 # Each mode and each score rule once: a stream's features are the mode's, and its score rule is
 # applied to them as in `detect` (tests/pipeline/test_fused_score.py and the calibration's tests).
-@pytest.mark.parametrize(("mode", "score"), [("two_pass", "sensitivity"), ("full", "fused")])
-def test_stream_equals_detect_with_the_same_spans(scorer, cases, mode, score):
+# Full mode (K+2 conditions) on passages and on a context, without the long Data2txt answer.
+@pytest.mark.parametrize(("mode", "score", "which"),
+                         [("two_pass", "sensitivity", (0, 1, 2)), ("full", "fused", (0, 2))])
+def test_stream_equals_detect_with_the_same_spans(scorer, cases, mode, score, which):
     detector = Detector(scorer, mode=mode, score=score)
-    for seed, case in enumerate(cases):
+    for seed, case in ((seed, cases[seed]) for seed in which):
         emitted, result, _ = streamed(detector, case, seed)
         spans = [(s.start, s.end) for s in result.sentences]
         reference = detector.detect(answer=case.answer, question=case.question, sentences=spans, **evidence(case))

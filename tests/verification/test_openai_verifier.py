@@ -51,7 +51,7 @@ def judge_server():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: pip install 'groundsense[llamacpp-server]' to test the "
                     "openai: verifier against a real server")
-    with llamacpp_server.LlamaCppServer(api_key=KEY) as server:
+    with llamacpp_server.LlamaCppServer(api_key=KEY, threads=1) as server:  # one, as each test worker runs
         yield server
 
 
@@ -62,7 +62,7 @@ def refusing_server():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed: pip install 'groundsense[llamacpp-server]' to test the "
                     "openai: verifier against a real server")
-    with llamacpp_server.LlamaCppServer(logits_all=False) as server:
+    with llamacpp_server.LlamaCppServer(logits_all=False, threads=1) as server:
         yield server
 
 
