@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .inputs.files import load_example
     from .inputs.text import segment_sentences
     from .pipeline.detector import Detector
-    from .result import AnswerSummary, DetectionResult, SentenceResult, Truncation
+    from .result import AnswerSummary, DetectionResult, ResultRecord, SentenceRecord, SentenceResult, Truncation
     from .scorer import Scorer
     from .verification.cascade import Cascade
     from .verification.factory import make_detection
@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from .verification.lexical import LexicalOverlapVerifier
 
 __all__ = ["Detector", "DetectorConfig", "Detection", "DetectionOptions", "make_detection", "Cascade", "make_verifier",
-           "LexicalOverlapVerifier", "DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "Scorer",
+           "LexicalOverlapVerifier", "DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "ResultRecord",
+           "SentenceRecord", "Scorer",
            "Calibration", "shipped_calibration", "LexicalFusions", "DomainSentences", "adapt", "segment_sentences",
            "load_example", "GroundsenseError", "InputError", "ScorerUnavailable"]
 
@@ -38,7 +39,9 @@ if not TYPE_CHECKING:  # at run time each name is imported when first used: `gro
         "pipeline.detector": ["Detector"], "config": ["DetectorConfig"], "detection": ["Detection", "DetectionOptions"],
         "verification.factory": ["make_detection"], "verification.cascade": ["Cascade"],
         "verification.kinds": ["make_verifier"], "verification.lexical": ["LexicalOverlapVerifier"],
-        "result": ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation"], "scorer": ["Scorer"],
+        "result": ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "ResultRecord",
+                   "SentenceRecord"],
+        "scorer": ["Scorer"],
         "calibration.calibration": ["Calibration", "shipped_calibration"], "calibration.fusion": ["LexicalFusions"],
         "calibration.adaptation": ["DomainSentences", "adapt"], "inputs.text": ["segment_sentences"],
         "inputs.files": ["load_example"], "errors": ["GroundsenseError", "InputError", "ScorerUnavailable"],

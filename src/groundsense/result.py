@@ -1,7 +1,8 @@
 """The result of one detection: per-sentence scores, flags, features and support.
 
 ``to_dict()`` is the stable JSON contract of ``groundsense detect --json`` and of the
-service; fields may be added, none renamed.
+service; fields may be added, none renamed. Its type is :class:`ResultRecord` (docs/output.md),
+so that a type checker sees each field a reader takes from a record.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["DetectionResult", "SentenceResult", "AnswerSummary", "Truncation", "Support", "TokenRows", "ChunkSpan",
-           "InFlightVerdict", "support_score"]
+           "InFlightVerdict", "support_score", "ResultRecord", "SentenceRecord", "SupportRecord", "AnswerRecord",
+           "TruncationRecord", "ChunkRecord", "InFlightRecord"]
 
 
 def support_score(flags: Iterable[bool | None], answer_flagged: bool | None = None) -> float:
@@ -49,6 +51,103 @@ def percentile(share: float) -> str:
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+class SupportRecord(TypedDict):
+    """:class:`Support` in a record."""
+
+    chunk: int
+    start: int
+    end: int
+    text: str
+    drop: float
+    passage: int | None
+
+
+class SentenceRecord(TypedDict):
+    """A sentence in a record (:meth:`SentenceResult.to_dict`): a number that is not finite is null."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    score: float | None
+    flagged: bool | None
+    features: dict[str, float | None]
+    drops: list[float | None]
+    jsds: list[float | None]
+    support: SupportRecord | None
+    status: str
+    reason: str | None
+    verifier_score: float | None
+    absent: list[str]
+    in_cut_evidence: list[str]
+    fused: float | None
+    ranks: dict[str, float | None] | None
+    explanation: str | None
+
+
+class AnswerRecord(TypedDict):
+    """:class:`AnswerSummary` in a record."""
+
+    gap: float | None
+    min_sentence_gap: float | None
+    n_sentences: int
+    n_flagged: int
+    n_unscored: int
+    flagged: bool | None
+    score: float | None
+    threshold: float | None
+
+
+class TruncationRecord(TypedDict):
+    """:class:`Truncation` in a record."""
+
+    context: bool
+    answer: bool
+    context_tokens_removed: int
+    answer_tokens_unscored: int
+
+
+class ChunkRecord(TypedDict):
+    """:class:`ChunkSpan` in a record."""
+
+    index: int
+    start: int
+    end: int
+    passage: int | None
+
+
+class InFlightRecord(TypedDict):
+    """:class:`InFlightVerdict` in a record."""
+
+    index: int
+    score: float | None
+    flagged: bool | None
+
+
+class _ResultFields(TypedDict):
+    scorer: str
+    precision: str
+    threads: int | None
+    mode: str
+    leave_one_out: str | None
+    score_rule: str
+    detector: str  # score_rule's name before, kept so that readers of stored results work
+    threshold: float | None
+    sentences: list[SentenceRecord]
+    answer: AnswerRecord
+    truncated: TruncationRecord
+    chunks: list[ChunkRecord]
+    cascade: dict[str, Any] | None
+    warnings: list[str]
+
+
+class ResultRecord(_ResultFields, total=False):
+    """A detection's record (:meth:`DetectionResult.to_dict`), the fields docs/output.md lists;
+    ``in_flight`` only in a stream's closing result."""
+
+    in_flight: list[InFlightRecord]
 
 
 @dataclass(frozen=True)
@@ -105,7 +204,7 @@ class SentenceResult:
                  if self.in_cut_evidence else ""]
         return "; ".join(p for p in parts if p) or None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SentenceRecord:
         data = asdict(self)
         data["score"] = _finite(self.score)
         data["verifier_score"] = _finite(self.verifier_score)
@@ -115,7 +214,7 @@ class SentenceResult:
         data["features"] = {k: _finite(v) for k, v in self.features.items()}
         data["drops"] = [_finite(v) for v in self.drops]
         data["jsds"] = [_finite(v) for v in self.jsds]
-        return data
+        return cast("SentenceRecord", data)
 
 
 @dataclass(frozen=True)
@@ -143,8 +242,9 @@ class Truncation:
     def answer(self) -> bool:
         return self.answer_tokens_unscored > 0
 
-    def to_dict(self) -> dict:
-        return {"context": self.context, "answer": self.answer, **asdict(self)}
+    def to_dict(self) -> TruncationRecord:
+        return {"context": self.context, "answer": self.answer, "context_tokens_removed": self.context_tokens_removed,
+                "answer_tokens_unscored": self.answer_tokens_unscored}
 
 
 @dataclass(frozen=True)
@@ -211,8 +311,8 @@ class DetectionResult:
     # result is scored again as detect scores it, and they may differ (docs/streaming.md, "Precision").
     in_flight: list[InFlightVerdict] | None = None
 
-    def to_dict(self) -> dict:
-        return {
+    def to_dict(self) -> ResultRecord:
+        record: ResultRecord = {
             "scorer": self.scorer,
             "precision": self.precision,
             "threads": self.threads,
@@ -222,13 +322,17 @@ class DetectionResult:
             "detector": self.score_rule,  # its name before, kept so that readers of stored results work
             "threshold": _finite(self.threshold),
             "sentences": [s.to_dict() for s in self.sentences],
-            "answer": {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(self.answer).items()},
+            "answer": cast("AnswerRecord", {k: _finite(v) if isinstance(v, float) else v
+                                            for k, v in asdict(self.answer).items()}),
             "truncated": self.truncated.to_dict(),
-            "chunks": [asdict(c) for c in self.chunks],
+            "chunks": [cast("ChunkRecord", asdict(c)) for c in self.chunks],
             "cascade": self.cascade,
             "warnings": list(self.warnings),
-        } | ({} if self.in_flight is None else {"in_flight": [
-            {**asdict(v), "score": _finite(v.score)} for v in self.in_flight]})
+        }
+        if self.in_flight is not None:
+            record["in_flight"] = [{"index": v.index, "score": _finite(v.score), "flagged": v.flagged}
+                                   for v in self.in_flight]
+        return record
 
     def to_df(self) -> pd.DataFrame:
         """One row per sentence with its features, score, flag, a cascade's ``verifier_score``,

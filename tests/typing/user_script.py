@@ -7,7 +7,16 @@ from collections.abc import Callable
 from typing_extensions import assert_type
 
 import groundsense
-from groundsense import Cascade, Detection, DetectionResult, Detector, DetectorConfig, make_detection
+from groundsense import (
+    Cascade,
+    Detection,
+    DetectionResult,
+    Detector,
+    DetectorConfig,
+    ResultRecord,
+    SentenceRecord,
+    make_detection,
+)
 from groundsense.calibration import RankFusion, shipped_fusion
 from groundsense.inputs import CheckedRow, check_row
 from groundsense.testing import ConformanceReport, check_detection
@@ -25,6 +34,10 @@ def check(answer: str, passages: list[str]) -> None:
     assert_type(flagged, list[bool | None])
     for s in Detector().detect(answer=answer, passages=passages).sentences:  # the README's loop
         assert_type(s.score, float | None)  # None: not scored, so the README prints it as it is
+    record = Detector().detect(answer=answer, passages=passages).to_dict()  # what --json prints
+    assert_type(record, ResultRecord)
+    assert_type(record["sentences"][0], SentenceRecord)
+    assert_type(record["answer"]["flagged"], bool | None)
 
 
 def extend(spec: str) -> None:
