@@ -138,6 +138,7 @@ def test_detector_is_the_deprecated_old_name_of_detection(example):
 
 
 def test_evidence_is_read_from_framework_documents_and_nodes():
+    import dspy
     from langchain_core.documents import Document
     from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -152,6 +153,8 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
             evidence_texts(bad)
     with pytest.raises(InputError, match=r"evidence is a mapping \('doc-1', 'doc-2'…\), whose keys are no passages"):
         evidence_texts({"doc-1": "The bridge opened in 1937.", "doc-2": "Its span is 4,200 feet."})
+    with pytest.raises(InputError, match=r"evidence is a mapping \('passages'…\)"):  # it iterates its keys
+        evidence_texts(dspy.Prediction(passages=["The bridge opened in 1937."]))
     assert evidence_arguments("one context") == {"context": "one context"}
     assert evidence_arguments(("a", {"text": "b"})) == {"passages": ["a", "b"]}
 

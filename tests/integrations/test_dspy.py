@@ -121,6 +121,8 @@ def test_missing_fields_and_bad_inputs_are_refused(integration, detector, exampl
         (dspy.Prediction(answer=[SUPPORTED], context=["x"]), "answer field 'answer' must be text, not list"),
         (dspy.Prediction(answer=SUPPORTED, context=None), "context field 'context' holds no passages"),
         (dspy.Prediction(answer=SUPPORTED, context=[]), "context field 'context' holds no passages"),
+        (dspy.Prediction(answer=SUPPORTED, context=dspy.Prediction(passages=["x"])),  # a retriever's result
+         r"evidence is a mapping \('passages'…\), whose keys are no passages"),
         (dspy.Prediction(answer=SUPPORTED, context=["x"], question=3),
          "question field 'question' must be text, not int"),
         ("the answer is here", "must be a dspy.Example, dspy.Prediction or dict, not str"),

@@ -142,18 +142,28 @@ def evidence_arguments(sources: Any) -> dict[str, str | list[str]]:
 def evidence_texts(sources: Any) -> list[str]:
     """The passage texts of ``sources``: one string or one document, or an iterable of strings,
     LangChain ``Document``s, LlamaIndex nodes / ``NodeWithScore``s or mappings with
-    ``page_content``/``text``/``content``. Another mapping is refused: its keys are no passages."""
+    ``page_content``/``text``/``content``. Another mapping, or a mapping-like object that iterates
+    its keys (a ``dspy.Prediction``), is refused: its keys are no passages."""
     if sources is None:
         raise InputError("no evidence: give the retrieved passages (sources, documents or contexts)")
     if (text := _document_text(sources)) is not None:
         return [text]
-    if isinstance(sources, Mapping):
+    if isinstance(sources, Mapping) or _iterates_keys(sources):
         keys = ", ".join(repr(key)[:40] for key in list(sources)[:3])
         raise InputError(f"the evidence is a mapping ({keys}…), whose keys are no passages: give a list of passages "
                          "(its values, if they are the passages) or one document with a 'page_content' or 'text'")
     if not isinstance(sources, Iterable):
         raise InputError(f"the evidence must be a string or a list of passages, not {type(sources).__name__}")
     return [_text_of(item) for item in sources]
+
+
+def _iterates_keys(sources: Any) -> bool:
+    """Whether iterating ``sources`` gives its keys (a ``dspy.Example`` or ``Prediction``)."""
+    keys = getattr(sources, "keys", None)
+    if not (callable(keys) and isinstance(sources, Iterable)):
+        return False
+    items = list(sources)
+    return all(key in items for key in keys())
 
 
 def _document_text(item: Any) -> str | None:
