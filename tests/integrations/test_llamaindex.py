@@ -39,6 +39,19 @@ def test_evaluate_response_reads_the_source_nodes(integration, detector, example
     assert_invented_reported(result, example)
 
 
+def test_contexts_may_be_nodes_or_one_string(integration, detector, example):
+    """Read as every integration reads evidence (nodes: passages; one string: a context); the result holds text."""
+    from llama_index.core.schema import TextNode
+
+    evaluator = integration.GroundsenseEvaluator(detector)
+    nodes = [TextNode(text=p) for p in example["passages"]]
+    result = evaluator.evaluate(query=example["question"], response=example["answer"], contexts=nodes)
+    assert_invented_reported(result, example)
+    context = "\n\n".join(example["passages"])
+    result = evaluator.evaluate(query=example["question"], response=example["answer"], contexts=context)
+    assert result.passing is False and result.contexts == [context]
+
+
 def test_async_and_batch(integration, detector, example):
     from llama_index.core.evaluation import BatchEvalRunner
 

@@ -25,7 +25,7 @@ from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 
 from ..detection import Detection
-from .common import acheck, detection_argument
+from .common import acheck, detection_argument, evidence_texts
 
 __all__ = ["GroundsenseEvaluator"]
 
@@ -59,11 +59,12 @@ class GroundsenseEvaluator(BaseEvaluator):
     ) -> EvaluationResult:
         if response is None or contexts is None:
             raise ValueError("contexts and response must be provided")
+        texts = [contexts] if isinstance(contexts, str) else evidence_texts(contexts)  # the result holds strings
         report = await acheck(response, contexts, query, self._detection)
         if self._raise_error and not report.passing:
             raise ValueError(f"The response is not supported by the contexts. {report.feedback}")
         return EvaluationResult(
-            query=query, response=response, contexts=contexts,
+            query=query, response=response, contexts=texts,
             passing=report.passing, score=report.score, feedback=report.feedback,
         )
 
