@@ -114,6 +114,23 @@ def test_an_evidence_function_with_no_passages_stops_the_run(integration, exampl
     assert len(sent) == 1  # not sent back to the model, which cannot change the application's evidence
 
 
+def test_a_tool_return_that_is_no_passage_stops_the_run_naming_evidence(integration, example):
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ToolCallPart
+
+    model, sent = scripted_model(ToolCallPart("weather", {"city": "San Francisco"}), SUPPORTED)
+    agent = Agent(model)
+    agent.output_validator(integration.GroundsenseOutputValidator())
+
+    @agent.tool_plain
+    def weather(city: str) -> dict:
+        """The weather in a city."""
+        return {"city": city, "fog": True}
+
+    with pytest.raises(InputError, match=r"passage's text from a dict.*GroundsenseOutputValidator\(evidence="):
+        agent.run_sync(example["question"])
+
+
 def test_an_empty_answer_is_sent_back_to_the_model(integration, example):
     from pydantic_ai.exceptions import UnexpectedModelBehavior
 

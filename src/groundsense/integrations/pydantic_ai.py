@@ -114,7 +114,11 @@ def _tool_evidence(ctx: RunContext[Any]) -> str | list[str]:
     if isinstance(first, str) and all(content == first for content in returns):
         return first
     items = [item for content in returns for item in (content if isinstance(content, (list, tuple)) else [content])]
-    return list(dict.fromkeys(evidence_texts(items)))
+    try:
+        return list(dict.fromkeys(evidence_texts(items)))
+    except InputError as exc:
+        raise InputError(f"a tool of this run returned no passages ({exc}): where the agent has tools whose returns "
+                         "are not passages, give GroundsenseOutputValidator(evidence=lambda ctx: ...)") from exc
 
 
 def _prompt_text(prompt: str | Sequence[UserContent] | None) -> str:
