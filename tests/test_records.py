@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.bridge_answer import ANSWER, PASSAGES
 
 from groundsense.result import (
     AnswerRecord,
@@ -16,7 +17,6 @@ from groundsense.result import (
     SupportRecord,
     TruncationRecord,
 )
-from helpers.bridge_answer import ANSWER, PASSAGES
 
 OUTPUT_DOC = Path(__file__).resolve().parents[1] / "docs" / "output.md"
 
