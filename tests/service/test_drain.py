@@ -2,6 +2,7 @@
 flight finish, within ``--grace`` seconds; then the server exits 0. On a real `groundsense
 serve` process, and (the refusals) on the app in this process."""
 
+import asyncio
 import json
 import signal
 import socket
@@ -13,7 +14,12 @@ from fastapi.testclient import TestClient
 from helpers.servers import ServeProcess
 from helpers.stream_http import END, EXAMPLE, HEAD, chunk, chunked_events, ndjson, open_stream, read_until
 
-from groundsense.service.app import create_app
+from groundsense.detection import Detection
+from groundsense.errors import Cancelled
+from groundsense.inputs.validate import check_row
+from groundsense.service.app import create_app, lifespan
+from groundsense.service.observe import RequestRecord, _current
+from groundsense.service.routes.detect import score
 from groundsense.service.settings import ServiceSettings
 
 
@@ -29,6 +35,43 @@ def test_a_draining_app_refuses_new_work_but_answers_its_probe_and_metrics():
         assert 1 <= int(response.headers["retry-after"]) <= 20
     assert client.get("/healthz").status_code == 200
     assert 'route="/v1/detect",scorer="smollm2-135m-instruct",status="503"' in client.get("/metrics").text
+
+
+class UntilStopped(Detection):
+    """Scores until told to stop (at most 30 s), as a long batch on the real scorer would."""
+
+    def detect_checked(self, row, stop=None):
+        deadline = time.monotonic() + 30
+        while not stop() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise Cancelled("stopped")
+
+    def describe(self, chunks=None):
+        return {"kind": "until-stopped", "scorer": "none"}
+
+
+def test_a_request_cut_off_at_the_end_of_the_grace_stops_its_work_and_the_shutdown_waits_for_no_more():
+    """As uvicorn ends the grace: cancel the request in flight, then shut the app down. The
+    request stops its running job at the scorer's next check, as a timed-out one does, and the
+    shutdown waits for the scorer's thread off the event loop, so the cut-off request gets its
+    503 and the process exits at once, not when the job would have ended."""
+    app = create_app(ServiceSettings(), detection=UntilStopped)
+    service = app.state.service
+
+    async def serve_and_cut_off() -> None:
+        async with lifespan(app):
+            assert await asyncio.to_thread(service.worker.ready.wait, 10)
+            _current.set(RequestRecord())
+            request = asyncio.create_task(score(service, [check_row({"answer": "A.", "context": "B."})]))
+            while not service.worker.running:
+                await asyncio.sleep(0.01)
+            request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+
+    started = time.monotonic()
+    asyncio.run(serve_and_cut_off())
+    assert time.monotonic() - started < 5, "the shutdown waited for the work of a request it had cut off"
 
 
 @pytest.mark.slow  # the real scorer, in a `groundsense serve` process

@@ -13,6 +13,7 @@ request but ``/healthz`` and ``/metrics``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
@@ -68,11 +69,12 @@ async def internal(request: Request, exc: Exception) -> JSONResponse:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """The scorer's thread runs while the app does."""
+    """The scorer's thread runs while the app does. It is waited for off the event loop, so that the
+    requests the shutdown cancelled get their answer and stop their jobs meanwhile."""
     worker = app.state.service.worker
     worker.start()
     yield
-    worker.stop()
+    await asyncio.to_thread(worker.stop)
 
 
 class App(FastAPI):

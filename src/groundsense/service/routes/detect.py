@@ -87,8 +87,9 @@ async def score(service: Service, rows: list[CheckedRow]) -> list[dict]:
         estimate = worker.state.mean_seconds * (worker.pending + 1) * len(rows)
         raise ApiError(429, "the scorer is busy: too many requests are waiting", retry_after=estimate) from None
     except asyncio.TimeoutError:
-        stopped.set()  # ... and a running one stops at the scorer's next check
         raise ApiError(504, f"scoring took longer than the {timeout_s:g} s limit", retry_after=timeout_s) from None
+    finally:
+        stopped.set()  # ... and a running one, timed out or cut off by the shutdown, stops at the scorer's next check
 
 
 async def score_one(service: Service, row: CheckedRow) -> dict:
