@@ -146,6 +146,12 @@ def test_settings_come_from_flags_then_environment(monkeypatch):
     monkeypatch.setenv("GROUNDSENSE_TARGET_RECALL", "most")
     with pytest.raises(InputError, match="GROUNDSENSE_TARGET_RECALL='most': expected float"):
         ServiceSettings.from_env()
+    monkeypatch.delenv("GROUNDSENSE_TARGET_RECALL")
+    monkeypatch.setenv("GROUNDSENSE_LOG_TEXT", "off")
+    assert ServiceSettings.from_env().log_text is False
+    monkeypatch.setenv("GROUNDSENSE_FUSE", "y")  # a typo is refused, not taken as off
+    with pytest.raises(InputError, match=r"GROUNDSENSE_FUSE='y': expected 1 or 0 \(true or false"):
+        ServiceSettings.from_env()
 
 
 @pytest.mark.parametrize("setting, value, message", [

@@ -68,9 +68,21 @@ def _values(kind: type, overrides: dict) -> dict:
             given = [t for t in get_args(types[f.name]) if t is not type(None)] or [types[f.name]]
             parse = given[0] if len(given) == 1 else str  # "X | None" parses as X; a wider union is text (a path)
             try:
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on") if parse is bool else parse(raw)
+                values[f.name] = _switch(raw) if parse is bool else parse(raw)
             except ValueError:
-                raise InputError(f"GROUNDSENSE_{f.name.upper()}={raw!r}: expected {parse.__name__}") from None
+                expected = "1 or 0 (true or false, yes or no, on or off)" if parse is bool else parse.__name__
+                raise InputError(f"GROUNDSENSE_{f.name.upper()}={raw!r}: expected {expected}") from None
         if overrides.get(f.name) is not None:
             values[f.name] = overrides[f.name]
     return values
+
+
+def _switch(raw: str) -> bool:
+    """A switch's variable: 1, true, yes or on; 0, false, no, off or empty. Anything else (a typo) is
+    a ValueError, not silently off."""
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)
