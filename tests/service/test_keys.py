@@ -74,6 +74,9 @@ def test_probes_and_the_page_stay_open(key_file):
     assert client.get("/readyz").json()["status"] == "loading"
     assert client.get("/").status_code == client.get("/static/app.js").status_code == 200
     assert "/v1/detect" in client.get("/openapi.json").json()["paths"]
+    assert client.get("/docs").status_code == 200
+    help_text = " ".join(CliRunner().invoke(cli, ["serve", "--help"], terminal_width=200).output.split())
+    assert "every route but the probes, the review page's files and the API's description" in help_text
 
 
 def test_metrics_open_serves_metrics_without_a_key_and_nothing_else(key_file):

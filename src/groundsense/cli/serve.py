@@ -55,8 +55,9 @@ def print_key_hash(ctx: click.Context, param: click.Parameter, value: bool) -> N
 @click.option("--log-text", is_flag=True, default=None,
               help="Put each request's question and answer in the request log [env GROUNDSENSE_LOG_TEXT; off].")
 @click.option("--api-key-file", type=click.Path(dir_okay=False), default=None,
-              help="A file of API key hashes, one per line (make one with --hash-key): every route but the probes "
-                   "and the review page's files then needs 'Authorization: Bearer KEY'. Read again when it changes "
+              help="A file of API key hashes, one per line (make one with --hash-key): every route but the probes, "
+                   "the review page's files and the API's description (/openapi.json, /docs) then needs "
+                   "'Authorization: Bearer KEY'. Read again when it changes "
                    "(docs/service.md#api-keys) [env GROUNDSENSE_API_KEY_FILE; none: no key asked].")
 @click.option("--metrics-open", is_flag=True, default=None,
               help="Serve /metrics without a key even when keys are configured [env GROUNDSENSE_METRICS_OPEN; off].")
