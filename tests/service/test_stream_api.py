@@ -152,3 +152,16 @@ def test_a_silent_stream_is_ended_with_a_504_and_frees_its_place(detector):
         assert "nothing arrived for 5 s" in events[0]["error"]
         metrics = httpx.get(server.url + "/metrics", timeout=30).text
         assert 'groundsense_open_streams{scorer="smollm2-135m-instruct"} 0.0' in metrics
+
+
+def test_a_masked_detectors_stream_is_refused_naming_the_option_a_client_can_send(scorer):
+    """An HTTP client cannot change the served leave-one-out kind; the refusal names the option it can send."""
+    from groundsense import Detector
+
+    detector = Detector(scorer, leave_one_out="masked")
+    with TestClient(create_app(ServiceSettings(), detection=lambda: detector)) as client:
+        answer = {"delta": EXAMPLE["answer"]}
+        refused = post(client, ndjson(HEAD, answer))
+        assert refused.status_code == 422 and '"options": {"mode": "two_pass"}' in refused.json()["error"]
+        done = post(client, ndjson({**HEAD, "options": {"mode": "two_pass"}}, answer))
+        assert done.status_code == 200 and json.loads(done.text.splitlines()[-1])["result"]["mode"] == "two_pass"

@@ -70,7 +70,10 @@ class DetectionStream:
     def __init__(self, scorer: Scorer, adjudicator: Adjudicator, question: str = "", context: str | None = None,
                  passages: list[str] | None = None, score_every: int = 16):
         if adjudicator.leave_one_out == "masked":
-            raise InputError("streaming scores exact leave-one-out only: use leave_one_out='exact' or mode='two_pass'")
+            raise InputError("streaming scores exact leave-one-out only, and this detector's is masked: stream "
+                             "with exact leave-one-out (leave_one_out='exact', --loo exact, "
+                             "GROUNDSENSE_LEAVE_ONE_OUT=exact) or in two-pass mode (mode='two_pass', --mode two_pass, "
+                             "a request's \"options\": {\"mode\": \"two_pass\"})")
         check_evidence(context, passages)
         question = "" if question is None else check_text(question, "question")
         if isinstance(score_every, bool) or not isinstance(score_every, int) or score_every < 1:
