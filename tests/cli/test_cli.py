@@ -341,6 +341,25 @@ def test_bad_labels_or_an_unwritable_output_are_refused_before_the_scorer_loads(
     assert not (tmp_path / "in.features.jsonl").exists()  # nothing was scored
 
 
+@pytest.mark.parametrize("command", ["calibrate", "fit"])
+@pytest.mark.parametrize("output, given, what", [
+    ("in.jsonl", [], "the input rows"),
+    ("in.features.jsonl", [], "the features file"),
+    ("in.fused.jsonl", ["--fuse", "--adapt", "shipped"], "the features file"),
+    ("cache.jsonl", ["--features", "cache.jsonl"], "the features file"),
+])
+def test_an_output_that_would_replace_the_rows_or_their_features_is_refused(tmp_path, monkeypatch, command, output,
+                                                                            given, what):
+    """It was written over them once everything was scored: the labelled rows, or the scores, lost."""
+    monkeypatch.chdir(tmp_path)
+    rows = "".join(json.dumps({**ROW, "labels": [], "source": s}) + "\n" for s in "abcde")
+    (tmp_path / "in.jsonl").write_text(rows)
+    given = [a for a in given if command == "calibrate" or a not in ("--adapt", "shipped")]
+    result = run(command, "in.jsonl", "-o", output, *given)
+    assert result.exit_code == 2 and f"-o {output} is {what}" in result.output, result.output
+    assert (tmp_path / "in.jsonl").read_text() == rows and not list(tmp_path.glob("*.features.jsonl"))
+
+
 def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
     from groundsense.cli.calibration_data import check_cache
 

@@ -46,6 +46,15 @@ def scoring_options(func: CommandFunction) -> CommandFunction:
     return stacked(options)(func)
 
 
+def check_scoring_output(output: Path, source: Path, features: Path | None, fuse: bool) -> None:
+    """Refuse a ``-o`` that is SOURCE or the features file it is scored into (``--fuse``: SOURCE
+    with .fused.jsonl by default): the file written at the end would replace the rows or the scores."""
+    features = features or source.with_suffix(".fused.jsonl" if fuse else ".features.jsonl")
+    for path, what in ((source, "the input rows"), (features, "the features file the rows are scored into")):
+        if output.resolve() == path.resolve():
+            raise InputError(f"-o {output} is {what}: write the file to another path")
+
+
 # `calibrate --fuse`'s and `fit --fuse`'s judge.
 fused_verifier_option = click.option(
     "--verifier", default=None, metavar="SPEC",
@@ -125,6 +134,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
     from .calibration_data import fit_from_batch
 
     common.check_output_file(output)
+    check_scoring_output(output, source, features, fuse)
     _check_applies(source, base, target_recall, target_precision)
     if score != "auto" and (not base or fuse):
         raise InputError("--score says which score's file --adapt adapts: add --adapt (fitting on labels writes a "

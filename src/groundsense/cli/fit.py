@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import SCORES, DetectorConfig
 from ..errors import InputError
-from .calibrate import fused_verifier_option, score_rows, scoring_options
+from .calibrate import check_scoring_output, fused_verifier_option, score_rows, scoring_options
 from .common import (
     CONTEXT_SETTINGS,
     Failure,
@@ -80,6 +80,7 @@ def fit(source: Path, features: Path | None, no_progress: bool, output: Path, ta
     from .calibration_data import labelled_rows, source_group
 
     check_output_file(output)
+    check_scoring_output(output, source, features, fuse)
     if target_recall is not None and target_precision is not None:
         raise InputError("ask for a target recall or a target precision, not both")
     if (verifier or base) and not fuse:
