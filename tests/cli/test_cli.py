@@ -379,6 +379,16 @@ def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
         features.write_text(json.dumps(record) + "\n")
         with pytest.raises(InputError, match=re.escape(message)):
             check_cache(source, features, **made)
+    # a fused cascade's run: its judge's scores are what it fits, so another judge's (or none) are refused
+    judged = {"id": "a", "line": 1, **made, "sentences": [sentence], "cascade": {"verifier": "judge:a"}}
+    features.write_text(json.dumps(judged) + "\n")
+    check_cache(source, features, **made, verifier="judge:a")
+    check_cache(source, features, **made)  # a plain run reads the detector's features of a cascade's run
+    for record, message in [(judged, "judged by judge:a, and this run's judge is judge:b"),
+                            ({**judged, "cascade": None}, "judged by no verifier, and this run's judge is judge:b")]:
+        features.write_text(json.dumps(record) + "\n")
+        with pytest.raises(InputError, match=re.escape(message)):
+            check_cache(source, features, **made, verifier="judge:b")
 
 
 def test_calibrate_refuses_an_option_the_rows_leave_without_effect(tmp_path, monkeypatch):

@@ -59,10 +59,12 @@ def source_group(line: int, row: dict) -> str:
     return f"source {row['source']}" if "source" in row else f"line {line}"
 
 
-def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str) -> None:
+def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str,
+                verifier: str | None = None) -> None:
     """Refuse a features file (``calibrate`` and ``fit`` resume one) that another run made: a
     record of another row of ``source`` than its line holds now (the rows were edited or
-    reordered), or scored by another scorer, precision or leave-one-out than this run's."""
+    reordered), or scored by another scorer, precision or leave-one-out than this run's, or (a
+    fused cascade's run, ``verifier``) by another judge, or none."""
     if not features.exists():
         return
     rows = dict(read_rows(source))
@@ -84,6 +86,10 @@ def check_cache(source: Path, features: Path, scorer: str, precision: str, leave
             raise InputError(f"{features} holds answers scored by {made[0]} at {made[1]} (leave-one-out {made[2]}), "
                              f"and this run scores by {scorer} at {precision} (leave-one-out {leave_one_out}): "
                              f"{again}")
+        judged = (record.get("cascade") or {}).get("verifier")
+        if "error" not in record and verifier is not None and judged != verifier:
+            raise InputError(f"{features} holds answers judged by {judged or 'no verifier'}, and this run's judge is "
+                             f"{verifier}: {again}")
 
 
 def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
