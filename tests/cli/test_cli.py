@@ -315,6 +315,21 @@ def test_calibrate_fits_thresholds_that_detect_then_uses(tmp_path, cli_scorer):
     assert run("calibrate", str(source), "-o", str(output), "--mode", "two_pass").exit_code == 2
 
 
+@pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # which rows are fitted on, not the scores
+def test_calibrate_says_which_rows_failed_to_score_and_records_how_many(tmp_path, cli_scorer):
+    """A row that failed (here a typo in a field's name) was left out of the fit without a word."""
+    rows = [{**ROW, "labels": [{"start": 34, "end": 62}]}, {**ROW, "labels": [], "sorce": "a"},
+            {**ROW, "answer": "Its main span is 4,200 feet long.", "labels": []}]
+    source = tmp_path / "labelled.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = run("calibrate", str(source), "-o", str(tmp_path / "calibration.json"), "--no-progress")
+    assert out.exit_code == 0, out.output
+    assert (f"warning: 1 rows of {source} failed to score and are left out (lines 2; their errors are in "
+            f"{tmp_path / 'labelled.features.jsonl'})") in out.stderr
+    made = json.loads((tmp_path / "calibration.json").read_text())["made_with"]
+    assert made["answers"] == 2 and made["errors"] == 1
+
+
 @pytest.mark.parametrize("cli_scorer", ["tiny"], indirect=True)  # what the view prints, not the scores
 def test_stream_view_names_the_verifier_of_a_sentence_decided_while_streaming(tmp_path, invoke_cli, cli_scorer):
     """A cascade's stream verifies each flagged sentence as it ends. The terminal view printed

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import numpy as np
 
 from ..calibration.calibration import Calibration, fit_calibration
@@ -93,7 +94,8 @@ def check_cache(source: Path, features: Path, scorer: str, precision: str, leave
 
 
 def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:
-    """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`."""
+    """``features_path`` (the batch output of ``source``) as :class:`ScoredRows`; rows that failed
+    to score are left out, counted in ``made_with`` and named in a warning."""
     rows, labelled = labelled_rows(source)
     values: dict[str, list[float]] = {name: [] for name in SENTENCE_VALUES}
     labels: list[int] = []
@@ -101,10 +103,11 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
     groups: list[str] = []
     chunks_of: list[int] = []  # each sentence's answer's chunk count
     verifier_scores: list[float] = []
-    answers, chunk_counts = 0, set()
+    answers, chunk_counts, failed = 0, set(), []
     for line in features_path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if "error" in record:
+            failed.append(record["line"])
             continue
         answers += 1
         chunk_counts.add(len(record["chunks"]))
@@ -122,11 +125,14 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
             groups.append(source_group(record["line"], row))
             if labelled:
                 labels.append(int(_overlaps(sentence["start"], sentence["end"], row["labels"])))
+    if failed:
+        click.echo(f"warning: {len(failed)} rows of {source} failed to score and are left out (lines "
+                   f"{', '.join(map(str, sorted(failed)))}; their errors are in {features_path})", err=True)
     return ScoredRows(
         {name: np.array(v, dtype=float) for name, v in values.items()}, np.array(labels) if labelled else None,
         np.array(answer_of), np.array(groups, dtype=object),
-        {"source": source.name, "answers": answers, "labelled": labelled, "chunk_counts": sorted(chunk_counts),
-         "leave_one_out": leave_one_out},
+        {"source": source.name, "answers": answers, "errors": len(failed), "labelled": labelled,
+         "chunk_counts": sorted(chunk_counts), "leave_one_out": leave_one_out},
         np.array(chunks_of, dtype=int), np.array(verifier_scores, dtype=float),
     )
 
