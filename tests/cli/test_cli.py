@@ -439,3 +439,12 @@ def test_fit_refuses_a_score_the_shipped_files_cannot_give_before_anything_is_sc
     result = run("fit", "rows.jsonl", "--precision", "int8", "--score", "fused", "-o", "out.json")
     assert result.exit_code == 2 and "at int8 has none: use --score sensitivity" in result.output
     assert not (tmp_path / "rows.features.jsonl").exists()
+
+
+def test_a_row_without_a_source_or_with_a_null_one_is_a_source_of_its_own():
+    """docs/calibration.md: rows sharing a source stay in one cross-validation fold; the others are each their own."""
+    from groundsense.cli.calibration_data import source_group
+
+    rows = {1: {"source": "doc"}, 2: {"source": "doc"}, 3: {}, 4: {"source": None}, 5: {"source": None}}
+    assert [source_group(line, row) for line, row in rows.items()] == [
+        "source doc", "source doc", "line 3", "line 4", "line 5"]

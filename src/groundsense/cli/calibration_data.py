@@ -56,8 +56,8 @@ def labelled_rows(source: Path) -> tuple[dict[int, dict], bool]:
 
 
 def source_group(line: int, row: dict) -> str:
-    """The cross-validation group of the row on ``line``: its ``source``, else the row alone."""
-    return f"source {row['source']}" if "source" in row else f"line {line}"
+    """The cross-validation group of the row on ``line``: its ``source``, else (none, or null) the row alone."""
+    return f"source {row['source']}" if row.get("source") is not None else f"line {line}"
 
 
 def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str,
