@@ -448,3 +448,8 @@ def test_a_row_without_a_source_or_with_a_null_one_is_a_source_of_its_own():
     rows = {1: {"source": "doc"}, 2: {"source": "doc"}, 3: {}, 4: {"source": None}, 5: {"source": None}}
     assert [source_group(line, row) for line, row in rows.items()] == [
         "source doc", "source doc", "line 3", "line 4", "line 5"]
+
+
+@pytest.mark.parametrize("command", ["calibrate", "fit"])
+def test_the_output_help_says_what_fuse_writes(command):
+    assert "(with --fuse: the fusion JSON)" in " ".join(run(command, "--help").output.split())

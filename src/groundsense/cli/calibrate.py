@@ -87,7 +87,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @scoring_options
-@fit_target_options(labels_optional=True)
+@fit_target_options(labels_optional=True, fuses=True)
 @click.option("--flag-rate", type=click.FloatRange(0, 1, min_open=True), default=0.1, show_default=True,
               help="Unlabelled: share of sentences to flag.")
 @click.option("--adapt", "base", default=None, metavar="BASE.json|shipped",

@@ -183,11 +183,14 @@ def detector_options(omit: tuple[str, ...] = (), from_env: bool = False,
     return decorate
 
 
-def fit_target_options(labels_optional: bool = False) -> Callable[[CommandFunction], CommandFunction]:
-    """`calibrate`'s and `eval calibrate`'s -o, --target-recall and --target-precision
-    (``labels_optional``: the input may lack labels, which a target needs, and the help says so)."""
+def fit_target_options(labels_optional: bool = False,
+                       fuses: bool = False) -> Callable[[CommandFunction], CommandFunction]:
+    """`calibrate`'s, `fit`'s and `eval calibrate`'s -o, --target-recall and --target-precision
+    (``labels_optional``: the input may lack labels, which a target needs, and the help says so;
+    ``fuses``: the command's --fuse writes a fusion instead of a calibration)."""
     output = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-                          help="Where to write the calibration JSON.")
+                          help="Where to write the calibration JSON"
+                               + (" (with --fuse: the fusion JSON)." if fuses else "."))
     targets = [
         click.option(f"--target-{name}", type=click.FloatRange(0, 1, min_open=True), default=None,
                      help=f"{'Labelled: fit' if labels_optional else 'Fit'} the thresholds at the lowest {name} "

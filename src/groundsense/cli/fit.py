@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @scoring_options
-@fit_target_options()
+@fit_target_options(fuses=True)
 @click.option("--force", is_flag=True, help="Write the fit even when cross-validation does not find it better.")
 @click.option("--no-lexical", is_flag=True,
               help="Fit over the scorer's features only, without the lexical signals (for answers in another "
