@@ -106,6 +106,19 @@ def test_the_exit_codes_are_in_the_help(group, one):
     assert f"\n    1    {one}" in shown
 
 
+@pytest.mark.parametrize("columns", [60, 120])
+@pytest.mark.parametrize("command", ["detect", "stream"])
+def test_the_help_shows_each_example_command_line_whole(command, columns):
+    """An example is a command line to copy: help neither joins two nor wraps one."""
+    from click.testing import CliRunner
+
+    from groundsense.cli import cli
+
+    shown = CliRunner().invoke(cli, [command, "--help"], terminal_width=columns).output
+    examples = [line.strip() for line in cli.commands[command].help.splitlines() if "groundsense " in line]
+    assert examples and all(f"\n    {example}\n" in shown for example in examples), shown
+
+
 def test_a_scorer_whose_weights_are_not_installed_says_how_to_install_them(absent_scorer):
     result = run("detect", "--scorer", absent_scorer.name, "--answer", "A.", "--context", "B.")
     assert result.exit_code == 2

@@ -32,6 +32,7 @@ def detect(example: str | None, question: str | None, question_file: str | None,
     with keys question, context or passages, and answer (and optionally id, sentences,
     options: {k, mode}, which then override -k and --mode; the same request HTTP takes):
 
+    \b
       echo '{"context": "...", "answer": "..."}' | groundsense detect --json
     """
     from ..inputs.validate import check_row

@@ -64,6 +64,7 @@ def stream(question: str | None, question_file: str | None, context: str | None,
     """Check an answer while it is generated: read it from standard input as it arrives and
     print each sentence's verdict as soon as the sentence ends.
 
+    \b
       my-llm "Summarise the note" | groundsense stream --context-file note.txt
       groundsense stream --example passages-qa          # replays a shipped answer
     """
