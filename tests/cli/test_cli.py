@@ -251,6 +251,17 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     assert len(out.read_text().splitlines()) == 5
 
 
+@pytest.mark.parametrize("command", [["detect"], ["stream", "--delay", "0"]])
+def test_the_view_piped_prints_each_line_whole(command, invoke_cli):
+    """Not a terminal, no line is wrapped at 80 columns: `| grep UNSUPPORTED` gets the whole sentence."""
+    out = invoke_cli([*command, "--example", "passages-qa", "--mode", "two_pass"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    for sentence in json.loads(invoke_cli(["detect", "--example", "passages-qa", "--json"]).output)["sentences"]:
+        assert any(line.startswith(f"[{sentence['index']}]") and line.endswith(sentence["text"]) for line in lines)
+    assert any(len(line) > 100 for line in lines)
+
+
 @pytest.mark.slow  # runs the real scorer, in a subprocess it stops and in this process
 @pytest.mark.system
 @pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ..config import DetectorConfig
 from . import common
@@ -36,7 +35,7 @@ def detect(example: str | None, question: str | None, question_file: str | None,
       echo '{"context": "...", "answer": "..."}' | groundsense detect --json
     """
     from ..inputs.validate import check_row
-    from .render import render
+    from .render import render, terminal
 
     row = gather_input(example, question, question_file, context, context_file, passage_files, answer, answer_file)
     checked = check_row(row)  # validated before the scorer loads
@@ -46,6 +45,6 @@ def detect(example: str | None, question: str | None, question_file: str | None,
         data = result.to_dict() if checked.id is None else {"id": checked.id, **result.to_dict()}
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        render(result, Console())
+        render(result, terminal())
     if fail_on_flag:
         common.exit_unless_cleared(result)

@@ -36,6 +36,13 @@ def _mark(sentence: SentenceResult) -> str:
     return {True: "✗ UNSUPPORTED", False: "✓ supported ", None: "· not judged"}[sentence.flagged]
 
 
+def terminal() -> Console:
+    """The view's console: wrapped to a terminal's width; piped, each line whole (for grep and friends)."""
+    console = Console()
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
 def render(result: DetectionResult, console: Console) -> None:
     render_header(result.scorer, result.mode, result.leave_one_out, result.score_rule, result.threshold, console)
     for s in result.sentences:

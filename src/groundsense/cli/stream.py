@@ -69,9 +69,9 @@ def stream(question: str | None, question_file: str | None, context: str | None,
       groundsense stream --example passages-qa          # replays a shipped answer
     """
     from ..inputs.validate import check_stream_head
-    from .render import render_header, render_summary
+    from .render import render_header, render_summary, terminal
 
-    console = Console()
+    console = terminal()
     if example:
         row = gather_input(example, question, question_file, context, context_file, passage_files, None, None)
         pieces = _replayed(row.pop("answer"), delay)
