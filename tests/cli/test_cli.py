@@ -106,6 +106,15 @@ def test_the_exit_codes_are_in_the_help(group, one):
     assert f"\n    1    {one}" in shown
 
 
+def test_a_hub_message_is_printed_once():
+    """The hub's logger prints its messages itself; the root handler printed each again (an
+    unknown --scorer offline: every retry's line twice, for the half minute of its retries)."""
+    code = ("import logging; from groundsense.cli import cli; cli(['examples'], standalone_mode=False); "
+            "logging.getLogger('huggingface_hub.file_download').warning('Retrying in 1s')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr.count("Retrying in 1s") == 1, done.stderr
+
+
 @pytest.mark.parametrize("columns", [60, 120])
 @pytest.mark.parametrize("command", ["detect", "stream"])
 def test_the_help_shows_each_example_command_line_whole(command, columns):

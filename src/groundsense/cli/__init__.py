@@ -57,6 +57,9 @@ def cli(verbose: bool, threads: int | None) -> None:
     """Flag the sentences of a RAG answer that the retrieved evidence does not support,
     and show the passage each supported sentence relied on."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.disable_propagation()  # the hub prints its messages (a download's retries) itself: not twice
     if threads is not None:
         use_threads(threads)
     if not verbose:
