@@ -57,17 +57,21 @@ def test_the_worked_example_is_the_demo():
 @pytest.mark.numeric  # printed numbers: the fallback SIMD pass checks them on another rounding too
 @pytest.mark.parametrize("name", sorted(worked_examples()))
 def test_worked_example_is_what_detect_prints(name, scorer, monkeypatch):
-    from groundsense.cli import cli, common
+    from rich.console import Console
+
+    from groundsense.cli import cli, common, render
     from groundsense.pipeline.detector import Detector
     from groundsense.scorer import Scorer
 
     monkeypatch.setattr(common, "make_detection", lambda config: Detector.from_config(
         config, Scorer.from_model(scorer.model, scorer.tokenizer, scorer.name)))
-    result = CliRunner().invoke(cli, ["detect", "--example", name], env={"COLUMNS": "110"})
+    # as a terminal of 110 columns shows it, wrapped (piped, the view prints each line whole)
+    monkeypatch.setattr(render, "terminal", lambda: Console(width=110, color_system=None))
+    result = CliRunner().invoke(cli, ["detect", "--example", name])
     assert result.exit_code == 0, result.output
     assert prints_alike(result.output, worked_examples()[name]), (
-        f"README.md's `--example {name}` output is stale: paste what `COLUMNS=110 groundsense detect "
-        f"--example {name}` prints:\n{result.output}")
+        f"README.md's `--example {name}` output is stale: paste what `groundsense detect --example {name}` "
+        f"shows in a terminal 110 columns wide:\n{result.output}")
 
 
 def prints_alike(printed: str, shown: str) -> bool:
