@@ -31,3 +31,24 @@ def test_the_sigterm_handler_is_set_only_inside_the_block():
     with resumable("nothing"):
         assert signal.getsignal(signal.SIGTERM) is not before
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("args", [
+    ["examples"],  # click's echo
+    pytest.param(["detect", "--example", "passages-qa"], marks=pytest.mark.slow),  # the readable view (rich)
+])
+def test_a_reader_that_closed_the_pipe_gives_141_not_a_verdicts_1(args):
+    """`... | head -1`: the shell's code for a writer that SIGPIPE stops, quietly, which `--fail-on-flag`'s 1
+    is not. The pipe's reading end is closed before the command writes, so every write fails."""
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "groundsense.cli", *args], stdout=write, stderr=subprocess.PIPE,
+                              timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr.decode()
+    assert b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr, done.stderr.decode()

@@ -32,6 +32,7 @@ Exit codes, the same for every command:
        error: a traceback)
   2    bad usage or input, or a scorer or verifier that cannot load: the message says what to do
   130  interrupted (Ctrl-C), 143 stopped (SIGTERM): finished work is kept; rerun to resume
+  141  the reader of standard output closed it (`| head -1`)
 """
 
 

@@ -7,6 +7,8 @@ not installed, ``eval`` still answers, with how to install it.
 
 from __future__ import annotations
 
+import os
+import sys
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -63,7 +65,8 @@ def stand_in(name: str, message: str, help: str, short_help: str) -> click.Comma
 
 class WithPlugins(Commands):
     """The root group: its own commands, then those of the installed plugins, loaded by name. A
-    Ctrl-C exits 130 from any of them, as the exit codes say (click's own exit is 1, which
+    Ctrl-C exits 130 from any of them, and a reader that closed the pipe (``| head -1``) 141, as
+    a process that SIGPIPE stops does, as the exit codes say (click's own exit for both is 1, which
     ``--fail-on-flag`` gives an answer not cleared); a command that keeps finished work says what
     it kept first (:func:`.interrupts.resumable`)."""
 
@@ -73,6 +76,10 @@ class WithPlugins(Commands):
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             raise click.exceptions.Exit(130) from None
+        except BrokenPipeError:
+            # what is still buffered for stdout goes nowhere, not to a traceback at exit (Python's signal docs)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(141) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *plugins(), *KNOWN})

@@ -36,9 +36,16 @@ def _mark(sentence: SentenceResult) -> str:
     return {True: "✗ UNSUPPORTED", False: "✓ supported ", None: "· not judged"}[sentence.flagged]
 
 
+class _View(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe: the root group exits 141 (rich's own exit is 1, a verdict's code)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def terminal() -> Console:
     """The view's console: wrapped to a terminal's width; piped, each line whole (for grep and friends)."""
-    console = Console()
+    console = _View()
     console.soft_wrap = not console.is_terminal
     return console
 
