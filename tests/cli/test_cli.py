@@ -486,3 +486,17 @@ def test_a_row_without_a_source_or_with_a_null_one_is_a_source_of_its_own():
 @pytest.mark.parametrize("command", ["calibrate", "fit"])
 def test_the_output_help_says_what_fuse_writes(command):
     assert "(with --fuse: the fusion JSON)" in " ".join(run(command, "--help").output.split())
+
+
+def test_a_file_named_dash_is_standard_input_where_that_is_free(cli_scorer, tmp_path):
+    (tmp_path / "c.txt").write_text(" ".join(ROW["passages"]))
+    done = run("detect", "--json", "-k", "2", "--context-file", str(tmp_path / "c.txt"), "--answer-file", "-",
+               input=ROW["answer"])
+    assert done.exit_code == 0, done.output
+    assert " ".join(s["text"] for s in json.loads(done.stdout)["sentences"]) == ROW["answer"]  # read from stdin
+    for args, message in (
+            (["detect", "--context-file", "-"], "holds the request's JSON object when no --answer"),
+            (["detect", "--context-file", "-", "--answer-file", "-"], "each name standard input"),
+            (["stream", "--context-file", "-"], "carries the answer as it is generated")):
+        refused = run(*args, input="The bridge opened in 1937.")
+        assert refused.exit_code == 2 and message in refused.output, refused.output

@@ -79,7 +79,8 @@ def stream(question: str | None, question_file: str | None, context: str | None,
     else:
         if sys.stdin.isatty():
             raise InputError("pipe the answer on standard input, or replay a shipped one with --example NAME")
-        row = gather_input(None, question, question_file, context, context_file, passage_files, "", None)
+        row = gather_input(None, question, question_file, context, context_file, passage_files, "", None,
+                           stdin_carries="carries the answer as it is generated")
         del row["answer"]
         pieces = _stdin_text()
     head = check_stream_head(row)
