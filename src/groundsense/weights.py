@@ -134,10 +134,22 @@ def _check_hub_id(name: str) -> None:
         AutoConfig.from_pretrained(name)
     except Exception as exc:  # transformers raises OSError, ValueError or hub errors
         known = ", ".join(BUILTINS)
+        close = _closest_builtin(name)
         raise ScorerUnavailable(
             f"unknown scorer {name!r}: not a built-in scorer ({known}), not a local model "
             f"directory, and not a Hugging Face id that can be loaded here ({type(exc).__name__})."
+            + (f" Did you mean {close}?" if close else "")
         ) from exc
+
+
+def _closest_builtin(name: str) -> str | None:
+    """The built-in scorer a mistyped ``name`` most likely meant: one whose name holds it, else the
+    closest spelling; None where none is close."""
+    import difflib
+
+    holding = [builtin for builtin in BUILTINS if name.lower() in builtin]
+    return holding[0] if len(holding) == 1 else next(iter(difflib.get_close_matches(name, list(BUILTINS), 1, 0.5)),
+                                                     None)
 
 
 def _converted(builtin: BuiltinScorer) -> Path:
