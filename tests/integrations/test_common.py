@@ -159,6 +159,17 @@ def test_evidence_is_read_from_framework_documents_and_nodes():
     assert evidence_arguments(("a", {"text": "b"})) == {"passages": ["a", "b"]}
 
 
+def test_a_series_of_passages_is_read_as_its_values_not_taken_for_a_mapping():
+    """A pandas Series has keys() (its index) but iterates its values: the passages, or no evidence."""
+    import numpy as np
+    import pandas as pd
+
+    assert evidence_texts(pd.Series(["a", "b"], index=["doc-1", "doc-2"])) == ["a", "b"]
+    assert evidence_texts(pd.Series([], dtype=object)) == []  # no evidence, not "a mapping (…)"
+    with pytest.raises(InputError, match="cannot read a passage's text from a ndarray"):
+        evidence_texts(pd.Series([np.array([1, 2]), np.array([3, 4])]))
+
+
 @pytest.mark.slow
 def test_one_string_of_evidence_is_a_context_as_every_entry_point_reads_it(detector):
     """A string is split into K chunks, as `detect --context`, MCP and the AlignScore route split it."""

@@ -158,12 +158,16 @@ def evidence_texts(sources: Any) -> list[str]:
 
 
 def _iterates_keys(sources: Any) -> bool:
-    """Whether iterating ``sources`` gives its keys (a ``dspy.Example`` or ``Prediction``)."""
+    """Whether iterating ``sources`` gives its keys (a ``dspy.Example`` or ``Prediction``), not
+    its values (a pandas ``Series``, whose ``keys()`` is its index)."""
     keys = getattr(sources, "keys", None)
     if not (callable(keys) and isinstance(sources, Iterable)):
         return False
-    items = list(sources)
-    return all(key in items for key in keys())
+    names = set(keys())
+    try:
+        return bool(names) and names <= set(sources)
+    except TypeError:  # an item that cannot be a key (a list, an array): the values are iterated
+        return False
 
 
 def _document_text(item: Any) -> str | None:
