@@ -500,3 +500,17 @@ def test_a_file_named_dash_is_standard_input_where_that_is_free(cli_scorer, tmp_
             (["stream", "--context-file", "-"], "carries the answer as it is generated")):
         refused = run(*args, input="The bridge opened in 1937.")
         assert refused.exit_code == 2 and message in refused.output, refused.output
+
+
+def test_a_file_named_dash_is_refused_where_standard_input_is_a_terminal(monkeypatch):
+    """Read there, it waited without a word for text typed until Ctrl-D; as detect's JSON and stream do, it says
+    to pipe."""
+    from groundsense.cli.inputs import gather_input
+
+    class Terminal:
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())  # no buffer: a read would fail here
+    with pytest.raises(InputError, match=r"--context-file - reads standard input, which is a terminal here: pipe"):
+        gather_input(None, None, None, None, "-", (), "An answer.", None)

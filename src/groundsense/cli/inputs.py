@@ -69,8 +69,8 @@ def gather_input(example: str | None, question: str | None, question_file: str |
 
 def _check_stdin_files(question_file: str | None, context_file: str | None, passage_files: tuple[str, ...],
                        answer_file: str | None, stdin_carries: str | None) -> None:
-    """Refuse a file named ``-`` where standard input cannot be it: two of them, or standard input
-    that ``stdin_carries`` (what it holds) already."""
+    """Refuse a file named ``-`` where standard input cannot be it: two of them, standard input
+    that ``stdin_carries`` (what it holds) already, or a terminal."""
     named = [f"--{name}-file" for name, path in (("question", question_file), ("context", context_file),
                                                  ("answer", answer_file)) if path == STDIN]
     named += ["--passage-file"] * passage_files.count(STDIN)
@@ -79,6 +79,9 @@ def _check_stdin_files(question_file: str | None, context_file: str | None, pass
                          "the others as files")
     if named and stdin_carries:
         raise InputError(f"{named[0]} - would read standard input, which {stdin_carries}: give the file's path")
+    if named and sys.stdin.isatty():  # it would wait, unannounced, for text typed until Ctrl-D
+        raise InputError(f"{named[0]} - reads standard input, which is a terminal here: pipe the file in "
+                         "(< FILE) or give its path")
 
 
 def _file_text(path: str) -> str:
