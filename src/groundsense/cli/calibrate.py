@@ -46,11 +46,17 @@ def scoring_options(func: CommandFunction) -> CommandFunction:
     return stacked(options)(func)
 
 
+def features_file(source: Path, features: Path | None, fuse: bool = False) -> Path:
+    """The features file ``source`` is scored into: ``--features``, else SOURCE with .features.jsonl
+    (a fused cascade's, ``fuse``: .fused.jsonl)."""
+    return features or source.with_suffix(".fused.jsonl" if fuse else ".features.jsonl")
+
+
 def check_scoring_output(output: Path, source: Path, features: Path | None, fuse: bool) -> None:
-    """Refuse a ``-o`` that is SOURCE or the features file it is scored into (``--fuse``: SOURCE
-    with .fused.jsonl by default): the file written at the end would replace the rows or the scores."""
-    features = features or source.with_suffix(".fused.jsonl" if fuse else ".features.jsonl")
-    for path, what in ((source, "the input rows"), (features, "the features file the rows are scored into")):
+    """Refuse a ``-o`` that is SOURCE or the features file it is scored into: the file written at
+    the end would replace the rows or the scores."""
+    scored = features_file(source, features, fuse)
+    for path, what in ((source, "the input rows"), (scored, "the features file the rows are scored into")):
         if output.resolve() == path.resolve():
             raise InputError(f"-o {output} is {what}: write the file to another path")
 
@@ -72,7 +78,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
     from .calibration_data import check_cache, labelled_rows
 
     labelled_rows(source)  # its labels checked before the scorer loads
-    features = features or source.with_suffix(".features.jsonl")
+    features = features_file(source, features)
     config = DetectorConfig(**options, mode="full", calibration=False)
     detector = common.make_detection(config, fusion=fusion)
     if check:
@@ -150,7 +156,7 @@ def calibrate(source: Path, features: Path | None, no_progress: bool, output: Pa
         if target_recall or target_precision:
             raise InputError("--adapt reads no labels, so it cannot meet a target recall or precision")
         fusion = fusion_base(base, verifier)  # read first: a bad base fails before the scorer loads
-        _, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
+        _, features = score_rows(source, features_file(source, features, fuse=True), no_progress,
                                  {**detector_options, **fused_options(fusion)}, fusion=fusion)
         write_adapted(fusion, source, features, output)
         return

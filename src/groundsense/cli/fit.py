@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import SCORES, DetectorConfig
 from ..errors import InputError
-from .calibrate import check_scoring_output, fused_verifier_option, score_rows, scoring_options
+from .calibrate import check_scoring_output, features_file, fused_verifier_option, score_rows, scoring_options
 from .common import (
     CONTEXT_SETTINGS,
     Failure,
@@ -205,7 +205,7 @@ def _fit_fusion(source: Path, features: Path | None, no_progress: bool, output: 
     from .fusion_calibration import fused_options, fusion_base
 
     base = fusion_base(base_name, verifier)  # read first: a bad base fails before the scorer loads
-    detector, features = score_rows(source, features or source.with_suffix(".fused.jsonl"), no_progress,
+    detector, features = score_rows(source, features_file(source, features, fuse=True), no_progress,
                                     {**detector_options, **fused_options(base)}, fusion=base)
     scored = read_scored(source, features, detector.config.leave_one_out)
     assert scored.labels is not None, "fit refuses rows without labels before scoring them"
