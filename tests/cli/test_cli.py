@@ -357,7 +357,7 @@ def test_calibrate_says_which_rows_failed_to_score_and_records_how_many(tmp_path
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     out = run("calibrate", str(source), "-o", str(tmp_path / "calibration.json"), "--no-progress")
     assert out.exit_code == 0, out.output
-    assert (f"warning: 1 rows of {source} failed to score and are left out (lines 2; their errors are in "
+    assert (f"warning: 1 row of {source} failed to score and is left out (line 2; the errors are in "
             f"{tmp_path / 'labelled.features.jsonl'})") in out.stderr
     made = json.loads((tmp_path / "calibration.json").read_text())["made_with"]
     assert made["answers"] == 2 and made["errors"] == 1

@@ -126,8 +126,10 @@ def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact")
             if labelled:
                 labels.append(int(_overlaps(sentence["start"], sentence["end"], row["labels"])))
     if failed:
-        click.echo(f"warning: {len(failed)} rows of {source} failed to score and are left out (lines "
-                   f"{', '.join(map(str, sorted(failed)))}; their errors are in {features_path})", err=True)
+        counted = "1 row" if len(failed) == 1 else f"{len(failed)} rows"
+        click.echo(f"warning: {counted} of {source} failed to score and {'is' if len(failed) == 1 else 'are'} left "
+                   f"out (line{'s' * (len(failed) > 1)} {', '.join(map(str, sorted(failed)))}; the errors are in "
+                   f"{features_path})", err=True)
     return ScoredRows(
         {name: np.array(v, dtype=float) for name, v in values.items()}, np.array(labels) if labelled else None,
         np.array(answer_of), np.array(groups, dtype=object),

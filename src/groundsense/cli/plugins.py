@@ -7,6 +7,7 @@ not installed, ``eval`` still answers, with how to install it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from importlib.metadata import EntryPoint, entry_points
@@ -77,8 +78,10 @@ class WithPlugins(Commands):
             click.echo("Interrupted.", err=True)
             raise click.exceptions.Exit(130) from None
         except BrokenPipeError:
-            # what is still buffered for stdout goes nowhere, not to a traceback at exit (Python's signal docs)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            # what is still buffered for stdout goes nowhere, not to a traceback at exit (Python's signal docs);
+            # a stdout that is no file (click's test runner) has nothing to redirect
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise click.exceptions.Exit(141) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
