@@ -1,7 +1,8 @@
 """What a newcomer waits for: the README's two commands, `make demo` then `make test` (the
 product's suite), timed from a fresh clone of this repository's HEAD, beside ``../shared`` as a
-checkout has it; then what CI runs after them: `make test-system`, the product's system tests,
-and `make test-harness`, the research harness's suite; last, the fast tier that CONTRIBUTING
+checkout has it; then what CI runs after them: `make test-simd-fallback` (the product's numeric
+tests on the fallback SIMD paths), `make test-system`, the product's system tests, and `make
+test-harness`, the research harness's suite; last, the fast tier that CONTRIBUTING
 suggests for the inner loop (both suites' tests not marked slow, a worker per core).
 
     python3 benchmarks/newcomer.py
@@ -36,6 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 COMMANDS = (("make demo", ["make", "demo"]), ("make test", ["make", "test"]),
+            ("make test-simd-fallback", ["make", "test-simd-fallback", "SUITE=tests"]),
             ("make test-system", ["make", "test-system"]), ("make test-harness", ["make", "test-harness"]),
             ('pytest -m "not slow" -n 2', [".venv/bin/python", "-m", "pytest", "-m", "not slow", "-n", "2", "-q"]))
 # Each pytest run's closing line ("1,298 passed, 2 skipped in 963.1s (0:16:03)") and its seconds, so
