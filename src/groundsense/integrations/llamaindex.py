@@ -59,7 +59,7 @@ class GroundsenseEvaluator(BaseEvaluator):
     ) -> EvaluationResult:
         if response is None or contexts is None:
             raise ValueError("contexts and response must be provided")
-        texts = [contexts] if isinstance(contexts, str) else evidence_texts(contexts)  # the result holds strings
+        texts = evidence_texts(contexts)  # the result holds strings (one string as itself)
         report = await acheck(response, contexts, query, self._detection)
         if self._raise_error and not report.passing:
             raise ValueError(f"The response is not supported by the contexts. {report.feedback}")
