@@ -132,6 +132,9 @@ class _ResultFields(TypedDict):
     threads: int | None
     mode: str
     leave_one_out: str | None
+    k: int | None
+    max_context_tokens: int | None
+    max_answer_tokens: int | None
     score_rule: str
     detector: str  # score_rule's name before, kept so that readers of stored results work
     threshold: float | None
@@ -306,6 +309,11 @@ class DetectionResult:
     tokens: TokenRows | None = None
     precision: str = "fp32"  # the scorer's numbers as run: "fp32", "bf16" or "int8"
     threads: int | None = None  # the CPU threads that scored it; None on a GPU
+    # The settings that shape the features: the chunks a context string was split into (None where
+    # passages were given: each is a chunk) and the token budgets; None in a result made elsewhere.
+    k: int | None = None
+    max_context_tokens: int | None = None
+    max_answer_tokens: int | None = None
     # A stream's closing result only: the verdicts its feed returned while the answer arrived (the
     # sentences judged at the close have none). In fp32 they are the result's own; in bf16 the
     # result is scored again as detect scores it, and they may differ (docs/streaming.md, "Precision").
@@ -318,6 +326,9 @@ class DetectionResult:
             "threads": self.threads,
             "mode": self.mode,
             "leave_one_out": self.leave_one_out,
+            "k": self.k,
+            "max_context_tokens": self.max_context_tokens,
+            "max_answer_tokens": self.max_answer_tokens,
             "score_rule": self.score_rule,
             "detector": self.score_rule,  # its name before, kept so that readers of stored results work
             "threshold": _finite(self.threshold),

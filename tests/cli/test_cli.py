@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from helpers.cli import run
 from helpers.fusions import answer_rule_fusions
 
+from groundsense.config import DetectorConfig
 from groundsense.errors import InputError
 
 ROW = {
@@ -414,9 +416,10 @@ def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
     source, features = tmp_path / "in.jsonl", tmp_path / "in.features.jsonl"
     source.write_text(json.dumps({**ROW, "id": "a"}) + "\n" + json.dumps({**ROW, "id": "b"}) + "\n")
     made = {"scorer": "smollm2-135m-instruct", "precision": "fp32", "leave_one_out": "exact"}
+    config = DetectorConfig(**made)
     sentence = {"start": 0, "end": 33, "text": ROW["answer"][:33]}
     features.write_text(json.dumps({"id": "a", "line": 1, **made, "sentences": [sentence]}) + "\n")
-    check_cache(source, features, **made)  # the rows it was scored from
+    check_cache(source, features, config)  # the rows it was scored from
     for record, message in [
         ({"id": "b", "line": 1, **made}, "line 1 was scored from another row than"),  # the rows reordered
         ({"id": "a", "line": 3, **made}, "line 3 was scored from another row than"),  # the rows cut
@@ -426,17 +429,67 @@ def test_a_features_file_of_other_rows_or_settings_is_refused(tmp_path):
     ]:
         features.write_text(json.dumps(record) + "\n")
         with pytest.raises(InputError, match=re.escape(message)):
-            check_cache(source, features, **made)
+            check_cache(source, features, config)
     # a fused cascade's run: its judge's scores are what it fits, so another judge's (or none) are refused
     judged = {"id": "a", "line": 1, **made, "sentences": [sentence], "cascade": {"verifier": "judge:a"}}
     features.write_text(json.dumps(judged) + "\n")
-    check_cache(source, features, **made, verifier="judge:a")
-    check_cache(source, features, **made)  # a plain run reads the detector's features of a cascade's run
+    check_cache(source, features, config, verifier="judge:a")
+    check_cache(source, features, config)  # a plain run reads the detector's features of a cascade's run
     for record, message in [(judged, "judged by judge:a, and this run's judge is judge:b"),
                             ({**judged, "cascade": None}, "judged by no verifier, and this run's judge is judge:b")]:
         features.write_text(json.dumps(record) + "\n")
         with pytest.raises(InputError, match=re.escape(message)):
-            check_cache(source, features, **made, verifier="judge:b")
+            check_cache(source, features, config, verifier="judge:b")
+    # a row that asks for its own chunk count was scored with it, whatever -k says
+    source.write_text(json.dumps({**ROW, "id": "a", "options": {"k": 3}}) + "\n")
+    shaped = {"k": 3, "max_context_tokens": 1800, "max_answer_tokens": 256}
+    features.write_text(json.dumps({"id": "a", "line": 1, **made, **shaped, "sentences": [sentence]}) + "\n")
+    check_cache(source, features, config)
+    with pytest.raises(InputError, match=re.escape("scored with --max-answer-tokens 256, and this run scores with "
+                                                   "--max-answer-tokens 64")):
+        check_cache(source, features, replace(config, max_answer_tokens=64))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cli_scorer", ["real"], indirect=True)
+def test_a_features_file_scored_with_another_chunk_count_or_budget_is_refused(tmp_path, monkeypatch, cli_scorer):
+    """Its records did not say with which -k or token budgets they were scored, so `calibrate` and
+    `fit` fitted on them at another -k, and the calibration was silently wrong."""
+    monkeypatch.chdir(tmp_path)
+    context = {"question": ROW["question"], "context": " ".join(ROW["passages"]), "answer": ROW["answer"]}
+    rows = [{**context, "labels": [{"start": 34, "end": 62}], "source": s} for s in "abcd"]
+    rows.append({**ROW, "labels": [], "source": "e"})  # passages: chunks as given, whatever -k says
+    Path("in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    scored = run("calibrate", "in.jsonl", "-k", "2", "-o", "k2.json", "--no-progress")
+    assert scored.exit_code == 0, scored.output
+    records = [json.loads(line) for line in Path("in.features.jsonl").read_text().splitlines()]
+    assert [(r["k"], r["max_context_tokens"], r["max_answer_tokens"]) for r in records] == \
+        [(2, 1800, 256)] * 4 + [(None, 1800, 256)]
+    for command, args, message in [
+        ("calibrate", [], "in.features.jsonl holds answers scored with -k 2, and this run scores with -k 5: pass -k 2 "
+                          "to reuse them, or move in.features.jsonl away"),
+        ("calibrate", ["--adapt", "shipped"], "scored with -k 2, and this run scores with -k 5"),
+        ("fit", ["-k", "2", "--max-context-tokens", "900"], "in.features.jsonl holds answers scored with "
+                                                            "--max-context-tokens 1800, and this run scores with "
+                                                            "--max-context-tokens 900: pass --max-context-tokens 1800"),
+        ("fit", ["-k", "2", "--max-answer-tokens", "64"], "scored with --max-answer-tokens 256"),
+    ]:
+        refused = run(command, "in.jsonl", *args, "-o", "out.json", "--no-progress")
+        assert refused.exit_code == 2 and message in refused.output, (command, args, refused.output)
+    assert not Path("out.json").exists()
+    assert [json.loads(line) for line in Path("in.features.jsonl").read_text().splitlines()] == records  # kept
+    # a file written before records kept these settings: read, with a word that they cannot be checked
+    Path("in.features.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k not in ("k", "max_context_tokens", "max_answer_tokens")}) + "\n"
+        for r in records))
+    older = run("calibrate", "in.jsonl", "-k", "2", "-o", "older.json", "--no-progress")
+    assert older.exit_code == 0, older.output
+    assert ("warning: in.features.jsonl was written before features files recorded the chunk count and token "
+            "budgets, so they cannot be checked against this run's (-k 2, --max-context-tokens 1800, "
+            "--max-answer-tokens 256)") in older.stderr
+    assert json.loads(Path("older.json").read_text())["thresholds"] == json.loads(Path("k2.json").read_text())[
+        "thresholds"]
+    assert "cannot be checked" not in scored.stderr
 
 
 def test_calibrate_refuses_an_option_the_rows_leave_without_effect(tmp_path, monkeypatch):

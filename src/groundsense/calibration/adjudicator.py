@@ -255,8 +255,10 @@ class Adjudicator:
             )
         return DetectionResult(
             scorer=display_name(self.config.scorer), precision=self.config.precision, threads=scores.threads,
-            mode=self.config.mode,
-            leave_one_out=self.leave_one_out, score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
+            mode=self.config.mode, leave_one_out=self.leave_one_out,
+            k=None if any(c.passage is not None for c in evidence.chunks) else self.config.k,  # passages: as given
+            max_context_tokens=self.config.max_context_tokens, max_answer_tokens=self.config.max_answer_tokens,
+            score_rule=rule.score_rule, threshold=rule.threshold, sentences=sentences,
             answer=rule_answer(rule, sentences),
             truncated=Truncation(evidence.tokens_removed, encoded.tokens_cut),
             chunks=[ChunkSpan(c.index, c.content.start, c.content.end, c.passage) for c in evidence.chunks],

@@ -83,9 +83,7 @@ def score_rows(source: Path, features: Path | None, no_progress: bool, options: 
     detector = common.make_detection(config, fusion=fusion)
     if check:
         check(detector)
-    made_by = detector.describe()
-    check_cache(source, features, made_by["scorer"], made_by["precision"], made_by["leave_one_out"],
-                made_by.get("verifier"))
+    check_cache(source, features, detector.config, detector.describe().get("verifier"))
     with resumable(f"the features scored so far are in {features}"):
         run_batch(detector, source, features, progress=not no_progress)
     return detector, features

@@ -11,6 +11,7 @@ import click
 import numpy as np
 
 from ..calibration.calibration import Calibration, fit_calibration
+from ..config import DetectorConfig
 from ..errors import InputError
 from ..features import SENTENCE_VALUES
 from ..inputs.validate import check_labels
@@ -60,16 +61,23 @@ def source_group(line: int, row: dict) -> str:
     return f"source {row['source']}" if row.get("source") is not None else f"line {line}"
 
 
-def check_cache(source: Path, features: Path, scorer: str, precision: str, leave_one_out: str,
-                verifier: str | None = None) -> None:
+# The settings that shape a feature's value beyond the scorer's (a record's field, and its option).
+SHAPING = (("k", "-k"), ("max_context_tokens", "--max-context-tokens"), ("max_answer_tokens", "--max-answer-tokens"))
+
+
+def check_cache(source: Path, features: Path, config: DetectorConfig, verifier: str | None = None) -> None:
     """Refuse a features file (``calibrate`` and ``fit`` resume one) that another run made: a
     record of another row of ``source`` than its line holds now (the rows were edited or
-    reordered), or scored by another scorer, precision or leave-one-out than this run's, or (a
-    fused cascade's run, ``verifier``) by another judge, or none."""
+    reordered), or scored by another scorer, precision or leave-one-out than this run's
+    ``config`` (the detector's, resolved), with another chunk count (a row's ``options.k``, else
+    ``config.k``; passages are chunks as given) or token budget, or (a fused cascade's run,
+    ``verifier``) judged by another judge, or none. A file written before records kept their chunk
+    count and budgets is read with a warning that these cannot be checked."""
     if not features.exists():
         return
     rows = dict(read_rows(source))
     again = f"move {features} away (or pass --features elsewhere) to score the rows again"
+    unchecked = False
     for text in features.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(text)
@@ -82,15 +90,33 @@ def check_cache(source: Path, features: Path, scorer: str, precision: str, leave
                 for s in record.get("sentences", ())):
             raise InputError(f"{features} line {record.get('line')} was scored from another row than {source} "
                              f"holds there now (were the rows edited or reordered?): {again}")
+        if "error" in record:
+            continue
         made = (record.get("scorer"), record.get("precision", "fp32"), record.get("leave_one_out", "exact"))
-        if "error" not in record and made != (scorer, precision, leave_one_out):
+        if made != (config.scorer, config.precision, config.leave_one_out):
             raise InputError(f"{features} holds answers scored by {made[0]} at {made[1]} (leave-one-out {made[2]}), "
-                             f"and this run scores by {scorer} at {precision} (leave-one-out {leave_one_out}): "
-                             f"{again}")
+                             f"and this run scores by {config.scorer} at {config.precision} (leave-one-out "
+                             f"{config.leave_one_out}): {again}")
         judged = (record.get("cascade") or {}).get("verifier")
-        if "error" not in record and verifier is not None and judged != verifier:
+        if verifier is not None and judged != verifier:
             raise InputError(f"{features} holds answers judged by {judged or 'no verifier'}, and this run's judge is "
                              f"{verifier}: {again}")
+        if not all(field in record for field, _ in SHAPING):
+            unchecked = True
+            continue
+        asked = {field: getattr(config, field) for field, _ in SHAPING}
+        options = row.get("options") if isinstance(row, dict) else None  # a row that failed has an error record
+        asked["k"] = None if record["k"] is None else (options or {}).get("k", config.k)
+        for field, option in SHAPING:
+            if record[field] != asked[field]:
+                raise InputError(f"{features} holds answers scored with {option} {record[field]}, and this run "
+                                 f"scores with {option} {asked[field]}: pass {option} {record[field]} to reuse "
+                                 f"them, or {again}")
+    if unchecked:
+        settings = ", ".join(f"{option} {getattr(config, field)}" for field, option in SHAPING)
+        click.echo(f"warning: {features} was written before features files recorded the chunk count and token "
+                   f"budgets, so they cannot be checked against this run's ({settings}): if it was scored with "
+                   f"others, {again}", err=True)
 
 
 def read_scored(source: Path, features_path: Path, leave_one_out: str = "exact") -> ScoredRows:

@@ -38,6 +38,7 @@ _CASCADE = pa.struct([("verifier", _str), ("escalate", _float), ("threshold", _f
 RECORD_SCHEMA = pa.schema([
     ("id", _str), ("line", _int), ("error", pa.struct([("type", _str), ("message", _str)])),
     ("scorer", _str), ("precision", _str), ("threads", _int), ("mode", _str), ("leave_one_out", _str),
+    ("k", _int), ("max_context_tokens", _int), ("max_answer_tokens", _int),
     ("score_rule", _str), ("detector", _str),
     ("threshold", _float), ("sentences", pa.list_(_SENTENCE)), ("answer", _ANSWER), ("truncated", _TRUNCATED),
     ("chunks", pa.list_(_CHUNK)), ("cascade", _CASCADE), ("warnings", pa.list_(_str)),
