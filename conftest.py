@@ -1,6 +1,8 @@
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 import torch
@@ -223,21 +225,33 @@ def hub_offline(monkeypatch):
 
 
 @pytest.fixture
-def validator_calls(monkeypatch) -> Counter:
+def calls_counted(monkeypatch) -> Callable[..., Counter]:
+    """``calls_counted(module, *names)``: how often a test calls each of ``module``'s functions
+    ``names``, the real ones, wrapped wherever a groundsense module holds them (a spy, not a
+    stand-in)."""
+    counts: Counter = Counter()
+
+    def count(module: ModuleType, *names: str) -> Counter:
+        for name in names:
+            original = getattr(module, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            for held in [m for key, m in list(sys.modules.items()) if key.startswith("groundsense") and m is not None]:
+                for attribute, value in list(vars(held).items()):
+                    if value is original:
+                        monkeypatch.setattr(held, attribute, counted)
+        return counts
+
+    return count
+
+
+@pytest.fixture
+def validator_calls(calls_counted) -> Counter:
     """How often a test calls each request validator (``check_row``, ``check_inputs``,
     ``check_spans``): the real ones, wrapped wherever a groundsense module holds them."""
     from groundsense.inputs import validate
 
-    counts: Counter = Counter()
-    for name in ("check_row", "check_inputs", "check_spans"):
-        original = getattr(validate, name)
-
-        def counted(*args, _name=name, _original=original, **kwargs):
-            counts[_name] += 1
-            return _original(*args, **kwargs)
-
-        for module in [m for key, m in list(sys.modules.items()) if key.startswith("groundsense") and m is not None]:
-            for attribute, value in list(vars(module).items()):
-                if value is original:
-                    monkeypatch.setattr(module, attribute, counted)
-    return counts
+    return calls_counted(validate, "check_row", "check_inputs", "check_spans")

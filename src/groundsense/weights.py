@@ -98,13 +98,14 @@ def resolve(name: str | None) -> tuple[str, str]:
     """Return ``(display name, what to pass to from_pretrained)`` for a scorer name.
 
     ``None`` means the embedded default. A built-in name (or its Hugging Face id) uses the
-    packaged weights; an existing directory is used as it is; anything else is treated as
-    a Hugging Face id and checked before the model is loaded.
+    packaged weights (converted on first use); anything else, a directory or a Hugging Face id, is
+    passed on as it is: a detection checked it already (:func:`check_available`, before anything
+    loads), and a load that fails asks :func:`check_available` why (``scorer.loading.load_model``),
+    so that the weights are looked for once on the way to a load.
     """
     builtin = find_builtin(name or DEFAULT_SCORER)
     if builtin is not None:
         return builtin.name, str(materialise(builtin))
-    check_available(name)
     assert name is not None
     return name, name
 

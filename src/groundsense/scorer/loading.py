@@ -36,6 +36,7 @@ def load_model(
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device).eval()  # type: ignore[arg-type]
     except (OSError, ValueError) as exc:
+        weights.check_available(name)  # says why where it can: an unknown id, a directory without a model
         raise ScorerUnavailable(f"cannot load scorer {name!r} from {source}: {exc}") from exc
     return name, at_precision(model, precision), tokenizer
 
