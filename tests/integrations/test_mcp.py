@@ -70,6 +70,30 @@ def test_bad_input_or_a_scorer_that_cannot_load_is_a_tool_error(integration, hub
         assert message in result.content[0].text and "SUPPORTED" not in result.content[0].text, result.content
 
 
+def test_the_server_prepares_its_detection_once_for_its_start_and_its_calls(integration, hub_offline,
+                                                                           unloadable_scorer, tmp_path, calls_counted):
+    """It was prepared as the server started and again by the first call (the files read, the
+    weights looked for and the adjudicator made twice). Here the model fails to load, so that
+    each call builds again, from the one preparation."""
+    from dataclasses import replace
+
+    from groundsense.calibration.calibration import shipped_calibration
+    from groundsense.verification import factory
+
+    calibration = replace(shipped_calibration("smollm2-135m-instruct", 5), scorer=unloadable_scorer)
+    calibration.save(tmp_path / "calibration.json")
+    counts = calls_counted(factory, "prepare_detection")
+
+    async def called_twice():
+        options = {"scorer": unloadable_scorer, "calibration": str(tmp_path / "calibration.json")}
+        async with session(integration.create_server(options)) as client:
+            return [await client.call_tool(TOOL, {"answer": "A claim.", "context": "Evidence."}) for _ in range(2)]
+
+    for result in anyio.run(called_twice):
+        assert result.is_error is True and "cannot load scorer" in result.content[0].text, result.content
+    assert counts["prepare_detection"] == 1
+
+
 def test_settings_refused_without_a_model_stop_the_server_before_it_starts(integration, hub_offline, tmp_path):
     from groundsense.errors import GroundsenseError, InputError, ScorerUnavailable
 

@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULTS, DetectorConfig
 from ..detection import Detection, as_detection
@@ -42,6 +42,9 @@ from ..errors import GroundsenseError, InputError
 from ..inputs.validate import CheckedRow
 from ..result import DetectionResult, SentenceResult, support_score
 from ..verification import check_verifier, make_detection
+
+if TYPE_CHECKING:
+    from ..verification import PreparedDetection
 
 # One detection at a time per process: frameworks call validators and evaluators from thread
 # pools and event loops, and the scorer keeps state (its evidence cache) between calls.
@@ -67,6 +70,23 @@ def detection_for(options: Mapping[str, Any]) -> Detection:
 @lru_cache(maxsize=4)
 def _detection_for(config: DetectorConfig) -> Detection:
     return make_detection(config)
+
+
+class PreparedOnce:
+    """A detection prepared when this is made (``prepare_detection``: bad settings are refused
+    before any model loads) and built from that preparation once, when first asked for
+    (:meth:`get`; a build that fails is tried again by the next): how a server that starts
+    before its model has loaded keeps one preparation for its start and its calls."""
+
+    def __init__(self, prepared: PreparedDetection):
+        self.prepared = prepared
+        self._built: Detection | None = None
+
+    def get(self) -> Detection:
+        with _LOCK:  # one build, whichever thread asks first
+            if self._built is None:
+                self._built = self.prepared.build()
+            return self._built
 
 
 def resolve_detection(detection: Detection | None) -> Detection:

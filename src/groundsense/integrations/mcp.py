@@ -44,7 +44,7 @@ from ..config import DetectorConfig
 from ..errors import GroundsenseError
 from ..inputs.validate import CheckedRow, check_row
 from ..verification.factory import prepare_detection
-from .common import GroundingReport, check_flags, detect, detection_for
+from .common import GroundingReport, PreparedOnce, check_flags, detect
 
 __all__ = ["create_server", "run"]
 
@@ -72,20 +72,27 @@ Question = Annotated[str | None,
 def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServer:
     """The MCP server with the one tool, scoring with the detection ``detector_options`` describe
     (``DetectorConfig`` fields with plain values, a ``verifier`` among them for a cascade; none: the
-    shared default detection)."""
-    options = dict(detector_options or {})
-    # bad settings fail here, not on the first call (no model loads)
-    prepared = prepare_detection(config := DetectorConfig(**options))
+    default detection)."""
+    return _server(_prepared(detector_options))
+
+
+def _prepared(detector_options: Mapping[str, Any] | None) -> PreparedOnce:
+    """The server's detection, prepared: bad settings fail here, as the server starts, not on the
+    first call (no model loads); the warm-up or the first call builds it from this preparation."""
+    prepared = prepare_detection(config := DetectorConfig(**dict(detector_options or {})))
     if prepared.verifier is None:  # a cascade flags by its verifier's threshold
         check_flags({"scorer": prepared.adjudicator.config.scorer, **prepared.adjudicator.describe(config.k)})
+    return PreparedOnce(prepared)
 
+
+def _server(detection: PreparedOnce) -> MCPServer:
     # The return annotation publishes an output schema: an object, the to_dict() contract (docs/output.md).
     async def check_grounding(answer: Answer, context: Context = None, passages: Passages = None,
                               question: Question = None) -> Annotated[CallToolResult, dict[str, Any]]:
         row = {"answer": answer, "context": context, "passages": passages, "question": question}
         try:
             checked = check_row({key: value for key, value in row.items() if value is not None})
-            report = await anyio.to_thread.run_sync(_report, checked, options)
+            report = await anyio.to_thread.run_sync(_report, checked, detection)
         except GroundsenseError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
@@ -118,8 +125,8 @@ def create_server(detector_options: Mapping[str, Any] | None = None) -> MCPServe
     return MCPServer("groundsense", instructions=INSTRUCTIONS, tools=[tool])
 
 
-def _report(row: CheckedRow, options: dict) -> GroundingReport:
-    return GroundingReport(row.arguments["answer"], detect(row, detection_for(options)))
+def _report(row: CheckedRow, detection: PreparedOnce) -> GroundingReport:
+    return GroundingReport(row.arguments["answer"], detect(row, detection.get()))
 
 
 def verdict_text(report: GroundingReport) -> str:
@@ -134,15 +141,15 @@ def run(detector_options: Mapping[str, Any] | None = None, transport: Literal["s
     """Serve until the client goes (stdio) or the process is stopped, the scorer loading in the
     background meanwhile; a scorer that cannot load is logged, and each call reports it.
     ``http_options`` (streamable-http): the SDK's ``host`` (127.0.0.1) and ``port`` (8000)."""
-    options = dict(detector_options or {})
-    server = create_server(options)
-    threading.Thread(target=_warm_up, args=(options,), daemon=True, name="groundsense-warm-up").start()
+    detection = _prepared(detector_options)
+    server = _server(detection)
+    threading.Thread(target=_warm_up, args=(detection,), daemon=True, name="groundsense-warm-up").start()
     server.run(transport, **http_options)
 
 
-def _warm_up(options: dict) -> None:
+def _warm_up(detection: PreparedOnce) -> None:
     try:
-        detection_for(options)
+        detection.get()
     except GroundsenseError as exc:
         logger.error("groundsense: the scorer did not load: %s", exc)
     except Exception:  # each call reports it too
