@@ -195,6 +195,28 @@ def test_a_calibration_file_is_read_on_the_driver_and_sent_to_the_actors(tmp_pat
 
 
 @starts_ray
+@pytest.mark.parametrize("where", ["here", "a cluster"])
+def test_batch_reads_a_calibration_file_once_on_the_driver(tmp_path, monkeypatch, ray_runtime, where):
+    """The driver read it to check it before Ray started, and again to send it to the actors. On
+    "a cluster" (RAY_ADDRESS: the runtime is not this command's) only the files are checked
+    there, and the actors' other settings are theirs."""
+    from groundsense.calibration.calibration import Calibration, shipped_calibration
+
+    shipped_calibration("smollm2-135m-instruct", 5, "fp32").save(tmp_path / "calibration.json")
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[2:3])
+    reads, load = [], Calibration.load.__func__
+    monkeypatch.setattr(Calibration, "load", classmethod(lambda cls, path: (reads.append(path), load(cls, path))[1]))
+    if where == "a cluster":
+        monkeypatch.setenv("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
+    done = CliRunner().invoke(cli, ["--threads", "1", "batch", str(source), "--engine", "ray", "--no-progress",
+                                    "-o", str(tmp_path / "out.jsonl"), "--calibration",
+                                    str(tmp_path / "calibration.json"), "--precision", "fp32"])
+    assert done.exit_code == 0, done.output
+    assert json.loads((tmp_path / "out.jsonl").read_text())["score_rule"] == "sensitivity"
+    assert reads == [str(tmp_path / "calibration.json")]
+
+
+@starts_ray
 def test_a_scorer_that_cannot_load_fails_with_its_message(tmp_path, ray_runtime):
     from groundsense.errors import ScorerUnavailable
 

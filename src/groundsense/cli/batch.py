@@ -134,11 +134,13 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     # What the actors would refuse fails before Ray starts, like a bad output: all of it where they run
     # on this machine's CPUs (the precision, the scorer's weights); elsewhere (GPUs, a cluster's nodes)
     # the verifier spec and the files, which the driver reads and sends them.
+    # The files are read once, here, and what was read goes to the actors.
     if started_here and not resources.gpus_per_actor:
-        prepare_detection(resources.actor_detection())
+        prepared = prepare_detection(resources.actor_detection())
+        files = prepared.config, prepared.loaded
     else:
         check_verifier(config)
-        load_files(resources.actor_detection())
+        files = load_files(resources.actor_detection())
     sink = open_sink(output)
     _check_paths(source, output)
     sink.done()  # a damaged output too
@@ -147,7 +149,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     if started_here:
         _check_fits(resources, ray.cluster_resources())
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
-    return run_ray_batch(source, sink, resources)
+    return run_ray_batch(source, sink, resources, files)
 
 
 def _check_fits(resources: Resources, cluster: dict[str, float]) -> None:

@@ -115,12 +115,13 @@ def _encode_rows(batch: pa.Table) -> pa.Table:
     })
 
 
-def score_lines(ds: ray.data.Dataset, source: str, resources: Resources, calibration: Calibration | None = None,
-                fusion: LexicalFusions | RankFusion | None = None) -> ray.data.Dataset:
-    """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring). The
-    files the config names are read here, on the driver, and sent to the actors, which may run
-    on nodes without them; ``calibration`` and ``fusion``: objects given in their place."""
-    config, loaded = load_files(resources.actor_detection(), calibration, fusion)
+def score_lines(ds: ray.data.Dataset, source: str, resources: Resources, files: tuple[DetectorConfig, Loaded],
+                ) -> ray.data.Dataset:
+    """Records for a Dataset of ``line`` and ``raw`` rows (steps in the module docstring). ``files``:
+    the actors' config and the objects it runs with, as :func:`load_files` made them from
+    ``resources.actor_detection()`` on the driver; they are sent to the actors, which may run on
+    nodes without the files."""
+    config, loaded = files
     grouped = (
         # Ray types fn as taking the batch alone; fn_kwargs passes the rest
         ds.map_batches(_add_group, fn_kwargs={"source": source}, batch_format="pyarrow")  # type: ignore[arg-type]
@@ -168,14 +169,17 @@ def detect_dataset(ds: ray.data.Dataset, resources: Resources | None = None, *,
     resources = resources or Resources()
     resources = replace(resources, detection=replace(resources.detection, **options))
     return score_lines(ds.map_batches(_encode_rows, batch_format="pyarrow"), "dataset", resources,
-                       calibration_object, fusion_object)
+                       load_files(resources.actor_detection(), calibration_object, fusion_object))
 
 
-def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary:
+def run_ray_batch(source: str, sink: Sink, resources: Resources,
+                  files: tuple[DetectorConfig, Loaded] | None = None) -> BatchSummary:
     """``groundsense batch --engine ray``: score ``source`` into ``sink`` (from
     :func:`.io.open_sink`), resuming a partly written output. The driver writes what the
     actors return, keeping the first record of each line, so the output has every input
-    line exactly once."""
+    line exactly once. ``files``: what :func:`load_files` made of ``resources.actor_detection()``
+    where the caller read it already (the CLI, checking before Ray starts); None: read here."""
+    files = files or load_files(resources.actor_detection())
     written = sink.done()
     summary = BatchSummary(skipped=len(written))
     rows = read_input(source)
@@ -183,7 +187,7 @@ def run_ray_batch(source: str, sink: Sink, resources: Resources) -> BatchSummary
         # Ray types fn as taking the batch alone; fn_kwargs passes the rest
         rows = rows.map_batches(_drop_done, fn_kwargs={"done": np.fromiter(written, np.int64)},  # type: ignore[arg-type]
                                 batch_format="pyarrow")
-    records = score_lines(rows, source, resources)
+    records = score_lines(rows, source, resources, files)
     table: pa.Table  # iter_batches gives any DataBatch by its type; batch_format="pyarrow" makes each a Table
     try:
         for table in records.iter_batches(batch_size=None, batch_format="pyarrow"):
