@@ -117,6 +117,20 @@ def test_fit_without_lexical_signals_and_on_features_an_older_version_wrote(labe
     assert json.loads(output.read_text())["made_with"]["cross_validation"]["default"] != "fused (fp32)"
 
 
+def test_fit_makes_the_default_scores_adjudicator_once(labelled, monkeypatch):
+    """It was made before the scoring (to refuse a score the shipped files cannot give) and
+    again to give the default's scores; the detector that scores has its own (no calibration)."""
+    from groundsense.calibration.adjudicator import Adjudicator
+
+    made, init = [], Adjudicator.__init__
+    monkeypatch.setattr(Adjudicator, "__init__", lambda self, config, *args: (made.append(config), init(
+        self, config, *args))[1])
+    output = labelled.with_name("once.json")
+    assert run("fit", str(labelled), "-o", str(output), "--no-progress", "--force").exit_code == 0
+    assert [(config.calibration, config.score) for config in made if config.calibration is not False] == [
+        (None, "auto")]  # `--score auto`, resolved by the adjudicator
+
+
 def test_fit_needs_labels_and_says_so_before_scoring(labelled):
     unlabelled = labelled.with_name("unlabelled.jsonl")
     rows = [json.loads(line) for line in labelled.read_text().splitlines()]

@@ -23,6 +23,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..calibration.adjudicator import Adjudicator
     from ..calibration.cross_validation import Comparison
     from .calibration_data import ScoredRows
 
@@ -121,11 +122,14 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     from ..calibration.fitting import REGULARISATION, fit_detector, fitted_rows
     from ..lexical import LEXICAL
     from ..pipeline.precision import detection_precision
+    from ..weights import display_name
     from .calibration_data import read_scored
 
-    # a score the shipped files cannot give (the fused score at int8) is refused before anything is scored
+    # the default's adjudicator, with the shipped files: made before anything is scored, so that a score
+    # they cannot give (the fused score at int8) is refused then; the scorer and precision as the detector's
     precision = detection_precision(detector_options["precision"], detector_options["device"])
-    Adjudicator(DetectorConfig(**{**detector_options, "precision": precision}, mode="full", score=score))
+    adjudicator = Adjudicator(DetectorConfig(**{**detector_options, "scorer": display_name(detector_options["scorer"]),
+                                                "precision": precision}, mode="full", score=score))
     detection, features = score_rows(source, features, no_progress, detector_options)
     detector = plain_detector(detection)  # the options name no verifier
     scored = read_scored(source, features, detector.config.leave_one_out)  # score_rows scores in full mode
@@ -138,7 +142,7 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
     rows = fitted_rows(scored.features, names)
     values = {name: v[rows] for name, v in scored.features.items()}
     labels = scored.labels[rows]
-    default, named, recorded = _default_score(score, detection, values, scored.chunk_counts[rows], features)
+    default, named, recorded = _default_score(score, adjudicator, values, scored.chunk_counts[rows], features)
     comparison = compare(cross_validate(labels, scored.groups[rows], logistic_sides(values, labels, default, names)))
     grouped = _checked(comparison, scored, output, force, named)
     fitted = fit_detector(
@@ -157,24 +161,24 @@ def _fit_detector(source: Path, features: Path | None, no_progress: bool, output
                + _weights_text(fitted.weights["coefficients"]), err=True)
 
 
-def _default_score(score: str, detection: Any, values: dict[str, np.ndarray], chunk_counts: np.ndarray,
+def _default_score(score: str, adjudicator: Adjudicator, values: dict[str, np.ndarray], chunk_counts: np.ndarray,
                    features: Path) -> tuple[np.ndarray, str, str]:
     """The training-free score a detector fit must beat on the sentences' ``values`` (answers
-    scored in ``chunk_counts``): the score `detect` gives them with the shipped files, under
-    ``score`` (``auto``: the fused score where it ships; under ``auto``, sentences lacking the
-    lexical signals are compared with ``sensitivity`` instead, with a note); the four-feature sum
-    standardised on these rows where nothing shipped judges them (another scorer, or int8). With
-    what to call it and what to record."""
+    scored in ``chunk_counts``): the score `detect` gives them with the shipped files, as
+    ``adjudicator`` (made for ``score``) judges (``auto``: the fused score where it ships; under
+    ``auto``, sentences lacking the lexical signals are compared with ``sensitivity`` instead,
+    with a note); the four-feature sum standardised on these rows where nothing shipped judges
+    them (another scorer, or int8). With what to call it and what to record."""
     from ..calibration.adjudicator import Adjudicator
     from ..calibration.calibration import complete_rows, sensitivity_score, standardisation
     from ..lexical import LEXICAL
 
-    config = plain_detector(detection).config
+    config = adjudicator.config
     if score == "auto" and not complete_rows(values, LEXICAL).all():
         click.echo(f"note: the sentences in {features} lack the lexical signals the default (fused) score ranks: "
                    "the fit is checked against the shipped calibration's sensitivity instead", err=True)
-        score = "sensitivity"
-    adjudicator = Adjudicator(replace(config, calibration=None, fusion=None, score=score))  # the shipped files
+        if config.score != "sensitivity":
+            adjudicator = Adjudicator(replace(config, score="sensitivity"))
     if adjudicator.config.score == "fused" and (lacking := int((~complete_rows(values, LEXICAL)).sum())):
         raise InputError(f"{lacking} scored sentences in {features} lack the lexical signals the default score ranks "
                          "(an older groundsense scored them): delete it to score the rows again, or fit against "
