@@ -52,6 +52,17 @@ def test_contexts_may_be_nodes_or_one_string(integration, detector, example):
     assert result.passing is False and result.contexts == [context]
 
 
+def test_contexts_are_read_once(integration, detector, example):
+    """They were read for the result and again for the scoring, so contexts that can be read
+    once (a generator of nodes) reached the scorer empty and the evaluation failed."""
+    from llama_index.core.schema import TextNode
+
+    evaluator = integration.GroundsenseEvaluator(detector)
+    nodes = (TextNode(text=p) for p in example["passages"])
+    result = evaluator.evaluate(query=example["question"], response=example["answer"], contexts=nodes)
+    assert_invented_reported(result, example)
+
+
 def test_async_and_batch(integration, detector, example):
     from llama_index.core.evaluation import BatchEvalRunner
 

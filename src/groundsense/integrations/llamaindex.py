@@ -60,7 +60,8 @@ class GroundsenseEvaluator(BaseEvaluator):
         if response is None or contexts is None:
             raise ValueError("contexts and response must be provided")
         texts = evidence_texts(contexts)  # the result holds strings (one string as itself)
-        report = await acheck(response, contexts, query, self._detection)
+        # scored from what was read: contexts that can be read once (a generator) are read once
+        report = await acheck(response, contexts if isinstance(contexts, str) else texts, query, self._detection)
         if self._raise_error and not report.passing:
             raise ValueError(f"The response is not supported by the contexts. {report.feedback}")
         return EvaluationResult(
