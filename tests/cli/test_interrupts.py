@@ -2,6 +2,9 @@
 
 import os
 import signal
+import socket
+import sys
+from collections.abc import Callable
 
 import click
 import pytest
@@ -58,3 +61,41 @@ def test_the_views_console_hands_a_closed_pipe_to_the_root_group():
     with pytest.raises(BrokenPipeError):
         console.on_broken_pipe()
     assert console.quiet  # nothing more is written
+
+
+def _group_writing(write: Callable[[], None]) -> click.Group:
+    """The root group's class with one command, ``write``, under it."""
+    from groundsense.cli.plugins import WithPlugins
+
+    group = WithPlugins("groundsense")
+    group.add_command(click.Command("write", callback=write))
+    return group
+
+
+@pytest.mark.parametrize("reader_closed", [True, False])
+def test_only_standard_outputs_closed_pipe_exits_141(monkeypatch, reader_closed):
+    """A reader of stdout that went away is a quiet 141; a pipe or socket of the work itself that broke
+    (a judge server's, a Ray worker's), while stdout's reader is still there, is an error with its cause
+    (click alone would end it quietly with exit 1, taking any EPIPE for stdout's)."""
+    read, write = os.pipe()
+    monkeypatch.setattr(sys, "stdout", os.fdopen(write, "w"))
+    ours, theirs = socket.socketpair()
+    theirs.close()
+
+    def send() -> None:
+        if reader_closed:
+            os.close(read)
+            click.echo("x" * 100_000)  # more than a pipe holds: the write itself fails
+        ours.send(b"request")
+
+    try:
+        if reader_closed:
+            assert _group_writing(send).main(["write"], standalone_mode=False) == 141
+        else:
+            with pytest.raises(RuntimeError, match="not standard output") as raised:
+                _group_writing(send).main(["write"], standalone_mode=False)
+            assert isinstance(raised.value.__cause__, BrokenPipeError)
+            os.close(read)
+    finally:
+        ours.close()
+        sys.stdout.close()

@@ -7,8 +7,8 @@ not installed, ``eval`` still answers, with how to install it.
 
 from __future__ import annotations
 
-import contextlib
 import os
+import select
 import sys
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -64,12 +64,25 @@ def stand_in(name: str, message: str, help: str, short_help: str) -> click.Comma
     return command
 
 
+def stdout_closed() -> bool:
+    """Whether standard output's reader has gone: a pipe or socket whose other end closed, which
+    poll reports as an error or hang-up. A stdout that is no file (click's test runner) has none."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
 class WithPlugins(Commands):
     """The root group: its own commands, then those of the installed plugins, loaded by name. A
     Ctrl-C exits 130 from any of them, and a reader that closed the pipe (``| head -1``) 141, as
     a process that SIGPIPE stops does, as the exit codes say (click's own exit for both is 1, which
     ``--fail-on-flag`` gives an answer not cleared); a command that keeps finished work says what
-    it kept first (:func:`.interrupts.resumable`)."""
+    it kept first (:func:`.interrupts.resumable`). A broken pipe that is not standard output's
+    is an internal error (exit 1, with its traceback), not a reader gone."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -77,11 +90,13 @@ class WithPlugins(Commands):
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             raise click.exceptions.Exit(130) from None
-        except BrokenPipeError:
-            # what is still buffered for stdout goes nowhere, not to a traceback at exit (Python's signal docs);
-            # a stdout that is no file (click's test runner) has nothing to redirect
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except BrokenPipeError as exc:
+            if not stdout_closed():
+                # a pipe or socket of the work itself (a judge server's, a Ray worker's) broke: an error, which
+                # click would end quietly with exit 1 (it takes any EPIPE for a closed stdout)
+                raise RuntimeError(f"a connection closed by its other end (not standard output): {exc}") from exc
+            # what is still buffered for stdout goes nowhere, not to a traceback at exit (Python's signal docs)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise click.exceptions.Exit(141) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
