@@ -79,6 +79,24 @@ def test_a_file_that_is_no_batch_output_is_refused_not_truncated(tmp_path, text)
     assert out.read_text() == text
 
 
+def test_a_pipe_as_the_output_is_written_not_read_for_a_resume():
+    """`-o /dev/stdout` piped, or a named pipe: reading it for the lines already written waited for
+    ever on a pipe whose writer is the command itself. Should the read block, the pipe gets a line
+    that is no record after 5 s and its end closes, which ends the read with that line's error."""
+    import threading
+    from pathlib import Path
+
+    read, write = os.pipe()
+    watchdog = threading.Timer(5, lambda: (os.write(write, b"no record\n"), os.close(write)))
+    watchdog.start()
+    try:
+        assert done_lines(Path(f"/dev/fd/{write}")) == set()
+    finally:
+        watchdog.cancel()
+        os.close(read)
+    os.close(write)
+
+
 def test_a_finished_run_or_a_damaged_output_answers_before_the_detection_is_made(tmp_path):
     from groundsense.rows.batch import run_batch
 

@@ -262,6 +262,29 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     assert len(out.read_text().splitlines()) == 5
 
 
+def test_batch_writes_to_standard_output_with_dash(tmp_path, monkeypatch, cli_scorer):
+    """`-o -` was a file named "-" in the working folder; now the records go to standard output, and a
+    reader that closes the pipe (`| head -1`) ends the run with 141. The Ray engine names what it writes."""
+    from groundsense.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    source = _batch_input(tmp_path)
+    result = run("batch", str(source), "-o", "-", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["line"] for line in result.stdout.splitlines()] == [1, 4, 5, 2, 3]
+    assert "standard output: 5 written, 0 already there, 2 errors" in result.stderr
+    assert not (tmp_path / "-").exists()
+    read, write = os.pipe()
+    os.close(read)
+    monkeypatch.setattr(sys, "stdout", os.fdopen(write, "w"))
+    try:
+        assert cli.main(["batch", str(source), "-o", "-", "--no-progress"], standalone_mode=False) == 141
+    finally:
+        sys.stdout.close()
+    refused = run("batch", str(source), "-o", "-", "--engine", "ray")
+    assert refused.exit_code == 2 and "the local engine writes to standard output" in refused.output
+
+
 @pytest.mark.parametrize("command", [["detect"], ["stream", "--delay", "0"]])
 def test_the_view_piped_prints_each_line_whole(command, invoke_cli):
     """Not a terminal, no line is wrapped at 80 columns: `| grep UNSUPPORTED` gets the whole sentence."""

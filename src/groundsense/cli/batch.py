@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +39,8 @@ def _actors(value: str | None) -> int | tuple[int, int] | None:
 @click.argument("source")
 @click.option("-o", "--output", required=True,
               help="Output: .jsonl (local engine: any name but .parquet), or with --engine ray .parquet (a folder "
-                   "of part files); an existing output is resumed, skipping the lines already written.")
+                   "of part files); an existing output is resumed, skipping the lines already written. Local "
+                   "engine: - writes the records to standard output (from the first line: nothing to resume).")
 @click.option("--no-progress", is_flag=True, help="No progress bar (or, in a log, no progress lines).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: this process; ray: a Ray Data actor pool (pip install 'groundsense[ray]'; "
@@ -60,10 +63,15 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
     With --engine ray, SOURCE may also be Parquet (.parquet) and either may be a URI that
     pyarrow reads (s3://, gs://, hdfs://).
     """
+    to_stdout = output == STDOUT
+    if to_stdout and engine == "ray":
+        raise InputError("-o -: the local engine writes to standard output; with --engine ray write a .jsonl file "
+                         "or a .parquet folder")
     config = DetectorConfig(**detector_options)
     ray_options = {"actors": _actors(actors), "cpus_per_actor": cpus_per_actor, "gpus_per_actor": gpus_per_actor,
                    "rows_per_batch": rows_per_batch}
-    with resumable(f"the records written so far are in {output}"):
+    # standard output keeps nothing to resume: a stop there is the root group's plain interrupt
+    with nullcontext() if to_stdout else resumable(f"the records written so far are in {output}"):
         if engine == "ray":
             summary = _ray_batch(source, output, no_progress, address,
                                  {k: v for k, v in ray_options.items() if v is not None}, config)
@@ -74,10 +82,12 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
             if given:
                 raise InputError(f"{', '.join(given)} only apply with --engine ray")
             summary = _local_batch(source, output, no_progress, config)
-    click.echo(f"{output}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors",
+    written_to = "standard output" if to_stdout else output
+    click.echo(f"{written_to}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors",
                err=True)
 
 
+STDOUT = "-"  # -o's name for standard output
 PARQUET_MAGIC = b"PAR1"
 # gzip, bzip2, xz, zstd, lz4: the first bytes of a compressed file, and their suffixes
 COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
@@ -90,7 +100,7 @@ def _check_paths(source: str, output: str) -> None:
     output: a folder of part files), or that lies in a missing folder."""
     if "://" not in source and not Path(source).is_file():
         raise InputError(f"{source}: no such file")
-    if "://" in output:
+    if "://" in output or output == STDOUT:
         return
     out = Path(output)
     if out.exists() and "://" not in source and out.samefile(source):
@@ -114,7 +124,8 @@ def _local_batch(source: str, output: str, no_progress: bool, config: DetectorCo
         raise InputError(f"-o {output}: the local engine writes a local JSONL file; write .parquet with --engine ray")
     _check_paths(source, output)
     check_verifier(config)  # a bad verifier fails even when nothing is left to score (no detection is made then)
-    return run_batch(lambda: common.make_detection(config), Path(source), Path(output), progress=not no_progress)
+    return run_batch(lambda: common.make_detection(config), Path(source),
+                     sys.stdout if output == STDOUT else Path(output), progress=not no_progress)
 
 
 def _ray_batch(source: str, output: str, no_progress: bool, address: str | None, ray_options: dict[str, Any],

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from ..detection import Detection, as_detection
 from ..errors import InputError
@@ -64,8 +66,9 @@ RECORD_START = b'{"id": '  # how every batch record's line begins (its id first)
 def done_lines(out: Path) -> set[int]:
     """Input lines already in ``out``; a final record cut off mid-write is removed. A
     complete line that is not a batch record stops the run, naming the line, and so does an
-    unfinished last line that does not begin as a record does (a file that is no batch output)."""
-    if not out.exists():
+    unfinished last line that does not begin as a record does (a file that is no batch output).
+    A pipe or a device (``/dev/stdout``) is written, never read: it holds no earlier run."""
+    if not out.is_file():
         return set()
     data = out.read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
@@ -139,13 +142,14 @@ def score_rows(detection: Detection, rows: Iterable[tuple[int | None, Row]], pro
         yield {"id": record["id"], "line": number, **record}
 
 
-def run_batch(detection: Detection | Callable[[], Detection], source: Path, out: Path,
+def run_batch(detection: Detection | Callable[[], Detection], source: Path, out: Path | TextIO,
               progress: bool = True) -> BatchSummary:
-    """Score ``source`` into ``out``, resuming it. ``detection`` may be a function that makes it:
-    it is then called only once the input and the output have been read and a line is left to
-    score, so that a damaged output or a finished run answers before a scorer loads."""
+    """Score ``source`` into ``out``: a file, resumed, or an open stream (standard output),
+    written from the first line. ``detection`` may be a function that makes it: it is then
+    called only once the input and the output have been read and a line is left to score, so
+    that a damaged output or a finished run answers before a scorer loads."""
     summary = BatchSummary()
-    done = done_lines(out)
+    done = done_lines(out) if isinstance(out, Path) else set()
     pending = []
     for number, row in by_evidence(list(read_rows(source))):  # the order of the whole input
         if number in done:
@@ -154,7 +158,8 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
             pending.append((number, row))
     if pending and callable(detection) and not isinstance(detection, Detection):
         detection = detection()  # before the output is opened: a detection that cannot be made leaves none
-    with out.open("a", encoding="utf-8") as sink:  # created even when nothing is left to score
+    # a file is created even when nothing is left to score; a stream is left open
+    with out.open("a", encoding="utf-8") if isinstance(out, Path) else nullcontext(out) as sink:
         for record in score_rows(as_detection(detection), pending, progress) if pending else ():
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
