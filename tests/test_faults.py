@@ -79,6 +79,20 @@ def test_a_file_that_is_no_batch_output_is_refused_not_truncated(tmp_path, text)
     assert out.read_text() == text
 
 
+def test_a_row_cut_short_is_placed_where_it_ends_on_its_own_line(tmp_path):
+    """The local batch parsed a line with its newline, so a row cut short read "line 2 is not valid JSON:
+    Expecting value at line 2, column 1", a line that is not there (and not the Ray engine's record,
+    whose reader drops the newline)."""
+    from groundsense.rows.batch import read_rows
+
+    cut = '{"id": "x", "answer": '
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(ROWS[0]) + "\n" + cut + "\n" + json.dumps(ROWS[2]) + "\r\n")
+    rows = dict(read_rows(source))
+    assert str(rows[2]) == f"line 2 is not valid JSON: Expecting value at line 1, column {len(cut) + 1}"
+    assert rows[1]["id"] == "a" and rows[3]["id"] == "c"
+
+
 def test_a_pipe_as_the_output_is_written_not_read_for_a_resume():
     """`-o /dev/stdout` piped, or a named pipe: reading it for the lines already written waited for
     ever on a pipe whose writer is the command itself. Should the read block, the pipe gets a line

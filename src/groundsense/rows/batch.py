@@ -57,7 +57,7 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if raw.strip():
-                yield number, parse_line(number, raw, path)
+                yield number, parse_line(number, raw.removesuffix(b"\n"), path)  # as the Ray engine reads it
 
 
 RECORD_START = b'{"id": '  # how every batch record's line begins (its id first)
