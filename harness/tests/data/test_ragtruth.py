@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from groundsense_eval.data.ragtruth import load_ragtruth, sentence_type, split_passages
+from groundsense_eval.data.ragtruth import TEST_SPLIT_ANSWERS, load_ragtruth, sentence_type, split_passages
 
 pytestmark = pytest.mark.data  # reads the benchmark data
 
@@ -20,7 +20,7 @@ def test_streams_a_few_test_cases_with_labels_mapped_to_sentences():
 
 def test_test_split_counts_and_labels(ragtruth_test):
     cases, dropped = ragtruth_test
-    assert len(cases) + len(dropped) == 2700
+    assert len(cases) == TEST_SPLIT_ANSWERS and len(dropped) == 0
     assert all(c.split == "test" for c in cases)
     qa = [c for c in cases if c.task == "QA"]
     assert all(len(c.passages) == 3 for c in qa)

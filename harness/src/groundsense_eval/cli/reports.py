@@ -63,7 +63,8 @@ def report(cache: Path, scorer: str | None, output: Path, resamples: int, seed: 
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True,
               help="Feature cache with one full-mode set per benchmark (results/tokens for candidate B).")
 @click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Feature cache of the whole RAGTruth test split, for the rule's third condition.")
+              help="Feature cache of the whole RAGTruth test split, for the rule's third condition (a part of the "
+                   "split is refused, --partial or not).")
 @click.option("--candidate", type=click.Choice(["A", "B"]), default="A", show_default=True,
               help="A: sentence features; B: A plus token-level features at thresholds tuned on dev partitions "
                    "(needs --token-rows caches, the split's too).")
@@ -80,8 +81,12 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
     if set(sets) != set(BENCHMARKS):
         raise Failure(f"{cache} holds full-mode {scorer} features of {sorted(sets) or 'no benchmark'}; "
                       f"the protocol needs all of {', '.join(BENCHMARKS)}")
-    splits = load_sets(split_cache, scorer, partial) if split_cache else []
-    split = next((s for s in splits if s.benchmark == "ragtruth"), None)
+    split = None
+    if split_cache:
+        split = next((s for s in load_sets(split_cache, scorer, partial) if s.benchmark == "ragtruth"), None)
+        if split is None:
+            raise Failure(f"no finished {scorer} RAGTruth feature set under {split_cache} (--split-cache)")
+        whole_split(split, split_cache)
     command = report_command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
                              *(["--candidate", candidate] if candidate != "A" else []),
                              *(["--partial"] if partial else []),
@@ -101,8 +106,8 @@ def benchmark_sets_options(judges: str | None) -> Callable[[CommandFunction], Co
                      show_default=True,
                      help="Feature cache with full-mode TofuEval and RAGBench sets and their lexical signals."),
         click.option("--split-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Feature cache of the whole RAGTruth test split, with its lexical signals (required, but "
-                          "for `eval fusion`'s fit on the training answers)."),
+                     help="Feature cache of the whole RAGTruth test split (a part of it is refused), with its "
+                          "lexical signals (required, but for `eval fusion`'s fit on the training answers)."),
         click.option("--scorer", "-m", default="smollm2-135m-instruct", show_default=True, metavar="NAME"),
     ]
     if judges is not None:
@@ -203,8 +208,30 @@ def benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[s
     (``split_cache``), TofuEval and RAGBench (``cache``), one full-mode set each."""
     if split_cache is None:
         raise Failure("give --split-cache: the feature cache of the whole RAGTruth test split")
-    return {name: _one_set(folder, name, scorer)
-            for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache))}
+    found = {name: _one_set(folder, name, scorer)
+             for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache))}
+    whole_split(found["ragtruth"], split_cache)
+    return found
+
+
+def whole_split(features: FeatureSet, split_cache: Path) -> None:
+    """Refuse a --split-cache set that does not hold every answer of RAGTruth's test split.
+
+    Its figures are published as the whole split's, and a part of it (a `--limit` run, or a run
+    stopped early, with or without a recorded plan) would not give them with fewer digits but
+    other figures: the dev/test partitions are drawn over the answers present. So it is refused,
+    naming how many answers it holds, rather than reported under the whole split's name;
+    `--partial` does not change that."""
+    from ..data.ragtruth import TEST_SPLIT_ANSWERS
+
+    rows = features.rows
+    held = rows.loc[rows["split"] == "test", "case_id"].nunique() if "split" in rows else features.answers
+    if held != TEST_SPLIT_ANSWERS:
+        scorer = features.config["scorer"]
+        raise Failure(f"--split-cache {split_cache} holds {held:,} of the {TEST_SPLIT_ANSWERS:,} answers of RAGTruth's "
+                      f"test split ({features.key}), and its figures are reported as the whole split's: score the "
+                      f"rest first (`groundsense eval extract ragtruth --sample full --scorer {scorer} --cache "
+                      f"{split_cache}` resumes)")
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)

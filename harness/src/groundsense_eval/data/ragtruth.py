@@ -21,6 +21,10 @@ from groundsense.inputs import segment_sentences
 from .cases import Case, DropLog, LabelledSentence, SentenceType, overlaps
 from .locations import BENCHMARK_PATHS, benchmark_path
 
+# Responses in RAGTruth's test split, every one kept as a case (0 drops; tests/data/test_ragtruth.py):
+# what a feature cache of the whole split holds (`groundsense eval ... --split-cache`).
+TEST_SPLIT_ANSWERS = 2_700
+
 _BLANK_LINE = re.compile(r"\n\s*\n")
 _PASSAGE_PREFIX = re.compile(r"^passage \d+:\s*", re.IGNORECASE)
 
