@@ -82,3 +82,8 @@ def test_report_command_reads_the_parquet_cache(tmp_path):
     assert numbers["sets"][f"ragtruth-{config.key}"]["sentences"] == len(fs.rows)
     empty = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "none"), "-o", str(tmp_path / "out2")])
     assert empty.exit_code == 2 and "no finished feature sets" in empty.output  # bad input, as for every command
+    other = runner.invoke(cli, ["eval", "report", "--cache", str(tmp_path / "cache"), "--scorer", "smollm2",
+                                "-o", str(tmp_path / "out3")])
+    assert other.exit_code == 2
+    assert f"no smollm2 feature sets under {tmp_path / 'cache'}: check --scorer (the scorers cached there: " \
+           f"{CONFIG['scorer']})" in other.output

@@ -50,6 +50,10 @@ def report(cache: Path, scorer: str | None, output: Path, resamples: int, seed: 
 
     sets = load_sets(cache, scorer, partial)
     if not sets:
+        cached = sorted({json.loads(c.read_text())["scorer"] for c in cache.glob("*/*/config.json")})
+        if cached and scorer not in (None, *cached):
+            raise Failure(f"no {scorer} feature sets under {cache}: check --scorer (the scorers cached there: "
+                          f"{', '.join(cached)})")
         raise Failure(f"no finished feature sets under {cache}: run `groundsense eval extract` first "
                       "(or pass --partial for an unfinished one)")
     for s in sets:
