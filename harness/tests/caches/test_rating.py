@@ -139,3 +139,10 @@ def test_cli_refuses_missing_or_bad_pairs(tmp_path, columns, message):
     result = CliRunner().invoke(cli, ["eval", "rate-attribution", "ragtruth", "--judge", "smollm2-135m-instruct",
                                       "--attribution", str(tmp_path / "attribution")])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_attribution_pairs_says_to_score_a_set_where_none_is_cached(tmp_path):
+    result = CliRunner().invoke(cli, ["eval", "attribution-pairs", "ragtruth", "--cache", str(tmp_path)])
+    assert result.exit_code == 2
+    assert (f"no full-mode, exact leave-one-out ragtruth feature set under {tmp_path}: score one first "
+            f"(`groundsense eval extract ragtruth --cache {tmp_path}`)") in " ".join(result.output.split())

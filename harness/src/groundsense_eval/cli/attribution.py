@@ -34,10 +34,12 @@ def attribution_pairs(benchmark: str, data: Path | None, cache: Path, scorer: st
 
     # the detector's drops, not the masked approximation
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact]
-    if len(sets) != 1:
-        found = ", ".join(s.key for s in sets) or "none"
-        raise click.UsageError(f"need exactly one full-mode, exact leave-one-out {benchmark} feature set under {cache} "
-                               f"(found: {found}); choose one with --scorer")
+    if not sets:
+        raise click.UsageError(f"no full-mode, exact leave-one-out {benchmark} feature set under {cache}: score one "
+                               f"first (`groundsense eval extract {benchmark} --cache {cache}`)")
+    if len(sets) > 1:
+        raise click.UsageError(f"several full-mode, exact leave-one-out {benchmark} feature sets under {cache} "
+                               f"({', '.join(s.key for s in sets)}): choose one with --scorer")
     features = sets[0]
     table = features.table
     wanted = set(table["case_id"])
