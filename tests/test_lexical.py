@@ -1,6 +1,8 @@
 """The lexical signals and absent terms (groundsense.lexical): the word-overlap baseline exactly,
 numbers compared by value, names, and a sentence copied from the evidence scoring nothing."""
 
+import re
+
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -94,7 +96,8 @@ def test_the_eval_cache_joins_on_the_sentence_and_says_how_to_compute_it(tmp_pat
         with_lexical(table, path)
     path.parent.mkdir(parents=True)
     rows.to_parquet(path)
-    with pytest.raises(ValueError, match="lacks the signals of 1 of 3 sentences"):
+    again = re.escape(f"`groundsense eval lexical tofueval --cache {tmp_path} --force`")
+    with pytest.raises(ValueError, match=r"lacks the signals of 1 of 3 sentences .*: compute them again with " + again):
         with_lexical(table, path)
     joined = with_lexical(table.iloc[:2], path)
     assert joined["overlap_chunk"].tolist() == [signals(s)["overlap_chunk"] for s in table["sentence"][:2]]

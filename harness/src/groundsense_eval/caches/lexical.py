@@ -61,14 +61,13 @@ def lexical_columns(features: FeatureSet, table: pd.DataFrame) -> pd.DataFrame:
 def with_lexical(table: pd.DataFrame, path: Path) -> pd.DataFrame:
     """``table`` (a feature set's rows) with its sentences' lexical signals joined on; an error
     that says how to compute them when they are missing."""
+    command = f"groundsense eval lexical {path.parent.parent.name} --cache {path.parent.parent.parent}"
     if not path.exists():
-        benchmark, cache = path.parent.parent.name, path.parent.parent.parent
-        raise FileNotFoundError(f"no lexical signals at {path}: compute them with "
-                                f"`groundsense eval lexical {benchmark} --cache {cache}`")
+        raise FileNotFoundError(f"no lexical signals at {path}: compute them with `{command}`")
     signals = pd.read_parquet(path)
     joined = table.merge(signals, on=KEY, how="left", validate="one_to_one")
     missing = joined[list(LEXICAL)].isna().any(axis=1).sum()
-    if missing:
-        raise ValueError(f"{path} lacks the signals of {missing} of {len(table)} sentences: rerun "
-                         f"`groundsense eval lexical` on that feature set")
+    if missing:  # a stored file is kept as it is unless forced, so a set scored further needs --force
+        raise ValueError(f"{path} lacks the signals of {missing} of {len(table)} sentences (stored before the set's "
+                         f"last answers were scored?): compute them again with `{command} --force`")
     return joined
