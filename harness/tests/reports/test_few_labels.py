@@ -43,3 +43,35 @@ def test_against_the_fused_default_the_curve_judges_the_shipped_fused_score_on_t
     assert (against_fused["fitted AUC"] == against_sensitivity["fitted AUC"]).all()  # the same fits and draws
     assert (against_fused["default AUC"] != against_sensitivity["default AUC"]).all()
     assert (against_fused["word overlap AUC"] == against_sensitivity["word overlap AUC"]).all()
+
+
+def test_a_dev_partition_too_small_for_any_draw_gives_no_curve_and_says_so():
+    """A `--limit` cache's dev partition of 40 answers: no size is drawn, and the report says so
+    instead of failing with a traceback."""
+    features, labels, answers, sources = labelled_sentences(n_sources=20, per_source=2, sentences=3)
+    dev = pd.DataFrame({**features, "label": labels, "case_id": answers, "source_id": sources})
+    draws = curve(dev, DEFAULT)
+    assert draws.empty and "n" in draws.columns
+    assert curve_table(draws).empty
+    assert "Mean AUC differences at 200: none, no benchmark has draws of that size. The goal is missed" in (
+        goal_text({"small": draws}))
+
+
+def test_the_report_says_when_a_benchmark_gives_no_curve(tmp_path):
+    """The committed TofuEval cache cut to its first 40 answers, as a `--limit 40` run holds them."""
+    import shutil
+    from pathlib import Path
+
+    from groundsense_eval.caches.extract import load_cache
+    from groundsense_eval.caches.store import write_table
+    from groundsense_eval.reports.few_labels import learning_curve_report
+
+    (whole,) = [s for s in load_cache(Path(__file__).parents[3] / "results" / "features", "smollm2-135m-instruct")
+                if s.benchmark == "tofueval" and s.full_exact]
+    folder = tmp_path / "tofueval" / whole.key
+    shutil.copytree(whole.folder, folder, ignore=shutil.ignore_patterns("part-*.parquet"))
+    kept = sorted(whole.rows["case_id"].unique())[:40]
+    write_table(folder / "part-00000.parquet", whole.rows[whole.rows["case_id"].isin(kept)])
+    (small,) = load_cache(tmp_path)
+    report = learning_curve_report({"tofueval": small}, DEFAULT, "groundsense eval learning-curve")
+    assert "No curve: no size could be drawn (it takes more than 50 dev answers" in report

@@ -93,7 +93,9 @@ def curve(dev: pd.DataFrame, default: Calibration, seed: int = 0, fusions: Lexic
                 row[f"{side} AUC"] = roc_auc_score(labels[test], scores[side])
                 row[f"{side} F1"] = flag_metrics(tp, fp, fn, len(y))["f1"]
             rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["n", "draw", "answers evaluated", "word overlap AUC",
+               *(f"{side} {metric}" for side in SIDES for metric in ("AUC", "F1"))]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def curve_table(draws: pd.DataFrame) -> pd.DataFrame:
@@ -122,7 +124,7 @@ def goal_text(draws: Mapping[str, pd.DataFrame]) -> str:
     gains = {name: d.mean() for name, d in differences.items()}
     met = [name for name, g in gains.items() if g >= gain]
     each = "; ".join(f"{name} {d.mean():+.3f} (± {d.std() / np.sqrt(len(d)):.3f}, the standard error over the draws)"
-                     for name, d in differences.items())
+                     for name, d in differences.items()) or "none, no benchmark has draws of that size"
     verdict = "holds" if len(met) >= needed else f"is missed ({len(met)} of the {needed} benchmarks needed)"
     return (f"Goal: the fit beats the default by at least {gain:+.2f} mean AUC at {size} labelled answers on at least "
             f"{needed} benchmarks. Mean AUC differences at {size}: {each}. The goal {verdict}.")
@@ -154,8 +156,12 @@ def learning_curve_report(sets: Mapping[str, FeatureSet], default: Calibration, 
         dev, _ = partitioned(with_lexical(detector_table(features), lexical_path(features)))
         draws[name] = curve(dev, default, seed, fusions)
         lines += [f"## {name}: dev partition of {dev['case_id'].nunique()} answers, {dev['source_id'].nunique()} "
-                  f"sources, {len(dev)} sentences ({dev['label'].mean():.1%} unsupported)", "",
-                  markdown_table(curve_table(draws[name])), ""]
+                  f"sources, {len(dev)} sentences ({dev['label'].mean():.1%} unsupported)", ""]
+        if draws[name].empty:
+            lines += [f"No curve: no size could be drawn (it takes more than {SIZES[0]} dev answers, and both labels "
+                      "among the drawn answers and among those judged on).", ""]
+            continue
+        lines += [markdown_table(curve_table(draws[name])), ""]
         few = draws[name].groupby("n")["answers evaluated"].mean()
         lines += [f"At {n} answers the draws leave {m:.0f} answers on average to judge on: too few to read." for n, m in
                   few[few < MIN_EVALUATED].items()] + ([""] if (few < MIN_EVALUATED).any() else [])
