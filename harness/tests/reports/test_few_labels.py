@@ -59,19 +59,16 @@ def test_a_dev_partition_too_small_for_any_draw_gives_no_curve_and_says_so():
 
 def test_the_report_says_when_a_benchmark_gives_no_curve(tmp_path):
     """The committed TofuEval cache cut to its first 40 answers, as a `--limit 40` run holds them."""
-    import shutil
     from pathlib import Path
 
+    from helpers.cut_cache import first_answers
+
     from groundsense_eval.caches.extract import load_cache
-    from groundsense_eval.caches.store import write_table
     from groundsense_eval.reports.few_labels import learning_curve_report
 
     (whole,) = [s for s in load_cache(Path(__file__).parents[3] / "results" / "features", "smollm2-135m-instruct")
                 if s.benchmark == "tofueval" and s.full_exact]
-    folder = tmp_path / "tofueval" / whole.key
-    shutil.copytree(whole.folder, folder, ignore=shutil.ignore_patterns("part-*.parquet"))
-    kept = sorted(whole.rows["case_id"].unique())[:40]
-    write_table(folder / "part-00000.parquet", whole.rows[whole.rows["case_id"].isin(kept)])
+    first_answers(whole, tmp_path, 40)
     (small,) = load_cache(tmp_path)
     report = learning_curve_report({"tofueval": small}, DEFAULT, "groundsense eval learning-curve")
     assert "No curve: no size could be drawn (it takes more than 50 dev answers" in report

@@ -1,13 +1,14 @@
 """`--split-cache` is the whole RAGTruth test split: a cache of part of it is refused, not reported
 under the whole split's name (its partitions, and so its figures, would be another split's)."""
 
-import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from helpers.cut_cache import first_answers
 
 from groundsense_eval.caches.extract import load_cache
-from groundsense_eval.caches.store import record_plan, write_table
+from groundsense_eval.caches.store import record_plan
 from groundsense_eval.data.ragtruth import TEST_SPLIT_ANSWERS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -15,16 +16,13 @@ SPLIT = ROOT / "results" / "split-features"
 
 
 def split_part(tmp_path: Path, answers: int, plan: bool) -> Path:
-    """A copy of the committed split cache holding its first ``answers`` answers: what `eval extract
-    ragtruth --sample full --limit N` writes (``plan``: its recorded plan, those N answers), or an
-    older run stopped early (no plan)."""
+    """The committed split cache cut to its first ``answers`` answers: what `eval extract ragtruth
+    --sample full --limit N` writes (``plan``: its recorded plan, those N answers), or an older run
+    stopped early (no plan)."""
     (whole,) = load_cache(SPLIT)
-    folder = tmp_path / "ragtruth" / whole.key
-    shutil.copytree(whole.folder, folder, ignore=shutil.ignore_patterns("part-*.parquet"))
-    kept = sorted(whole.rows["case_id"].unique())[:answers]
-    write_table(folder / "part-00000.parquet", whole.rows[whole.rows["case_id"].isin(kept)])
+    folder = first_answers(whole, tmp_path, answers)
     if plan:
-        record_plan(folder, kept)
+        record_plan(folder, pd.read_parquet(folder / "part-00000.parquet", columns=["case_id"])["case_id"])
     return tmp_path
 
 
