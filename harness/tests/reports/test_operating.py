@@ -220,3 +220,25 @@ def _calibrated(tmp_path):
     assert runner.invoke(cli, ["eval", "calibrate", "--cache", str(tmp_path / "train"), "--scorer", "tiny",
                                "-o", str(tmp_path / "c.json")]).exit_code == 0
     return runner
+
+
+@pytest.mark.parametrize(("benchmark", "answers", "problem"), [
+    ("ragbench", 2, "no adaptation can be fitted (calibration needs at least two scored sentences"),
+    ("tofueval", 3, "nothing to measure the adaptations on; its dev and test partitions hold 3 and 0 answers"),
+])
+def test_adaptation_on_partitions_too_small_says_which_benchmark_and_what_to_do(benchmark, answers, problem, tmp_path):
+    """A `--limit` run's few answers: exit 2 naming the benchmark, its partitions and what to do (no traceback)."""
+    from pathlib import Path
+
+    from helpers.cli import run
+    from helpers.cut_cache import first_answers
+
+    from groundsense_eval.caches.extract import load_cache
+
+    (whole,) = [s for s in load_cache(Path(__file__).parents[3] / "results" / "features", "smollm2-135m-instruct")
+                if s.benchmark == benchmark and s.full_exact]
+    first_answers(whole, tmp_path, answers)
+    refused = run("eval", "adaptation", "--cache", str(tmp_path), "--resamples", "100")
+    assert refused.exit_code == 2, refused.output
+    said = " ".join(refused.output.split())
+    assert f"{benchmark} ({tmp_path.name}/{whole.key}): {problem}" in said and "score more of its answers" in said

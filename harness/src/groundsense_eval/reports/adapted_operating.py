@@ -23,6 +23,7 @@ from groundsense.calibration import (
     flag_metrics,
     paired_f1,
 )
+from groundsense.errors import InputError
 from groundsense.features import FEATURES, SENTENCE_VALUES
 
 from ..data.split import DEV, TEST, assign_partition
@@ -149,7 +150,16 @@ def adaptation_report(sets: Mapping[str, pd.DataFrame], base: Calibration, comma
                       n_resamples: int = 2000, seed: int = 0) -> str:
     """The Markdown report of `groundsense eval adaptation`."""
     parts = {name: partitioned(sentences) for name, sentences in sets.items()}
-    fitted = {name: calibrations(base, p[DEV]) for name, p in parts.items()}
+    fitted = {}
+    for name, p in parts.items():  # a --limit run's partitions can be too small to fit on or to measure
+        sizes = (f"its dev and test partitions hold {p[DEV]['case_id'].nunique()} and "
+                 f"{p[TEST]['case_id'].nunique()} answers: score more of its answers")
+        try:
+            fitted[name] = calibrations(base, p[DEV])
+        except InputError as exc:
+            raise InputError(f"{name}: no adaptation can be fitted ({exc}); {sizes}") from exc
+        if p[TEST].empty:
+            raise InputError(f"{name}: nothing to measure the adaptations on; {sizes}")
     dev_f1 = pd.DataFrame({name: {m: point_f1(fitted[name][f"{LETTERS[m]}: {m}"], p[DEV]) for m in METHODS}
                            for name, p in parts.items()})
     chosen = chosen_method(dev_f1)
