@@ -242,3 +242,22 @@ def test_adaptation_on_partitions_too_small_says_which_benchmark_and_what_to_do(
     assert refused.exit_code == 2, refused.output
     said = " ".join(refused.output.split())
     assert f"{benchmark} ({tmp_path.name}/{whole.key}): {problem}" in said and "score more of its answers" in said
+
+
+@pytest.mark.parametrize("score", ["fused", "sensitivity"])
+def test_operating_says_a_benchmark_has_no_test_partition_instead_of_failing(score, tmp_path):
+    """One cached answer (its source drawn into dev): the report says there is nothing to measure on."""
+    from pathlib import Path
+
+    from helpers.cli import run
+    from helpers.cut_cache import first_answers
+
+    from groundsense_eval.caches.extract import load_cache
+
+    (whole,) = [s for s in load_cache(Path(__file__).parents[3] / "results" / "features", "smollm2-135m-instruct")
+                if s.benchmark == "tofueval" and s.full_exact]
+    first_answers(whole, tmp_path, 1)
+    report = run("eval", "operating", "--cache", str(tmp_path), "--score", score, "--resamples", "100")
+    assert report.exit_code == 0, report.output
+    assert "no test partition\n\nThe cached answers (1) all fall in the dev partition: score more of them." in (
+        report.stdout)

@@ -28,7 +28,7 @@ from groundsense.features import FEATURES, SENTENCE_VALUES
 
 from ..data.split import DEV, TEST, assign_partition
 from ..statistics.signed import with_signed
-from .operating import OperatingPoint, answer_outcomes, judged
+from .operating import OperatingPoint, answer_outcomes, judged, no_test_partition
 from .tables import interval_text, markdown_table
 
 LETTERS = {"restandardise": "R", "quantile": "Q", "mixture": "M"}
@@ -105,6 +105,9 @@ def adapted_section(sets: Mapping[str, pd.DataFrame], base: Calibration, n_resam
              "([adaptation.md](adaptation.md): the protocol, the other rules and the oracle).", ""]
     for name, sentences in sets.items():
         p = partitioned(sentences)
+        if p[TEST].empty:
+            lines += no_test_partition(f"### {name}", p[DEV])
+            continue
         fitted = {"unadapted (shipped)": base, f"adapted ({DEFAULT_METHOD})": adapt(base, domain(p[DEV]))}
         lines += [f"### {name}", "", markdown_table(flag_table(fitted, p[TEST], n_resamples, seed)[0]), ""]
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from ..caches.extract import FeatureSet
 from ..statistics.benchmark_result import partitioned
 from .default_score import product_judgements
 from .fusion import Domain, fusion_table, test_sets
-from .operating import OVERLAP_POINT, POINTS, OperatingPoint, top_share
+from .operating import OVERLAP_POINT, POINTS, OperatingPoint, no_test_partition, top_share
 from .tables import interval_text, markdown_table
 
 TARGETS = [point for point in POINTS if point != OperatingPoint()]
@@ -99,7 +99,10 @@ def fused_operating_report(sets: Mapping[str, FeatureSet], calibration: Calibrat
     made = fusions["full"].made_with
     adapted = made.get("adaptation")
     sections = []
-    for _, rows, label in test_sets(domains):
+    for domain, rows, label in test_sets(domains):
+        if rows.empty:
+            sections += no_test_partition(f"## {label}", domain.dev)
+            continue
         sentences, answers = product_judgements(rows, calibration, fusions)
         table = pd.DataFrame(point_rows(sentences, answers, fusions, n_resamples, seed)).set_index("operating point")
         sections += [f"## {label}: {len(answers):,} answers, {len(sentences):,} sentences "

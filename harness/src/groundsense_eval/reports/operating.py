@@ -223,3 +223,10 @@ def operating_report(test_sets: Mapping[str, pd.DataFrame], calibration: Calibra
         lines += [f"## {name}: {sentences['case_id'].nunique()} answers, {len(sentences)} sentences", "",
                   markdown_table(rows.drop(columns="benchmark").set_index("operating point")), ""]
     return "\n".join(lines)
+
+
+def no_test_partition(heading: str, dev: pd.DataFrame) -> list[str]:
+    """A report's section for a benchmark whose cached answers all fell in the dev partition (a
+    cache of a few answers, as a `--limit` run leaves): nothing to measure on, said instead of failing."""
+    return [f"{heading}: no test partition", "",
+            f"The cached answers ({dev['case_id'].nunique():,}) all fall in the dev partition: score more of them.", ""]
