@@ -55,3 +55,12 @@ def test_a_subset_not_in_the_data_is_an_input_error_listing_those_there():
     message = " ".join(result.output.split())
     assert f"no RAGBench subset nosuch, pubmedqa in {benchmark_path('ragbench')}: check --subsets" in message
     assert "the subsets there: covidqa, delucionqa, emanual, expertqa, hagrid, hotpotqa, msmarco" in message
+
+
+def test_a_split_no_chosen_subset_has_is_an_input_error_listing_those_there():
+    """`--subsets covidqa --split train` said only 'no cases selected' (the release has no train file there)."""
+    result = run("eval", "extract", "ragbench", "--subsets", "covidqa", "--split", "train", "--limit", "1")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert (f"no RAGBench train split in {benchmark_path('ragbench')} (subsets covidqa): check --split; "
+            "the splits there: test, validation") in message

@@ -33,9 +33,13 @@ def load_ragbench(
                          f"{', '.join(p.name for p in found) or 'none'}")
     cases: list[Case] = []
     dropped = DropLog()
-    for subset_dir in found:
-        if subsets is not None and subset_dir.name not in subsets:
-            continue
+    chosen = [p for p in found if subsets is None or p.name in subsets]
+    there = {file.name.split("-")[0] for subset_dir in chosen for file in subset_dir.glob("*.parquet")}
+    if splits is not None and not there & set(splits):
+        raise InputError(f"no RAGBench {', '.join(sorted(splits))} split in {folder} (subsets "
+                         f"{', '.join(p.name for p in chosen) or 'none'}): check --split; the splits there: "
+                         f"{', '.join(sorted(there)) or 'none'}")
+    for subset_dir in chosen:
         frames = []
         for file in sorted(subset_dir.glob("*.parquet")):
             split = file.name.split("-")[0]
