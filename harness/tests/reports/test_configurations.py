@@ -12,7 +12,7 @@ from helpers.synthetic_features import CONFIG, feature_set
 
 from groundsense.cli import cli
 from groundsense_eval.caches.extract import FeatureSet
-from groundsense_eval.caches.store import write_part
+from groundsense_eval.caches.store import record_plan, write_part
 from groundsense_eval.reports.configurations import compare
 
 
@@ -99,6 +99,13 @@ def test_cli_compares_two_cached_keys(tmp_path, exact):
     assert numbers["agreement"]["drop_max"]["spearman"] == pytest.approx(1.0)
     missing = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "exact-key", "nope"])
     assert missing.exit_code == 2 and "nope is not under" in missing.output
+    record_plan(tmp_path / "ragtruth" / "masked-key", [*exact.rows["case_id"], "ragtruth:not-scored-yet"])
+    unfinished = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "exact-key", "masked-key"])
+    assert unfinished.exit_code == 2
+    assert (f"masked-key has not finished scoring under {tmp_path} (the warning above): pass --partial to compare "
+            "it") in " ".join(unfinished.output.split())
+    assert CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "--resamples", "200", "--partial",
+                                    "exact-key", "masked-key"]).exit_code == 0
     other = CliRunner().invoke(cli, ["eval", "compare", "--cache", str(tmp_path), "--benchmark", "tofueval",
                                      "exact-key", "masked-key"])
     assert other.exit_code == 2 and f"exact-key is not cached for tofueval under {tmp_path}, only for ragtruth" in \

@@ -545,6 +545,8 @@ def compare(key_a: str, key_b: str, cache: Path, benchmark: str | None, output: 
                 problem = f"is cached for several benchmarks ({', '.join(cached_for)}): pass --benchmark"
             elif cached_for:
                 problem = f"is not cached for {benchmark} under {cache}, only for {', '.join(cached_for)}"
+            elif list(cache.glob(f"*/{key}/config.json")):  # left out by load_sets, which said so
+                problem = f"has not finished scoring under {cache} (the warning above): pass --partial to compare it"
             else:
                 problem = f"is not under {cache}"
             raise click.BadParameter(f"{key} {problem} (cached: {known})", param_hint=hint)
