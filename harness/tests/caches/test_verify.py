@@ -86,3 +86,9 @@ def test_seconds_are_shared_by_gflops():
 def test_cli_refuses_bad_verifiers(args, message):
     result = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_an_unknown_verifier_is_answered_with_what_eval_verify_takes():
+    result = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", "--verifier", "foo:bar"])
+    assert result.exit_code == 2 and "trained:<file>" in result.output and "-o url=" in result.output
+    assert "--verifier-url" not in result.output  # detect's and serve's option, which eval verify has not

@@ -57,12 +57,16 @@ def _option_pairs(_ctx: click.Context, _param: click.Parameter, values: tuple[st
     return pairs
 
 
+# what `eval verify --verifier` takes: the product's kinds (the openai: server's URL as an -o setting here),
+# and the harness's own trained: kind
+VERIFIER_SPECS = ("judge:<scorer>, contextcite:<scorer>, nli:<id or path>, minicheck:<id or path>, "
+                  "alignscore:<id or path>, openai:<model> (-o url=...), or trained:<file> (an adapter and head "
+                  "`eval train-verifier` wrote: its verifier.safetensors)")
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @case_options
-@click.option("--verifier", "spec", required=True, metavar="KIND:MODEL",
-              help="judge:<scorer>, contextcite:<scorer>, nli:<id or path>, minicheck:<id or path>, "
-                   "alignscore:<id or path>, openai:<model> (-o url=...), or trained:<file> (an adapter and head "
-                   "`eval train-verifier` wrote: its verifier.safetensors).")
+@click.option("--verifier", "spec", required=True, metavar="KIND:MODEL", help=f"{VERIFIER_SPECS}.")
 @click.option("-o", "--option", "options", multiple=True, callback=_option_pairs, metavar="NAME=VALUE",
               help="A verifier setting, e.g. -o k=5, -o premise=context, -o label=1 (see docs/verifiers.md).")
 @click.option("--device", default=None, help="torch device [default: cuda if available, else cpu].")
@@ -78,7 +82,7 @@ def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ..
       groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
-    from groundsense.verification import ModelVerifier, make_verifier
+    from groundsense.verification import KINDS, ModelVerifier, make_verifier
 
     from ..caches.verify import verify as run_verify
     from ..fits.verifier import TrainedVerifier
@@ -86,7 +90,10 @@ def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ..
     # Before the cases load (a minute for RAGTruth), so a bad spec fails fast. In fp32 on any
     # machine: a verifier cache's key names no precision, and every cache holds fp32 scores.
     verifier: ModelVerifier
-    if spec.startswith("trained:"):  # the harness's own kind, until one ships (issue #55)
+    kind, _, model = spec.partition(":")
+    if kind not in (*KINDS, "trained") or not model:  # the product's message would name its own options
+        raise click.BadParameter(f"unknown verifier {spec!r}: use {VERIFIER_SPECS}", param_hint="--verifier")
+    if kind == "trained":  # the harness's own kind, until one ships (issue #55)
         if options:
             raise click.UsageError("a trained verifier takes no -o settings")
         verifier = TrainedVerifier.load(spec.removeprefix("trained:"), device=device)
