@@ -1,6 +1,9 @@
 """Errors a caller can act on. The CLI turns each into a message and exit code 2."""
 
-__all__ = ["GroundsenseError", "InputError", "ScorerUnavailable", "VerifierUnavailable", "VerifierError", "Cancelled"]
+__all__ = [
+    "GroundsenseError", "InputError", "ScorerUnavailable", "VerifierUnavailable", "VerifierError", "EngineUnavailable",
+    "Cancelled",
+]
 
 
 class GroundsenseError(Exception):
@@ -22,6 +25,10 @@ class VerifierUnavailable(GroundsenseError):
 class VerifierError(GroundsenseError):
     """A verifier could not score: its server was unreachable, refused the request,
     timed out or replied with something unreadable. Never a score."""
+
+
+class EngineUnavailable(GroundsenseError):
+    """The Ray engine's runtime did not start here, or its cluster could not be joined."""
 
 
 class Cancelled(Exception):

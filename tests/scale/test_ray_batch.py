@@ -290,6 +290,21 @@ def test_settings_that_depend_on_the_actors_hardware_are_left_to_the_actors(tmp_
     assert not ray.is_initialized()
 
 
+def test_a_ray_runtime_that_cannot_start_is_an_error_that_says_what_to_do(tmp_path, monkeypatch, hub_offline):
+    """Ray's local runtime failing to start (on a loaded machine: 'The current node timed out during
+    startup') was a bare traceback and exit 1; here it fails for real, its temporary folder being a file."""
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path / "not-a-folder"))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    result = CliRunner().invoke(cli, ["batch", str(source), "--engine", "ray", "-o", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 2, result.output
+    assert "Error: Ray's local runtime did not start (NotADirectoryError: " in result.output  # the cause
+    assert "Rerun the command" in result.output and "--address" in result.output and "--engine local" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out.jsonl").exists()
+    assert not ray.is_initialized()
+
+
 def test_an_actor_the_local_runtime_cannot_place_is_refused():
     from groundsense.cli.batch import _check_fits
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..config import DetectorConfig
-from ..errors import InputError
+from ..errors import EngineUnavailable, InputError
 from . import common
 from .common import CONTEXT_SETTINGS, detector_options
 from .interrupts import rearm_sigterm, resumable
@@ -155,12 +155,27 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     sink = open_sink(output)
     _check_paths(source, output)
     sink.done()  # a damaged output too
-    ray.init(address=address, ignore_reinit_error=True)
+    try:
+        ray.init(address=address, ignore_reinit_error=True)
+    except Exception as exc:  # Ray's own errors are bare (a node timed out during startup), or OS or connection ones
+        raise EngineUnavailable(_start_failure(address, started_here, exc)) from exc
     rearm_sigterm()  # Ray's init takes SIGTERM over; a stop must still write what was scored
     if started_here:
         _check_fits(resources, ray.cluster_resources())
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
     return run_ray_batch(source, sink, resources, files)
+
+
+def _start_failure(address: str | None, started_here: bool, exc: Exception) -> str:
+    """What to say when ``ray.init`` failed: what failed, its cause, and what to do."""
+    cause = f"{type(exc).__name__}: {exc}"
+    if started_here:
+        return (f"Ray's local runtime did not start ({cause}). Rerun the command (on a loaded machine Ray can time "
+                "out while it starts), join a running Ray cluster with --address, or score in this process with "
+                "--engine local")
+    return (f"could not join the Ray cluster at {address or os.environ.get('RAY_ADDRESS')} ({cause}). Check that "
+            "the cluster is running and the address is right (--address, else $RAY_ADDRESS) and rerun, or score "
+            "in this process with --engine local")
 
 
 def _check_fits(resources: Resources, cluster: dict[str, float]) -> None:

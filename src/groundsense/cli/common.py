@@ -30,7 +30,8 @@ Exit codes, the same for every command:
   0    done (in a batch, a bad row is an error record, not a failure)
   1    the answer was not cleared under --fail-on-flag; `fit` found no gain and wrote nothing (or an internal
        error: a traceback)
-  2    bad usage or input, or a scorer or verifier that cannot load: the message says what to do
+  2    bad usage or input, a scorer or verifier that cannot load, or a Ray runtime that does not start: the
+       message says what to do
   130  interrupted (Ctrl-C), 143 stopped (SIGTERM): finished work is kept; rerun to resume
   141  the reader of standard output closed it (`| head -1`)
 """
