@@ -258,8 +258,12 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     assert "not valid JSON" in records[3]["error"]["message"]
     assert all("sentences" in records[n] for n in (1, 4, 5))
     rerun = run("batch", str(source), "-o", str(out), "--no-progress")
-    assert "0 written, 5 already there" in rerun.output
+    # the errors already there are counted: a rerun that checks a finished output does not read "0 errors"
+    assert f"{out}: 0 written, 5 already there, 2 errors (2 of them already there)\n" in rerun.output
     assert len(out.read_text().splitlines()) == 5
+    out.write_text("".join(out.read_text().splitlines(keepends=True)[:4]))  # lines 1, 4, 5 and 2 (an error)
+    resumed = run("batch", str(source), "-o", str(out), "--no-progress")
+    assert f"{out}: 1 written, 4 already there, 2 errors (1 of them already there)\n" in resumed.output
 
 
 def test_batch_writes_to_standard_output_with_dash(tmp_path, monkeypatch, cli_scorer):

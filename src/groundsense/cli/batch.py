@@ -83,8 +83,10 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
                 raise InputError(f"{', '.join(given)} only apply with --engine ray")
             summary = _local_batch(source, output, no_progress, config)
     written_to = "standard output" if to_stdout else output
-    click.echo(f"{written_to}: {summary.written} written, {summary.skipped} already there, {summary.errors} errors",
-               err=True)
+    errors = f"{summary.errors + summary.skipped_errors} errors"
+    if summary.skipped_errors:
+        errors += f" ({summary.skipped_errors} of them already there)"
+    click.echo(f"{written_to}: {summary.written} written, {summary.skipped} already there, {errors}", err=True)
 
 
 STDOUT = "-"  # -o's name for standard output

@@ -36,7 +36,8 @@ Row = dict | InputError  # a parsed input row, or the error its line raised
 class BatchSummary:
     written: int = 0
     skipped: int = 0  # already in the output from an earlier run
-    errors: int = 0
+    errors: int = 0  # of the records written
+    skipped_errors: int = 0  # of the records already there
 
 
 def parse_line(number: int, raw: bytes, source: str | Path) -> Row:
@@ -63,18 +64,19 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
 RECORD_START = b'{"id": '  # how every batch record's line begins (its id first)
 
 
-def done_lines(out: Path) -> set[int]:
-    """Input lines already in ``out``; a final record cut off mid-write is removed. A
-    complete line that is not a batch record stops the run, naming the line, and so does an
-    unfinished last line that does not begin as a record does (a file that is no batch output).
+def done_lines(out: Path) -> dict[int, bool]:
+    """Input lines already in ``out``, each with whether its record is an error record; a final
+    record cut off mid-write is removed. A complete line that is not a batch record stops the
+    run, naming the line, and so does an unfinished last line that does not begin as a record
+    does (a file that is no batch output).
     A pipe or a device (``/dev/stdout``) is written, never read: it holds no earlier run."""
     if not out.is_file():
-        return set()
+        return {}
     data = out.read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
-    done = {
+    done = dict(
         _record_line(out, number, line) for number, line in enumerate(complete.splitlines(), start=1) if line.strip()
-    }
+    )
     if len(complete) != len(data):
         if not _cut_off_record(data[len(complete) :]):
             raise _not_a_record(out, complete.count(b"\n") + 1)
@@ -95,12 +97,12 @@ def _cut_off_record(tail: bytes) -> bool:
     return isinstance(whole, dict) and isinstance(whole.get("line"), int)
 
 
-def _record_line(out: Path, number: int, line: bytes) -> int:
-    """The input line a record of ``out`` answers."""
+def _record_line(out: Path, number: int, line: bytes) -> tuple[int, bool]:
+    """The input line a record of ``out`` answers, and whether the record is an error record."""
     try:
         record = json.loads(line)
         if isinstance(record, dict) and isinstance(record.get("line"), int):
-            return record["line"]
+            return record["line"], record.get("error") is not None
     except ValueError:
         pass
     raise _not_a_record(out, number)
@@ -149,11 +151,12 @@ def run_batch(detection: Detection | Callable[[], Detection], source: Path, out:
     called only once the input and the output have been read and a line is left to score, so
     that a damaged output or a finished run answers before a scorer loads."""
     summary = BatchSummary()
-    done = done_lines(out) if isinstance(out, Path) else set()
+    done = done_lines(out) if isinstance(out, Path) else {}
     pending = []
     for number, row in by_evidence(list(read_rows(source))):  # the order of the whole input
         if number in done:
             summary.skipped += 1
+            summary.skipped_errors += done[number]
         else:
             pending.append((number, row))
     if pending and callable(detection) and not isinstance(detection, Detection):

@@ -10,7 +10,8 @@ scores them, so a bad line becomes an error record, as in the local ``batch``.
 Output: ``.jsonl`` (a local file, appended to and flushed record by record, as the local
 ``batch`` writes) or ``.parquet`` (a folder of part files, local or on any pyarrow
 filesystem, each written under a temporary name and renamed when complete). Records are
-keyed by ``line``; :meth:`Sink.done` gives the lines already written, for resuming.
+keyed by ``line``; :meth:`Sink.done` gives the lines already written (and which of them
+are error records), for resuming.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import ray.data
@@ -91,8 +93,8 @@ def read_input(source: str) -> ray.data.Dataset:
 class Sink:
     """Where records go; each :meth:`write` is kept once :meth:`flush` returns."""
 
-    def done(self) -> set[int]:
-        """Lines already written by an earlier run."""
+    def done(self) -> dict[int, bool]:
+        """Lines already written by an earlier run, each with whether its record is an error record."""
         raise NotImplementedError
 
     def write(self, table: pa.Table) -> None:
@@ -106,7 +108,7 @@ class JsonlSink(Sink):
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def done(self) -> set[int]:
+    def done(self) -> dict[int, bool]:
         return done_lines(self.path)
 
     def write(self, table: pa.Table) -> None:
@@ -135,13 +137,14 @@ class ParquetSink(Sink):
             return []
         return [f for f in self.fs.get_file_info(pafs.FileSelector(self.root)) if f.type == pafs.FileType.File]
 
-    def done(self) -> set[int]:
-        lines: set[int] = set()
+    def done(self) -> dict[int, bool]:
+        lines: dict[int, bool] = {}
         for info in self._parts():
             if info.base_name.startswith(_TMP):
                 self.fs.delete_file(info.path)  # cut off by a kill before its rename
             elif info.base_name.endswith(".parquet"):
-                lines.update(pq.read_table(info.path, columns=["line"], filesystem=self.fs)["line"].to_pylist())
+                part = pq.read_table(info.path, columns=["line", "error"], filesystem=self.fs)
+                lines.update(zip(part["line"].to_pylist(), pc.is_valid(part["error"]).to_pylist()))
         return lines
 
     def write(self, table: pa.Table) -> None:

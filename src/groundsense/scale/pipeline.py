@@ -180,8 +180,9 @@ def run_ray_batch(source: str, sink: Sink, resources: Resources,
     line exactly once. ``files``: what :func:`load_files` made of ``resources.actor_detection()``
     where the caller read it already (the CLI, checking before Ray starts); None: read here."""
     files = files or load_files(resources.actor_detection())
-    written = sink.done()
-    summary = BatchSummary(skipped=len(written))
+    done = sink.done()
+    summary = BatchSummary(skipped=len(done), skipped_errors=sum(done.values()))
+    written = set(done)
     rows = read_input(source)
     if written:
         # Ray types fn as taking the batch alone; fn_kwargs passes the rest
