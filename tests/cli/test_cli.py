@@ -266,6 +266,18 @@ def test_batch_keeps_going_past_bad_rows(tmp_path, cli_scorer):
     assert f"{out}: 1 written, 4 already there, 2 errors (1 of them already there)\n" in resumed.output
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n\n"])
+def test_batch_warns_of_an_input_without_rows(tmp_path, content):
+    """An empty input (or one of blank lines) ended with exit 0, "0 written" and an empty output, and no
+    word of it: a wrong or unfinished file went unnoticed."""
+    (tmp_path / "in.jsonl").write_text(content)
+    result = run("batch", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert f"warning: {tmp_path / 'in.jsonl'} has no rows (it is empty, or only blank lines): nothing was scored\n" \
+        in result.stderr
+    assert (tmp_path / "out.jsonl").read_text() == ""
+
+
 def test_batch_writes_to_standard_output_with_dash(tmp_path, monkeypatch, cli_scorer):
     """`-o -` was a file named "-" in the working folder; now the records go to standard output, and a
     reader that closes the pipe (`| head -1`) ends the run with 141. The Ray engine names what it writes."""

@@ -165,6 +165,15 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
 
 
 @starts_ray
+def test_the_ray_engine_warns_of_an_input_without_rows(tmp_path, ray_runtime):
+    (tmp_path / "in.jsonl").write_text("\n\n")
+    result = CliRunner().invoke(cli, ["batch", str(tmp_path / "in.jsonl"), "--engine", "ray", "-o",
+                                      str(tmp_path / "out.parquet"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {tmp_path / 'in.jsonl'} has no rows (it is empty, or only blank lines)" in result.stderr
+
+
+@starts_ray
 def test_detect_dataset_takes_and_returns_a_dataset(detector, ray_runtime):
     rows = [r for r in synthetic_rows() if r["answer"]][2:5]  # passages and context rows in one Dataset
     numbered = [{**row, "line": number} for number, row in enumerate(rows, start=7)]  # a `line` column is kept

@@ -83,6 +83,8 @@ def batch(source: str, output: str, no_progress: bool, engine: str, actors: str 
                 raise InputError(f"{', '.join(given)} only apply with --engine ray")
             summary = _local_batch(source, output, no_progress, config)
     written_to = "standard output" if to_stdout else output
+    if not summary.written and not summary.skipped:
+        click.echo(f"warning: {source} has no rows (it is empty, or only blank lines): nothing was scored", err=True)
     errors = f"{summary.errors + summary.skipped_errors} errors"
     if summary.skipped_errors:
         errors += f" ({summary.skipped_errors} of them already there)"
