@@ -48,3 +48,20 @@ def test_selection_refuses_a_split_cache_without_ragtruth(tmp_path, monkeypatch)
     refused = run("eval", "selection", "--cache", "results/features", "--split-cache", str(tmp_path))
     assert refused.exit_code == 2
     assert f"no finished smollm2-135m-instruct RAGTruth feature set under {tmp_path} (--split-cache)" in refused.output
+
+
+@pytest.mark.parametrize("command", [["operating"], ["operating", "--score", "sensitivity"], ["adaptation"],
+                                     ["learning-curve"]])
+def test_a_held_out_cache_of_part_of_the_split_given_first_is_refused_not_reported(command, tmp_path, monkeypatch):
+    """`eval operating`, `adaptation` and `learning-curve` publish the whole split's figures: a `--limit`
+    run's part of it, given before the whole split's cache, is refused rather than serving RAGTruth."""
+    from helpers.cli import run
+
+    monkeypatch.chdir(ROOT)
+    part = split_part(tmp_path, 40, plan=True)
+    resamples = [] if command == ["learning-curve"] else ["--resamples", "100"]
+    refused = run("eval", *command, "--cache", str(part), "--cache", str(SPLIT), "--cache", "results/features",
+                  *resamples)
+    assert refused.exit_code == 2, refused.output
+    assert f"--cache {part} holds 40 of the {TEST_SPLIT_ANSWERS:,} answers of RAGTruth's test split" in (
+        refused.output)

@@ -29,6 +29,7 @@ from .options import (
     output_option,
     partial_option,
     report_command,
+    whole_split,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def held_out_options(calibration_help: str) -> Callable[[CommandFunction], Comma
     options = [
         click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path),
                      multiple=True, required=True,
-                     help="Feature cache(s) of held-out answers; the first holding a benchmark serves it."),
+                     help="Feature cache(s) of held-out answers; the first holding a benchmark serves it (a part of "
+                          "RAGTruth's test split is refused, --partial or not)."),
         click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help=f"{calibration_help} [default: the one shipped for the default scorer]."),
         markdown_report_options,
@@ -191,7 +193,14 @@ def held_out_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precisio
 def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision: str = "fp32"
                 ) -> dict[str, tuple[Path, FeatureSet]]:
     """Benchmark -> (cache, its full-mode, exact ``scorer`` feature set scored in ``precision``) from the
-    first cache holding one."""
+    first cache holding one.
+
+    A RAGTruth set of its test split that holds part of it is refused (:func:`whole_split`), not
+    reported with its answer count, by each command that reads these sets: `operating`,
+    `adaptation` and `learning-curve` all render a published figure of the whole split
+    (docs/results/operating*.md, adaptation.md with its adoption verdict, learning-curve*.md),
+    and a part of it draws other dev/test partitions, so gives other figures, not the same ones
+    with fewer answers. `--partial` does not change that."""
     chosen: dict[str, tuple[Path, FeatureSet]] = {}
     for cache in caches:
         for s in load_sets(cache, scorer, partial):
@@ -200,12 +209,17 @@ def _first_sets(caches: tuple[Path, ...], scorer: str, partial: bool, precision:
     if not chosen:
         raise Failure(f"no full-mode, exact {scorer} feature set scored in {precision} under "
                       f"{', '.join(map(str, caches))}")
+    if "ragtruth" in chosen:
+        cache, ragtruth = chosen["ragtruth"]
+        if "test" in ragtruth.splits or not ragtruth.splits:  # older caches record no split: the test split's
+            whole_split(ragtruth, cache, "--cache")
     return chosen
 
 
 @click.command("learning-curve", context_settings=CONTEXT_SETTINGS)
 @click.option("--cache", "caches", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              required=True, help="Feature cache(s); the first holding a benchmark serves it.")
+              required=True, help="Feature cache(s); the first holding a benchmark serves it (a part of RAGTruth's "
+                                  "test split is refused, --partial or not).")
 @output_option("Write the Markdown report here [default: standard output].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
 @click.option("--score", type=click.Choice(["fused", "sensitivity"]), default="fused", show_default=True,

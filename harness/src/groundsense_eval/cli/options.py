@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundsense.cli import CommandFunction, check_output_file, stacked
+from groundsense.cli import CommandFunction, Failure, check_output_file, stacked
 
 from ..caches.layout import cache_folder
 from ..data.benchmarks import BENCHMARKS
@@ -144,3 +144,24 @@ def markdown_report_options(func: CommandFunction) -> CommandFunction:
         click.option("--seed", type=int, default=0, show_default=True),
     ]
     return stacked(options)(func)
+
+
+def whole_split(features: FeatureSet, cache: Path, option: str) -> None:
+    """Refuse a RAGTruth set, read from ``cache`` (given as ``option``), that does not hold every
+    answer of RAGTruth's test split.
+
+    Its figures are published as the whole split's, and a part of it (a `--limit` run, or a run
+    stopped early, with or without a recorded plan) would not give them with fewer digits but
+    other figures: the dev/test partitions are drawn over the answers present. So it is refused,
+    naming how many answers it holds, rather than reported under the whole split's name;
+    `--partial` does not change that."""
+    from ..data.ragtruth import TEST_SPLIT_ANSWERS
+
+    rows = features.rows
+    held = rows.loc[rows["split"] == "test", "case_id"].nunique() if "split" in rows else features.answers
+    if held != TEST_SPLIT_ANSWERS:
+        scorer = features.config["scorer"]
+        raise Failure(f"{option} {cache} holds {held:,} of the {TEST_SPLIT_ANSWERS:,} answers of RAGTruth's "
+                      f"test split ({features.key}), and its figures are reported as the whole split's: score the "
+                      f"rest first (`groundsense eval extract ragtruth --sample full --scorer {scorer} --cache "
+                      f"{cache}` resumes)")

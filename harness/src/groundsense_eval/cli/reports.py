@@ -22,6 +22,7 @@ from .options import (
     output_option,
     partial_option,
     report_command,
+    whole_split,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def selection(cache: Path, split_cache: Path | None, candidate: str, scorer: str
         split = next((s for s in load_sets(split_cache, scorer, partial) if s.benchmark == "ragtruth"), None)
         if split is None:
             raise Failure(f"no finished {scorer} RAGTruth feature set under {split_cache} (--split-cache)")
-        whole_split(split, split_cache)
+        whole_split(split, split_cache, "--split-cache")
     command = report_command("selection", "--cache", cache, *(["--split-cache", split_cache] if split_cache else []),
                              *(["--candidate", candidate] if candidate != "A" else []),
                              *(["--partial"] if partial else []),
@@ -214,28 +215,8 @@ def benchmark_sets(cache: Path, split_cache: Path | None, scorer: str) -> dict[s
         raise Failure("give --split-cache: the feature cache of the whole RAGTruth test split")
     found = {name: _one_set(folder, name, scorer)
              for name, folder in (("ragtruth", split_cache), ("tofueval", cache), ("ragbench", cache))}
-    whole_split(found["ragtruth"], split_cache)
+    whole_split(found["ragtruth"], split_cache, "--split-cache")
     return found
-
-
-def whole_split(features: FeatureSet, split_cache: Path) -> None:
-    """Refuse a --split-cache set that does not hold every answer of RAGTruth's test split.
-
-    Its figures are published as the whole split's, and a part of it (a `--limit` run, or a run
-    stopped early, with or without a recorded plan) would not give them with fewer digits but
-    other figures: the dev/test partitions are drawn over the answers present. So it is refused,
-    naming how many answers it holds, rather than reported under the whole split's name;
-    `--partial` does not change that."""
-    from ..data.ragtruth import TEST_SPLIT_ANSWERS
-
-    rows = features.rows
-    held = rows.loc[rows["split"] == "test", "case_id"].nunique() if "split" in rows else features.answers
-    if held != TEST_SPLIT_ANSWERS:
-        scorer = features.config["scorer"]
-        raise Failure(f"--split-cache {split_cache} holds {held:,} of the {TEST_SPLIT_ANSWERS:,} answers of RAGTruth's "
-                      f"test split ({features.key}), and its figures are reported as the whole split's: score the "
-                      f"rest first (`groundsense eval extract ragtruth --sample full --scorer {scorer} --cache "
-                      f"{split_cache}` resumes)")
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
