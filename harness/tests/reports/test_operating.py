@@ -261,3 +261,20 @@ def test_operating_says_a_benchmark_has_no_test_partition_instead_of_failing(sco
     assert report.exit_code == 0, report.output
     assert "no test partition\n\nThe cached answers (1) all fall in the dev partition: score more of them." in (
         report.stdout)
+
+
+def test_calibrate_on_a_cache_of_several_matching_sets_names_them_and_how_to_choose_one(tmp_path):
+    """Two full-mode, exact sets of the benchmark: not 'run extract first', but the keys found and what to do."""
+    import shutil
+
+    from helpers.cli import run
+
+    _write_cache(tmp_path, "ragtruth", 0)
+    (first,) = (tmp_path / "ragtruth").iterdir()
+    shutil.copytree(first, tmp_path / "ragtruth" / "another-key")
+    refused = run("eval", "calibrate", "--cache", str(tmp_path), "--scorer", "tiny", "-o", str(tmp_path / "c.json"))
+    assert refused.exit_code == 2, refused.output
+    said = " ".join(refused.output.split())
+    assert f"holds 2 full-mode, exact tiny feature sets of ragtruth in fp32 (another-key, {first.name})" in said
+    assert f"copy the one to fit on, {tmp_path}/ragtruth/KEY, into a folder of its own, DIR/ragtruth/KEY, and pass " \
+           "--cache DIR" in said and "run `groundsense eval extract` first" not in said

@@ -59,9 +59,14 @@ def calibrate_from_cache(cache: Path, benchmark: str, scorer: str, precision: st
 
     check_output_file(output)
     sets = [s for s in load_sets(cache, scorer, partial) if s.benchmark == benchmark and s.full_exact_at(precision)]
-    if len(sets) != 1:
+    if not sets:
+        raise Failure(f"{cache} holds 0 full-mode, exact {scorer} feature sets of {benchmark} in {precision}; a "
+                      "calibration is fitted on exactly one (run `groundsense eval extract` first)")
+    if len(sets) > 1:
+        keys = ", ".join(s.key for s in sets)
         raise Failure(f"{cache} holds {len(sets)} full-mode, exact {scorer} feature sets of {benchmark} in "
-                      f"{precision}; a calibration is fitted on exactly one (run `groundsense eval extract` first)")
+                      f"{precision} ({keys}); a calibration is fitted on exactly one: copy the one to fit on, "
+                      f"{cache}/{benchmark}/KEY, into a folder of its own, DIR/{benchmark}/KEY, and pass --cache DIR")
     if "test" in sets[0].splits:
         click.echo(f"warning: {cache}/{benchmark}/{sets[0].key} holds {benchmark}'s test split: never report on the "
                    "answers a calibration was fitted on; to fit on others, extract another split (groundsense eval "
