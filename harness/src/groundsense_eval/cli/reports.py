@@ -320,7 +320,7 @@ def shipped_fusions(scorer: str) -> dict[str, RankFusion]:
     fusions = {mode: fusion for mode, fusion in shipped.items() if fusion is not None}
     if len(fusions) < len(shipped):
         raise Failure(f"no lexical fusion ships for scorer {scorer} in "
-                      f"{' and '.join(set(shipped) - set(fusions))} mode")
+                      f"{' and '.join(sorted(set(shipped) - set(fusions)))} mode")
     return fusions
 
 
