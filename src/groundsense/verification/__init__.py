@@ -14,7 +14,8 @@ escalation rule), the verifiers (:mod:`.lexical`, :mod:`.judge` with :mod:`.prom
 one over a benchmark into a cache (docs/verifiers.md).
 
 The public names are this package's ``__all__``; its modules are private. A new verifier is a
-:class:`ModelVerifier` subclass registered in :data:`KINDS` (CONTRIBUTING.md, "A new verifier"):
+:class:`ModelVerifier` subclass registered in :data:`KINDS` (CONTRIBUTING.md, "A new verifier"), or,
+in a package of its own, under the ``groundsense.verifiers`` entry point (docs/verifiers.md):
 :func:`gflops` gives its cost, and a verifier that asks a scorer a question with one-word replies
 reads them as the judge does (:class:`JudgeLayout`, :func:`reply_token_ids`,
 :func:`next_token_logprobs`, :func:`option_probabilities`).

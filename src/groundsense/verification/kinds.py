@@ -1,12 +1,15 @@
 """Verifiers by spec string: ``KIND:MODEL``, e.g. ``judge:qwen2.5-coder-1.5b-instruct``.
 
 A kind's module (and what it needs: torch, transformers) is imported only when a verifier
-of that kind is asked for."""
+of that kind is asked for. Other distributions add kinds through the ``groundsense.verifiers``
+entry point (:data:`GROUP`): its name is the kind, its object a :class:`ModelVerifier` subclass
+whose ``kind`` is that name (docs/verifiers.md, "A verifier of your own")."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING
 
 from ..config import DetectorConfig
@@ -30,12 +33,44 @@ SPEC_HELP = (
     "nli:<id or path>, minicheck:<id or path>, alignscore:<id or path>, "
     "openai:<model> (a judge behind an OpenAI-compatible server: --verifier-url URL or $GROUNDSENSE_VERIFIER_URL)"
 )
+GROUP = "groundsense.verifiers"  # the entry point through which other distributions add verifier kinds
+
+
+def installed_kinds() -> dict[str, EntryPoint]:
+    """The verifier kinds installed distributions add (:data:`GROUP` entry points), by kind; a
+    built-in kind of :data:`KINDS` keeps its name."""
+    return {point.name: point for point in entry_points(group=GROUP) if point.name not in KINDS}
 
 
 def verifier_class(kind: str) -> type[ModelVerifier]:
-    """The class of a verifier kind of :data:`KINDS`, its module imported now."""
-    module, name = KINDS[kind]
-    return getattr(import_module(f".{module}", __package__), name)
+    """The class of a verifier kind, built in (:data:`KINDS`) or installed (:func:`installed_kinds`),
+    its module imported now; an unknown kind, or an entry point that does not give a
+    :class:`ModelVerifier` subclass of that kind, is an :class:`InputError` that says so."""
+    if kind in KINDS:
+        module, name = KINDS[kind]
+        built_in: type[ModelVerifier] = getattr(import_module(f".{module}", __package__), name)
+        return built_in
+    installed = installed_kinds()
+    if kind not in installed:
+        raise InputError(f"unknown verifier kind {kind!r}: use {spec_help(installed)}")
+    point = installed[kind]
+    where = f"the {GROUP} entry point {kind!r} ({point.value})"
+    try:
+        cls = point.load()
+    except Exception as exc:  # the plugin's own import error, whatever it is
+        raise InputError(f"{where} fails to import ({type(exc).__name__}: {exc}): reinstall the package that "
+                         "provides it") from exc
+    if not (isinstance(cls, type) and issubclass(cls, ModelVerifier)):
+        raise InputError(f"{where} is not a groundsense.verification.ModelVerifier subclass")
+    if getattr(cls, "kind", None) != kind:
+        raise InputError(f"{where} is a verifier of kind {getattr(cls, 'kind', None)!r}: its class's kind must be "
+                         "the entry point's name, which is what --verifier names and a cascade reports")
+    return cls
+
+
+def spec_help(installed: Mapping[str, EntryPoint]) -> str:
+    """The specs a user may give: the built-in kinds', then the installed ones'."""
+    return ", ".join([SPEC_HELP, *(f"{kind}:<model> (from {point.value})" for kind, point in installed.items())])
 
 
 def parse_options(kind: type[ModelVerifier], options: Mapping[str, str]) -> dict:
@@ -54,9 +89,12 @@ def parse_options(kind: type[ModelVerifier], options: Mapping[str, str]) -> dict
 def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
     """The verifier class and the model of a ``KIND:MODEL`` spec."""
     kind, _, model = spec.partition(":")
-    if kind not in KINDS or not model:
-        raise InputError(f"unknown verifier {spec!r}: use {SPEC_HELP}")
-    return verifier_class(kind), model
+    if not model:
+        raise InputError(f"unknown verifier {spec!r}: use {spec_help(installed_kinds())}")
+    try:
+        return verifier_class(kind), model
+    except InputError as exc:
+        raise InputError(f"verifier {spec!r}: {exc}") from exc
 
 
 def make_verifier(spec: str, options: Mapping[str, str] | None = None, device: str | None = None,
