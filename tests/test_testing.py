@@ -121,3 +121,28 @@ def test_a_detection_that_clears_an_answer_with_a_flagged_sentence_fails(word_ov
 
     with pytest.raises(ConformanceError, match=r"the answer is not flagged \(flagged False\) while 2 of its sentences"):
         check_detection(Clears(), service=False)
+
+
+def test_a_detection_that_reads_only_passages_fails(word_overlap):
+    """A request may give its evidence as one context string: a detection that crashes on it
+    would fail every such request with no answer."""
+    class PassagesOnly(word_overlap):
+        def detect_checked(self, row, stop=None):
+            assert all(isinstance(p, str) for p in row.arguments["passages"])  # a TypeError on a context row
+            return super().detect_checked(row, stop)
+
+    with pytest.raises(ConformanceError, match=r"detect with the evidence as one context string raised TypeError"):
+        check_detection(PassagesOnly(), service=False)
+
+
+def test_a_detection_that_miscounts_its_unscored_sentences_fails(word_overlap):
+    class Unscored(word_overlap):
+        def detect_checked(self, row, stop=None):
+            result = super().detect_checked(row, stop)
+            sentences = [replace(s, status="unscored", reason="cut", score=None, flagged=None)
+                         for s in result.sentences]
+            return replace(result, sentences=sentences,
+                           answer=replace(result.answer, n_flagged=0, flagged=None, score=None))
+
+    with pytest.raises(ConformanceError, match=r"answer.n_unscored is 0, but 2 sentences are unscored"):
+        check_detection(Unscored(), service=False)

@@ -7,7 +7,9 @@ it through every path an entry point takes, on a tiny example:
   engine run per row): a good row's record is its result, a bad row's an error record, never a
   verdict; a row asking for another ``k`` is refused or honoured (``with_options`` gives it);
 - ``detect`` (its result equals ``detect_checked`` on the checked row; given sentence spans are
-  kept) and a bad answer refused with :class:`~groundsense.errors.InputError`;
+  kept; the evidence given in the other form, passages as one context string or a context as one
+  passage, is taken or refused with :class:`~groundsense.errors.InputError`) and a bad answer
+  refused with :class:`~groundsense.errors.InputError`;
 - ``iter_detect`` and ``detect_many``: a bad row in the middle of a batch keeps the others;
 - a :class:`~groundsense.verification.cascade.Cascade` over it (word overlap as the verifier);
 - the HTTP service (:func:`groundsense.service.app.create_app` with the detection, through
@@ -19,7 +21,8 @@ it through every path an entry point takes, on a tiny example:
 Every result must keep the contract of :class:`~groundsense.result.DetectionResult`: its
 ``to_dict()`` round-trips as JSON; one :class:`SentenceResult` per sentence, its span inside the
 answer and in order; each sentence ``scored`` with a finite score or ``unscored`` with a reason
-(and then never judged supported); the answer flagged when a sentence is; ``describe()`` has
+(and then never judged supported), as many ``unscored`` as ``answer.n_unscored`` says; the answer
+flagged when a sentence is; ``describe()`` has
 ``kind`` and ``scorer`` as JSON values.
 The first violation raises :class:`ConformanceError` (an ``AssertionError``, so a test fails
 with its message); otherwise a :class:`ConformanceReport` says what was checked and what was
@@ -144,6 +147,7 @@ class _Kit:
         given = self.detection.detect(**self.arguments({**self.row, "sentences": spans}))
         self.check_result(given, "detect with sentences", [(start, end) for start, end in spans])
         self.ok("detect with given sentence spans judges exactly those")
+        self.other_evidence()
         try:
             refused = self.detection.detect(**self.arguments(BAD_ROW))
         except InputError:
@@ -151,6 +155,26 @@ class _Kit:
         else:
             self.fail(f"detect on an empty answer returned a result ({_verdict(refused)}) instead of raising "
                       "InputError")
+
+    def other_evidence(self) -> None:
+        """The row's evidence in the other form a request may give it: passages as one context
+        string, or a context string as one passage."""
+        passages = self.row.get("passages")
+        if passages is not None:
+            form, row = "one context string", {**self.row, "context": "\n\n".join(passages), "passages": None}
+        else:
+            form, row = "a list of passages", {**self.row, "context": None, "passages": [self.row["context"]]}
+        try:
+            result = self.detection.detect(**self.arguments(row))
+        except InputError as exc:
+            self.ok(f"detect refuses the evidence as {form} with InputError ({exc})")
+            return
+        except Exception as exc:  # noqa: BLE001 - whatever it raises, the request would fail with no answer
+            self.fail(f"detect with the evidence as {form} raised {type(exc).__name__}: {exc} (a request gives its "
+                      "evidence as one context string or as a list of passages: take both, or refuse one with "
+                      "InputError)")
+        self.check_result(result, f"detect with the evidence as {form}")
+        self.ok(f"detect with the evidence as {form} keeps the result contract")
 
     def run_row(self) -> None:
         record = run_row(self.detection, {"id": "good", **self.row})
@@ -351,6 +375,9 @@ class _Kit:
         summary = result.answer
         if summary.n_sentences != len(sentences):
             self.fail(f"{where}: answer.n_sentences is {summary.n_sentences} for {len(sentences)} sentences")
+        if summary.n_unscored != sum(s.status == "unscored" for s in sentences):
+            self.fail(f"{where}: answer.n_unscored is {summary.n_unscored}, but "
+                      f"{sum(s.status == 'unscored' for s in sentences)} sentences are unscored")
         if summary.n_flagged != sum(s.flagged is True for s in sentences):
             self.fail(f"{where}: answer.n_flagged is {summary.n_flagged}, but "
                       f"{sum(s.flagged is True for s in sentences)} sentences are flagged")
