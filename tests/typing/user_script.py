@@ -53,7 +53,12 @@ class Delegating(Detection):
 
     def detect_checked(self, row: CheckedRow, stop: Callable[[], bool] | None = None) -> DetectionResult:
         assert_type(check_row({"answer": "One.", "context": "Two."}), CheckedRow)
-        return Detector().detect_checked(row, stop)
+        assert_type(row.arguments["answer"], str)  # what the hook reads, not Any
+        assert_type(row.arguments["question"], str)
+        assert_type(row.arguments["context"], str | None)
+        assert_type(row.arguments["passages"], list[str] | None)
+        assert_type(row.options.get("k"), int | None)
+        return Detector().with_options(**row.options).detect_checked(row, stop)
 
     def describe(self, chunks: int | None = None) -> dict:
         return {"kind": "delegating", "scorer": None}

@@ -15,9 +15,9 @@ Decisions (docs/reliability.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypedDict, TypeGuard
 
 from ..errors import InputError
 from .text import Span, is_blank
@@ -39,6 +39,30 @@ EMPTY_EVIDENCE = (
 )
 
 
+class RequestOptions(TypedDict, total=False):
+    """The detector options a request asks for: only those it gives."""
+
+    k: int
+    mode: str
+
+
+class StreamArguments(TypedDict):
+    """A streamed request's evidence and question: ``Detection.stream``'s keyword arguments.
+    Exactly one of ``context`` and ``passages`` is set."""
+
+    question: str
+    context: str | None
+    passages: list[str] | None
+
+
+class RowArguments(StreamArguments):
+    """A request row's ``answer`` with its evidence and question, and its ``sentences`` as given
+    (checked: :attr:`CheckedRow.spans` holds them as spans)."""
+
+    answer: str
+    sentences: Sequence[Sequence[int]] | None
+
+
 @dataclass(frozen=True)
 class CheckedRow:
     """A valid request: its ``id``, the keyword arguments of ``Detector.detect``, the
@@ -47,9 +71,19 @@ class CheckedRow:
     takes one as it is, so that a request is checked once."""
 
     id: str | int | None
-    arguments: dict
-    options: dict = field(default_factory=dict)
+    arguments: RowArguments
+    options: RequestOptions = field(default_factory=RequestOptions)
     spans: tuple[Span, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CheckedHead:
+    """A valid first line of a streamed request: its ``id``, its evidence and question, and the
+    detector ``options`` it asks for."""
+
+    id: str | int | None
+    arguments: StreamArguments
+    options: RequestOptions
 
 
 def check_text(value: object, name: str) -> str:
@@ -129,20 +163,23 @@ def check_spans(spans: object, answer: str) -> list[Span]:
     return checked
 
 
-def check_options(options: object) -> dict:
+def check_options(options: object) -> RequestOptions:
     """Per-request detector options: ``k`` (1..MAX_K) and ``mode``; only those given."""
+    checked = RequestOptions()
     if options is None:
-        return {}
+        return checked
     if not isinstance(options, Mapping):
         raise InputError(f"'options' must be an object with k and/or mode, not {_kind(options)}")
     unknown = [key for key in options if key not in OPTIONS]
     if unknown:
         raise InputError(f"unknown option {_short(unknown[0])}: the options are {', '.join(OPTIONS)}")
-    checked = {key: value for key, value in options.items() if value is not None}
-    if "k" in checked:
-        checked["k"] = check_k(checked["k"], "options.k")
-    if "mode" in checked and checked["mode"] not in MODES:
-        raise InputError(f"'options.mode' must be one of {', '.join(MODES)}, not {_short(checked['mode'])}")
+    k, mode = options.get("k"), options.get("mode")
+    if k is not None:
+        checked["k"] = check_k(k, "options.k")
+    if mode is not None:
+        if mode not in MODES:
+            raise InputError(f"'options.mode' must be one of {', '.join(MODES)}, not {_short(mode)}")
+        checked["mode"] = mode
     return checked
 
 
@@ -174,14 +211,14 @@ def _check_head(row: object, fields: tuple[str, ...]) -> tuple[str | int | None,
     return row_id, "" if question is None else check_text(question, "question")
 
 
-def check_stream_head(row: object) -> CheckedRow:
+def check_stream_head(row: object) -> CheckedHead:
     """The first line of a streamed request (:data:`STREAM_FIELDS`): the evidence, the
     question and options; the answer follows as :func:`check_delta` lines."""
     row_id, question = _check_head(row, STREAM_FIELDS)
     row = check_object(row)
     check_evidence(row.get("context"), row.get("passages"))
-    arguments = {"question": question, "context": row.get("context"), "passages": row.get("passages")}
-    return CheckedRow(row_id, arguments, check_options(row.get("options")))
+    arguments = StreamArguments(question=question, context=row.get("context"), passages=row.get("passages"))
+    return CheckedHead(row_id, arguments, check_options(row.get("options")))
 
 
 def check_delta(line: object) -> str:
@@ -207,10 +244,8 @@ def check_row(row: object) -> CheckedRow:
     spans = None if sentences is None else tuple(check_spans(sentences, row["answer"]))
     if "labels" in row:
         check_labels(row["labels"], row["answer"])
-    arguments = {
-        "answer": row["answer"], "context": row.get("context"), "passages": row.get("passages"),
-        "question": question, "sentences": sentences,
-    }
+    arguments = RowArguments(answer=row["answer"], context=row.get("context"), passages=row.get("passages"),
+                             question=question, sentences=sentences)
     return CheckedRow(row_id, arguments, check_options(row.get("options")), spans)
 
 

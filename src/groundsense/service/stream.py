@@ -36,7 +36,7 @@ from starlette.responses import StreamingResponse
 
 from ..errors import GroundsenseError, InputError
 from ..inputs.files import decode, parse_json
-from ..inputs.validate import CheckedRow, check_delta, check_stream_head
+from ..inputs.validate import CheckedHead, check_delta, check_stream_head
 from ..rows.runner import internal_error
 from .answers import check_media_type, event
 from .limits import BodyTooLarge
@@ -170,7 +170,7 @@ async def open_stream(request: Request, worker: ScoringWorker, settings: Service
                                    media_type="application/x-ndjson")
 
 
-async def events(lines: AsyncIterator[object], stream: AnswerStream, steps: StreamSteps, head: CheckedRow,
+async def events(lines: AsyncIterator[object], stream: AnswerStream, steps: StreamSteps, head: CheckedHead,
                  record: RequestRecord, open_streams: OpenStreams, ticket: object) -> AsyncIterator[bytes]:
     """The response's events, written as the deltas arrive; the outcome goes to ``record``
     (a stream that ends without a result is an ``error``)."""
