@@ -16,14 +16,25 @@ from groundsense.verification.lexical import LexicalOverlapVerifier
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 
 
-def docs_example() -> dict:
-    """The namespace of docs/python.md's "A detection of your own" example, run as written."""
+def docs_code() -> str:
+    """docs/python.md's "A detection of your own" example."""
     text = DOC.read_text(encoding="utf-8")
     block = re.search(r"^## A detection of your own\n.*?```python\n(.*?)```", text, flags=re.S | re.M)
     assert block, "docs/python.md lost its 'A detection of your own' example"
+    return block.group(1)
+
+
+def docs_example() -> dict:
+    """The namespace of docs/python.md's "A detection of your own" example, run as written."""
     namespace = {"__name__": "docs_python_example"}
-    exec(compile(block.group(1), "<docs/python.md: A detection of your own>", "exec"), namespace)
+    exec(compile(docs_code(), "<docs/python.md: A detection of your own>", "exec"), namespace)
     return namespace
+
+
+def test_ci_type_checks_the_docs_detection_as_written():
+    """CI's mypy run ([tool.mypy] files, every function annotated) checks tests/typing/docs_detection.py,
+    which is the docs' example: a detection written from it type-checks with the public names' real types."""
+    assert (DOC.parents[1] / "tests" / "typing" / "docs_detection.py").read_text(encoding="utf-8") == docs_code()
 
 
 @pytest.fixture(scope="module")
