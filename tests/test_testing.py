@@ -4,6 +4,8 @@ docs/python.md shows (its code run exactly as written); and the clear failure of
 break the contract."""
 
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,6 +53,18 @@ def test_the_docs_third_party_detection_conforms(capsys):
     assert any("k=6 is refused" in what for what in report.checked)  # it takes no per-request k
     assert any(what.startswith("a cascade over it") for what in report.checked)  # a cascade takes any Detection
     assert "word-overlap:" in capsys.readouterr().out  # the example prints the report
+
+
+def test_the_kit_without_the_service_imports_none_of_it():
+    """docs/python.md: service=False leaves the HTTP service out, for a process or an install without it."""
+    definition = docs_code().split("\nreport = ")[0]
+    code = (f"import sys\n{definition}\n"
+            "report = check_detection(WordOverlap(), service=False)\n"
+            "assert report.skipped[-1] == 'the HTTP service: not asked for (service=False)', report\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'starlette', 'uvicorn')\n"
+            "             or m.startswith('groundsense.service')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_default_detector_conforms(detector):
