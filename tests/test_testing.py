@@ -18,11 +18,11 @@ from groundsense.verification.lexical import LexicalOverlapVerifier
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 
 
-def docs_code() -> str:
-    """docs/python.md's "A detection of your own" example."""
+def docs_code(section: str = "A detection of your own") -> str:
+    """docs/python.md's example under the heading ``section``."""
     text = DOC.read_text(encoding="utf-8")
-    block = re.search(r"^## A detection of your own\n.*?```python\n(.*?)```", text, flags=re.S | re.M)
-    assert block, "docs/python.md lost its 'A detection of your own' example"
+    block = re.search(rf"^## {section}\n.*?```python\n(.*?)```", text, flags=re.S | re.M)
+    assert block, f"docs/python.md lost its {section!r} example"
     return block.group(1)
 
 
@@ -33,10 +33,24 @@ def docs_example() -> dict:
     return namespace
 
 
-def test_ci_type_checks_the_docs_detection_as_written():
-    """CI's mypy run ([tool.mypy] files, every function annotated) checks tests/typing/docs_detection.py,
-    which is the docs' example: a detection written from it type-checks with the public names' real types."""
-    assert (DOC.parents[1] / "tests" / "typing" / "docs_detection.py").read_text(encoding="utf-8") == docs_code()
+@pytest.mark.parametrize(("section", "file"), [("A detection of your own", "docs_detection.py"),
+                                              ("A score rule of your own", "docs_score_rule.py")])
+def test_ci_type_checks_the_docs_detections_as_written(section, file):
+    """CI's mypy run ([tool.mypy] files, every function annotated) checks tests/typing/``file``, which
+    is the docs' example: a detection written from it type-checks with the public names' real types."""
+    assert (DOC.parents[1] / "tests" / "typing" / file).read_text(encoding="utf-8") == docs_code(section)
+
+
+def test_the_docs_score_rule_of_ones_own_conforms(detector):
+    namespace = {"__name__": "docs_python_score_rule"}
+    definition = docs_code("A score rule of your own").split("\nreport = ")[0]
+    exec(compile(definition, "<docs/python.md: A score rule of your own>", "exec"), namespace)
+    report = check_detection(namespace["NegativeGap"](detector))
+    assert report.kind == "negative-gap" and any("HTTP service" in what for what in report.checked)
+    result = namespace["NegativeGap"](detector).detect(**{k: EXAMPLE[k] for k in ("question", "passages", "answer")})
+    assert result.score_rule == "negative-gap"
+    assert [s.score for s in result.sentences] == [-s.features["gap"] for s in detector.detect(
+        **{k: EXAMPLE[k] for k in ("question", "passages", "answer")}).sentences]
 
 
 @pytest.fixture(scope="module")
