@@ -11,6 +11,7 @@ from helpers.plugin_verifier import install
 from groundsense import DetectorConfig
 from groundsense.errors import InputError
 from groundsense.verification import make_detection, make_verifier, prepare_detection, verifier_class
+from groundsense.verification.kinds import parse_options
 
 
 def test_an_installed_kind_is_made_by_its_spec_with_its_options(tmp_path, monkeypatch):
@@ -55,3 +56,14 @@ def test_a_kind_must_be_its_entry_points_name_and_cannot_take_a_built_in_ones(tm
     with pytest.raises(InputError, match="is a verifier of kind 'words': its class's kind must be the entry point's"):
         make_detection(DetectorConfig(verifier="lexical:plain"))
     assert verifier_class("judge").__name__ == "JudgeVerifier"  # a built-in kind keeps its name
+
+
+def test_a_bool_option_reads_false_as_false(tmp_path, monkeypatch):
+    """A verifier of one's own may declare a bool option; bool("false") is True, so -o NAME=false must be read."""
+    install(tmp_path, monkeypatch)
+    cls = verifier_class("words")
+    monkeypatch.setattr(cls, "options", {**cls.options, "stem": bool})
+    for value, read in (("false", False), ("True", True), ("0", False), ("yes", True)):
+        assert parse_options(cls, {"stem": value}) == {"stem": read}
+    with pytest.raises(InputError, match=r"option stem='maybe': expected true or false"):
+        parse_options(cls, {"stem": "maybe"})

@@ -80,10 +80,22 @@ def parse_options(kind: type[ModelVerifier], options: Mapping[str, str]) -> dict
         if name not in kind.options:
             raise InputError(f"{kind.kind} has no option {name!r}; its options: {', '.join(kind.options) or 'none'}")
         try:
-            parsed[name] = kind.options[name](value)
+            parsed[name] = convert(kind.options[name], value)
         except ValueError as exc:
-            raise InputError(f"option {name}={value!r}: expected {kind.options[name].__name__}") from exc
+            expected = "true or false" if kind.options[name] is bool else kind.options[name].__name__
+            raise InputError(f"option {name}={value!r}: expected {expected}") from exc
     return parsed
+
+
+def convert(option_type: type, value: str) -> object:
+    """``value`` as ``option_type``; a ``bool`` option reads true/false, 1/0, yes/no (``bool("false")``
+    would be True)."""
+    if option_type is not bool:
+        return option_type(value)
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if str(value).strip().lower() not in words:
+        raise ValueError(value)
+    return words[str(value).strip().lower()]
 
 
 def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
