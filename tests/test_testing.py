@@ -99,6 +99,14 @@ def test_a_non_detection_fails_with_the_interfaces_message():
         check_detection(object())
 
 
+def test_a_detection_class_given_for_an_instance_is_named_so(word_overlap):
+    """The class itself has every method the interface names, so it read as 'not a groundsense Detection:
+    subclass groundsense.Detection', which it does."""
+    with pytest.raises(ConformanceError, match=r"^WordOverlap is a Detection class, not a detection: pass an instance "
+                                               r"of it \(WordOverlap\(...\)\)$"):
+        check_detection(word_overlap)
+
+
 def breaking(word_overlap, **changes):
     """The docs' detection with each result sentence changed by ``changes`` (callables of the
     sentence and the answer), or its ``describe`` replaced."""

@@ -175,6 +175,9 @@ def as_detection(detection: object) -> Detection:
     """``detection`` itself, when it is a :class:`Detection` (a subclass, or a class given to
     ``Detection.register``) whose ``options`` are :class:`DetectionOptions`; else a clear
     :class:`TypeError`."""
+    if isinstance(detection, type) and issubclass(detection, Detection):
+        raise TypeError(f"{detection.__name__} is a Detection class, not a detection: pass an instance of it "
+                        f"({detection.__name__}(...))")
     if not isinstance(detection, Detection):
         missing = [name for name in ("options", "detect_checked", "describe") if not hasattr(detection, name)]
         lacks = f"it lacks {', '.join(missing)}; " if missing else ""
