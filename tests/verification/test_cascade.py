@@ -88,6 +88,8 @@ def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(d
     assert result.cascade["verifier"] == "Constant" and all(s.flagged for s in result.sentences)
     with pytest.raises(TypeError, match=r"needs a score_sentences\(question, chunks, sentences\) method, and object"):
         Cascade(detector, object())  # a wrong type, as a detection that is none is
+    with pytest.raises(TypeError, match=r"^Constant is a class, not a verifier: pass an instance of it"):
+        Cascade(detector, Constant)  # it has score_sentences, unbound: it read as "and ABCMeta has none"
 
 
 def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):

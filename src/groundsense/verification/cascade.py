@@ -99,6 +99,9 @@ class Cascade(Detection):
 
     def _build(self, detector: Detection, verifier: ScoresSentences, escalate: float, threshold: float,
                fusion: RankFusion | None, fusion_record: str | Path | bool | None) -> None:
+        if isinstance(verifier, type):
+            raise TypeError(f"{verifier.__name__} is a class, not a verifier: pass an instance of it "
+                            f"({verifier.__name__}(...))")
         if not isinstance(verifier, Verifier):
             raise TypeError("a verifier needs a score_sentences(question, chunks, sentences) method, and "
                             f"{type(verifier).__name__} has none")
