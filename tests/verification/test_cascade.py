@@ -8,7 +8,7 @@ import pytest
 
 from groundsense.config import DetectorConfig
 from groundsense.detection import Detection
-from groundsense.errors import InputError
+from groundsense.errors import InputError, VerifierError
 from groundsense.verification import Cascade, escalation_mask
 from groundsense.verification.lexical import LexicalOverlapVerifier, overlap
 
@@ -90,6 +90,17 @@ def test_cascade_takes_any_object_with_score_sentences_and_rejects_one_without(d
         Cascade(detector, object())  # a wrong type, as a detection that is none is
     with pytest.raises(TypeError, match=r"^Constant is a class, not a verifier: pass an instance of it"):
         Cascade(detector, Constant)  # it has score_sentences, unbound: it read as "and ABCMeta has none"
+
+
+def test_a_verifier_that_miscounts_its_scores_is_blamed_not_the_input(detector):
+    """It was an InputError ('cannot be scored as given': exit 2 and HTTP 422 blaming the request)."""
+    class OneScore:
+        def score_sentences(self, question, chunks, sentences):
+            return [0.9]
+
+    with pytest.raises(VerifierError, match=r"^the verifier OneScore returned 1 scores for 2 sentences: a verifier "
+                                            "returns one score per sentence"):
+        Cascade(detector, OneScore(), escalate=1.0).detect(answer=ANSWER, passages=PASSAGES)
 
 
 def test_attribution_rebuilds_the_chunks_the_detector_scored(scorer, detector):

@@ -41,7 +41,7 @@ from ..calibration.fusion import RankFusion
 from ..calibration.judge_fusion import check_scorer, fusion_for
 from ..config import DetectorConfig
 from ..detection import AnswerStream, Detection, as_detection
-from ..errors import InputError
+from ..errors import InputError, VerifierError
 from ..inputs.evidence import Evidence
 from ..inputs.text import join_passages
 from ..inputs.validate import CheckedRow, check_rows
@@ -197,7 +197,8 @@ class Cascade(Detection):
         scores = [math.nan if score is None else float(score)
                   for score in self.verifier.score_sentences(question, chunks, texts)]
         if len(scores) != len(texts):
-            raise InputError(f"the verifier returned {len(scores)} scores for {len(texts)} sentences")
+            raise VerifierError(f"the verifier {self.verifier_name} returned {len(scores)} scores for {len(texts)} "
+                                "sentences: a verifier returns one score per sentence (NaN where it cannot score one)")
         return scores
 
     def decided(self, sentence: SentenceResult, score: float) -> SentenceResult:
