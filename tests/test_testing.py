@@ -140,6 +140,16 @@ def test_a_detection_that_breaks_the_contract_fails_clearly(word_overlap, change
         check_detection(breaking(word_overlap, **changes), service=False)
 
 
+def test_a_detection_whose_describe_takes_no_chunks_fails_clearly(word_overlap):
+    """`groundsense stream` asks describe(chunks); without the parameter the kit raised a bare TypeError."""
+    class NoChunks(word_overlap):
+        def describe(self):
+            return {"kind": "word-overlap", "scorer": None}
+
+    with pytest.raises(ConformanceError, match=r"describe\(2\) raised TypeError .*describe\(self, chunks=None\)"):
+        check_detection(NoChunks(), service=False)
+
+
 def test_a_detection_that_ignores_a_requests_options_fails(word_overlap):
     class Ignores(word_overlap):
         def detect_checked(self, row, stop=None):

@@ -118,8 +118,12 @@ class _Kit:
 
     def describe(self) -> None:
         for chunks in (None, 2):
-            about = self.detection.describe() if chunks is None else self.detection.describe(chunks)
             where = "describe()" if chunks is None else f"describe({chunks})"
+            try:
+                about = self.detection.describe() if chunks is None else self.detection.describe(chunks)
+            except TypeError as exc:
+                self.fail(f"{where} raised TypeError ({exc}): an entry point asks describe(chunks) about an answer "
+                          "scored in that many chunks; define describe(self, chunks=None)")
             if not isinstance(about, dict):
                 self.fail(f"{where} returned a {type(about).__name__}, not a dict")
             self.json_stable(about, where)
