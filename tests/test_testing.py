@@ -150,6 +150,15 @@ def test_a_detection_whose_describe_takes_no_chunks_fails_clearly(word_overlap):
         check_detection(NoChunks(), service=False)
 
 
+def test_a_detection_whose_hook_takes_no_stop_fails_clearly(word_overlap):
+    class NoStop(word_overlap):
+        def detect_checked(self, row):
+            return super().detect_checked(row)
+
+    with pytest.raises(ConformanceError, match=r"detect raised TypeError .*detect_checked\(self, row, stop=None\)"):
+        check_detection(NoStop(), service=False)
+
+
 def test_a_detection_that_ignores_a_requests_options_fails(word_overlap):
     class Ignores(word_overlap):
         def detect_checked(self, row, stop=None):

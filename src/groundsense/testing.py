@@ -138,7 +138,11 @@ class _Kit:
     # -- one answer ---------------------------------------------------------------------------
 
     def detect(self) -> None:
-        result = self.detection.detect(**self.arguments(self.row))
+        try:
+            result = self.detection.detect(**self.arguments(self.row))
+        except TypeError as exc:
+            self.fail(f"detect raised TypeError ({exc}): it calls the hook as detect_checked(row, stop); define "
+                      "detect_checked(self, row, stop=None)")
         self.check_result(result, "detect")
         self.reference = result
         checked = self.detection.detect_checked(check_row(self.row))
