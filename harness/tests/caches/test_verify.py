@@ -92,3 +92,13 @@ def test_an_unknown_verifier_is_answered_with_what_eval_verify_takes():
     result = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", "--verifier", "foo:bar"])
     assert result.exit_code == 2 and "trained:<file>" in result.output and "-o url=" in result.output
     assert "--verifier-url" not in result.output  # detect's and serve's option, which eval verify has not
+
+
+def test_a_kind_an_installed_package_adds_is_taken_and_listed(tmp_path, monkeypatch):
+    from helpers.plugin_verifier import install
+
+    install(tmp_path, monkeypatch)  # docs/verifiers.md's "words" kind
+    unknown = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", "--verifier", "foo:bar"])
+    assert unknown.exit_code == 2 and "words:<model> (from my_package.verifier:WordsVerifier)" in unknown.output
+    wrong_option = CliRunner().invoke(cli, ["eval", "verify", "ragtruth", "--verifier", "words:plain", "-o", "x=1"])
+    assert wrong_option.exit_code == 2 and "words has no option 'x'" in wrong_option.output  # past the kind check

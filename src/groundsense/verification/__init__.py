@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .cascade import Cascade, CascadeStream, escalation_mask
     from .factory import PreparedDetection, make_detection, prepare_detection
     from .judge import next_token_logprobs, option_probabilities, reply_token_ids
-    from .kinds import KINDS, check_verifier, make_verifier, verifier_class
+    from .kinds import KINDS, check_verifier, installed_kinds, make_verifier, verifier_class
     from .lexical import LexicalOverlapVerifier
     from .model import ModelVerifier, VerifierScores, gflops, model_slug
     from .prompts import JudgeLayout
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     # a verifier: the interface, a model-backed one and its scores, the KIND:MODEL specs
-    "Verifier", "SentenceInput", "ModelVerifier", "VerifierScores", "KINDS", "make_verifier", "check_verifier",
-    "verifier_class", "LexicalOverlapVerifier",
+    "Verifier", "SentenceInput", "ModelVerifier", "VerifierScores", "KINDS", "installed_kinds", "make_verifier",
+    "check_verifier", "verifier_class", "LexicalOverlapVerifier",
     # what a new model verifier builds on: its cost, its cache name, and the judge's one-word reading
     "gflops", "model_slug", "JudgeLayout", "reply_token_ids", "next_token_logprobs", "option_probabilities",
     # the cascade, and every entry point's detection
@@ -58,7 +58,7 @@ if not TYPE_CHECKING:  # at run time each name is imported when first used (a ty
     __getattr__ = exported(__name__, {
         "verifier": ["Verifier", "SentenceInput"],
         "model": ["ModelVerifier", "VerifierScores", "gflops", "model_slug"],
-        "kinds": ["KINDS", "make_verifier", "check_verifier", "verifier_class"],
+        "kinds": ["KINDS", "installed_kinds", "make_verifier", "check_verifier", "verifier_class"],
         "lexical": ["LexicalOverlapVerifier"],
         "judge": ["reply_token_ids", "next_token_logprobs", "option_probabilities"],
         "prompts": ["JudgeLayout"],

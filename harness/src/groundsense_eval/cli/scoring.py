@@ -82,7 +82,7 @@ def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ..
       groundsense eval verify ragtruth --verifier judge:qwen2.5-coder-1.5b-instruct
       groundsense eval verify ragtruth --verifier nli:PATH/TO/MODEL -o premise=context
     """
-    from groundsense.verification import KINDS, ModelVerifier, make_verifier
+    from groundsense.verification import KINDS, ModelVerifier, installed_kinds, make_verifier
 
     from ..caches.verify import verify as run_verify
     from ..fits.verifier import TrainedVerifier
@@ -91,8 +91,11 @@ def verify(benchmark: str, data: Path | None, sample: str, splits: tuple[str, ..
     # machine: a verifier cache's key names no precision, and every cache holds fp32 scores.
     verifier: ModelVerifier
     kind, _, model = spec.partition(":")
-    if kind not in (*KINDS, "trained") or not model:  # the product's message would name its own options
-        raise click.BadParameter(f"unknown verifier {spec!r}: use {VERIFIER_SPECS}", param_hint="--verifier")
+    installed = installed_kinds()  # kinds other packages add (docs/verifiers.md)
+    if kind not in (*KINDS, *installed, "trained") or not model:  # the product's message names its own options
+        specs = ", ".join([VERIFIER_SPECS, *(f"{name}:<model> (from {point.value})"
+                                             for name, point in installed.items())])
+        raise click.BadParameter(f"unknown verifier {spec!r}: use {specs}", param_hint="--verifier")
     if kind == "trained":  # the harness's own kind, until one ships (issue #55)
         if options:
             raise click.UsageError("a trained verifier takes no -o settings")
