@@ -34,7 +34,7 @@ def test_detect_runs_a_cascade_to_an_installed_kind(tmp_path, monkeypatch, invok
 
 def test_an_unknown_kind_names_the_installed_ones(tmp_path, monkeypatch):
     install(tmp_path, monkeypatch)
-    listed = r"unknown verifier kind 'oracle'.*, words:<model> \(from my_package.verifier:WordsVerifier\)"
+    listed = r"unknown verifier 'oracle:x': use judge:.*, words:<model> \(from my_package.verifier:WordsVerifier\)"
     with pytest.raises(InputError, match=listed):
         make_verifier("oracle:x")
 

@@ -101,9 +101,10 @@ def convert(option_type: type, value: str) -> object:
 def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
     """The verifier class and the model of a ``KIND:MODEL`` spec."""
     kind, _, model = spec.partition(":")
-    if not model:
-        raise InputError(f"unknown verifier {spec!r}: use {spec_help(installed_kinds())}")
-    try:
+    installed = installed_kinds()
+    if not model or (kind not in KINDS and kind not in installed):
+        raise InputError(f"unknown verifier {spec!r}: use {spec_help(installed)}")
+    try:  # an installed kind that fails to load
         return verifier_class(kind), model
     except InputError as exc:
         raise InputError(f"verifier {spec!r}: {exc}") from exc
