@@ -53,7 +53,12 @@ def verifier_class(kind: str) -> type[ModelVerifier]:
     installed = installed_kinds()
     if kind not in installed:
         raise InputError(f"unknown verifier kind {kind!r}: use {spec_help(installed)}")
-    point = installed[kind]
+    return _installed_class(kind, installed[kind])
+
+
+def _installed_class(kind: str, point: EntryPoint) -> type[ModelVerifier]:
+    """The class an installed kind's entry point gives, checked: a :class:`ModelVerifier`
+    subclass whose ``kind`` is the entry point's name."""
     where = f"the {GROUP} entry point {kind!r} ({point.value})"
     try:
         cls = point.load()
@@ -93,19 +98,23 @@ def convert(option_type: type, value: str) -> object:
     if option_type is not bool:
         return option_type(value)
     words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-    if str(value).strip().lower() not in words:
+    word = str(value).strip().lower()
+    if word not in words:
         raise ValueError(value)
-    return words[str(value).strip().lower()]
+    return words[word]
 
 
 def parse_spec(spec: str) -> tuple[type[ModelVerifier], str]:
-    """The verifier class and the model of a ``KIND:MODEL`` spec."""
+    """The verifier class and the model of a ``KIND:MODEL`` spec; the installed kinds are looked
+    up only for a kind that is not built in."""
     kind, _, model = spec.partition(":")
-    installed = installed_kinds()
-    if not model or (kind not in KINDS and kind not in installed):
-        raise InputError(f"unknown verifier {spec!r}: use {spec_help(installed)}")
-    try:  # an installed kind that fails to load
+    if model and kind in KINDS:
         return verifier_class(kind), model
+    installed = installed_kinds()
+    if not model or kind not in installed:
+        raise InputError(f"unknown verifier {spec!r}: use {spec_help(installed)}")
+    try:
+        return _installed_class(kind, installed[kind]), model
     except InputError as exc:
         raise InputError(f"verifier {spec!r}: {exc}") from exc
 
