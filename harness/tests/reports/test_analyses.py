@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.plugin_verifier import install
 from helpers.synthetic_features import feature_set
 
 from groundsense.features import GROUNDING
@@ -75,6 +76,18 @@ def test_a_strong_verifier_beats_the_detector_and_complements_it():
     assert flags.loc["strong", "verifier f1"] > flags.loc["weak", "verifier f1"]
     assert flags.loc["strong", "Brier calibrated"] < flags.loc["strong", "Brier base rate"]
     assert flags.loc["strong", "sentence gap f1"] == flags.loc["weak", "sentence gap f1"]  # same sentences
+
+
+@pytest.mark.parametrize(("kind", "installed"), [("judge", False), ("words", True), ("words", False)])
+def test_a_raw_brier_score_is_given_for_a_kind_whose_scores_are_probabilities(tmp_path, monkeypatch, kind, installed):
+    if installed:  # docs/verifiers.md's "words" kind, whose scores are probabilities
+        install(tmp_path, monkeypatch)
+    fs = feature_set("a", 0)
+    dev, test = partitioned(fs.table)
+    rows = verifier_rows(fs.rows, 0.3).assign(score=lambda frame: frame["score"].clip(0, 1))
+    rows.attrs["config"] = {"verifier": kind}
+    brier = compare_verifier(dev, test, rows, "v", n_resamples=50).flagging_row()["Brier raw"]
+    assert bool(np.isnan(brier)) == (kind == "words" and not installed)  # a kind not installed here cannot say
 
 
 def test_table_7_holds_the_verifier_against_word_overlap_where_the_sentences_carry_it():

@@ -26,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss
 
 from groundsense.features import BASELINES, GROUNDING
-from groundsense.verification import KINDS, verifier_class
+from groundsense.verification import KINDS, installed_kinds, verifier_class
 
 from ..caches.verifier_scores import join_scores
 from .bootstrap import BootstrapResult, source_bootstrap
@@ -107,7 +107,10 @@ def compare_verifier(
     )
     spearman = {d: float(spearmanr(verifier, detectors[d]).statistic) for d in REFERENCE_COLUMNS}
     kind = rows.attrs.get("config", {}).get("verifier")
-    is_probability = kind in KINDS and verifier_class(kind).scores_are_probabilities  # Brier applies to these
+    # Brier applies to a kind whose scores are probabilities, built in or installed here (a kind
+    # whose package is not installed here cannot say, so it gets none)
+    known = kind in KINDS or kind in installed_kinds()
+    is_probability = known and verifier_class(kind).scores_are_probabilities
     return VerifierComparison(name, len(vtest), span, complementarity, spearman, vtest, detectors,
                               flagging_cells(vdev, vtest, is_probability))
 
