@@ -4,6 +4,7 @@ local Ray runtime with the real default scorer. Skip with -m 'not ray'."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -164,13 +165,29 @@ def test_killed_actor_leaves_every_line_once_and_a_rerun_resumes(tmp_path, detec
     assert sorted(out.read_text().splitlines()) == local
 
 
-@starts_ray
-def test_the_ray_engine_warns_of_an_input_without_rows(tmp_path, ray_runtime):
+def test_the_ray_engine_warns_of_an_input_without_rows_and_does_not_start_ray(tmp_path, monkeypatch):
     (tmp_path / "in.jsonl").write_text("\n\n")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     result = CliRunner().invoke(cli, ["batch", str(tmp_path / "in.jsonl"), "--engine", "ray", "-o",
                                       str(tmp_path / "out.parquet"), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert f"warning: {tmp_path / 'in.jsonl'} has no rows (it is empty, or only blank lines)" in result.stderr
+    assert not ray.is_initialized()
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_a_cluster_address_nothing_answers_at_is_an_error_at_once(tmp_path, monkeypatch, scheme):
+    """Ray's own join retried for minutes, silent, where nothing listens at --address."""
+    source = write_jsonl(tmp_path / "in.jsonl", synthetic_rows()[:1])
+    with socket.socket() as free:  # a port nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    result = CliRunner().invoke(cli, ["batch", str(source), "--engine", "ray", "-o", str(tmp_path / "out.jsonl"),
+                                      "--address", f"{scheme}127.0.0.1:{port}"])
+    assert result.exit_code == 2, result.output
+    assert f"could not join the Ray cluster at {scheme}127.0.0.1:{port} (ConnectionRefusedError: " in result.output
+    assert "Traceback" not in result.output and not ray.is_initialized()
 
 
 @starts_ray

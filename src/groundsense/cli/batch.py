@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -139,6 +140,7 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     except ImportError:
         raise InputError("--engine ray needs Ray: pip install 'groundsense[ray]'") from None
     from ..calibration.loaded import load_files
+    from ..rows.batch import BatchSummary
     from ..scale import Resources, open_sink, run_ray_batch
     from ..verification import check_verifier
     from ..verification.factory import prepare_detection
@@ -159,7 +161,11 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
     sink = open_sink(output)
     _check_paths(source, output)
     sink.done()  # a damaged output too
+    if _without_rows(source):
+        return BatchSummary()  # nothing to score: Ray is not started for it
     try:
+        if not started_here:
+            _check_answers(address or os.environ["RAY_ADDRESS"])
         ray.init(address=address, ignore_reinit_error=True)
     except Exception as exc:  # Ray's own errors are bare (a node timed out during startup), or OS or connection ones
         raise EngineUnavailable(_start_failure(address, started_here, exc)) from exc
@@ -168,6 +174,31 @@ def _ray_batch(source: str, output: str, no_progress: bool, address: str | None,
         _check_fits(resources, ray.cluster_resources())
     ray.data.DataContext.get_current().enable_progress_bars = not no_progress
     return run_ray_batch(source, sink, resources, files)
+
+
+JOIN_TIMEOUT = 5.0  # seconds to wait for a cluster's address to answer before joining it
+
+
+def _without_rows(source: str) -> bool:
+    """Whether ``source`` is a local JSONL file without a row (empty, or only blank lines); a URI,
+    Parquet or a compressed file is left to Ray to read."""
+    if "://" in source:
+        return False
+    with Path(source).open("rb") as file:
+        head = file.read(6)
+        if head.startswith(PARQUET_MAGIC) or head.startswith(COMPRESSED_MAGIC):
+            return False
+        file.seek(0)
+        return not any(line.strip() for line in file)
+
+
+def _check_answers(address: str) -> None:
+    """Raise the ``OSError`` of a cluster's ``HOST:PORT`` address (``ray://HOST:PORT`` too) where
+    nothing answers within :data:`JOIN_TIMEOUT`: Ray's own join would retry for minutes, silent.
+    Other addresses (``auto``, ``local``) Ray resolves itself."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if colon and host and port.isdigit():
+        socket.create_connection((host, int(port)), timeout=JOIN_TIMEOUT).close()
 
 
 def _start_failure(address: str | None, started_here: bool, exc: Exception) -> str:
