@@ -68,9 +68,16 @@ class ModelPasses:
 
     def forward(self, ids: list[int], cache: Cache | None, n_logits: int) -> CausalLMOutputWithPast:
         """The model's output for ``ids`` after ``cache`` (None: none), which it extends,
-        with the logits of the last ``n_logits`` positions."""
-        inputs = torch.tensor([ids], device=self.device)
-        return self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_logits)
+        with the logits of the last ``n_logits`` positions. A lone token runs with a copy
+        of itself after it, cut from the cache and the logits again: a one-token pass takes
+        a path of its own, whose bf16 rounding differs (:mod:`groundsense.scorer.attention`)."""
+        lone = len(ids) == 1
+        inputs = torch.tensor([ids * 2 if lone else ids], device=self.device)
+        output = self.model(input_ids=inputs, cache=cache, use_cache=True, logits_to_keep=n_logits + lone)
+        if lone:
+            crop(output.cache, output.cache.get_seq_length() - 1)
+            output.logits = output.logits[:, :-1]
+        return output
 
     def encode(self, ids: list[int], cache: Cache | None) -> Cache:
         """Extend ``cache`` (None: a new one) with ``ids`` in pieces of ``ENCODE_PIECE``
@@ -106,7 +113,13 @@ class ModelPasses:
 
     def stacked_forward(self, ids: list[int], stacked: StackedCaches, n_logits: int) -> torch.Tensor:
         """Logits ``[rows, n_logits, vocab]`` of ``ids`` run after every row of ``stacked``
-        in one forward call, each row masked to its own positions; ``stacked`` is extended."""
+        in one forward call, each row masked to its own positions; ``stacked`` is extended.
+        A lone token runs with a copy after it, as in :meth:`forward`."""
+        if len(ids) == 1:
+            logits = self.stacked_forward(ids * 2, stacked, n_logits + 1)[:, :-1]
+            crop(stacked.cache, stacked.cache.get_seq_length() - 1)
+            stacked.lengths = [length - 1 for length in stacked.lengths]
+            return logits
         rows, n = len(stacked.lengths), len(ids)
         mask = torch.ones(rows, stacked.cache.get_seq_length() + n, dtype=torch.long, device=self.device)
         for row, pad in enumerate(stacked.pads):

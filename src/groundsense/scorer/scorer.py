@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .attention import use_aligned_attention
 from .condition_encoder import ConditionEncoder
 from .conditions import OpenConditions, open_conditions, score_exact, score_next
 from .encoding import EncodedPrompt, PromptEncoder
@@ -76,6 +77,8 @@ class Scorer(PromptEncoder):
         self.batch_tails = device.type == "cuda" if batch_conditions is None else batch_conditions
         self.batch_steps = True if batch_conditions is None else batch_conditions
         self.evidence = EvidenceCache(evidence_cache_bytes)
+        if device.type == "cpu" and precision == "bf16":  # a position's scores whatever pass computes them
+            use_aligned_attention(model)
         self.passes = ModelPasses(model, device)
         self.condition_encoder = ConditionEncoder(self.passes, self.evidence)
         # One computation on the model at a time: the kept evidence, the passes' stop flag and the
