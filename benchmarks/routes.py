@@ -17,7 +17,9 @@ score, ``--precision auto``), through each route:
 
 Each route's answers are kept in ``--cache`` (``ROUTE.jsonl``: per answer its sentence scores
 and flags, its verdict and the threads its record names), so that a stopped run resumes where it
-stopped; ``--routes`` runs some only. The report compares, per sentence and per answer: each route
+stopped; ``--routes`` runs some only; ``--baseline`` compares ``detect`` with another run's cache
+(``results/routes-sdpa``: the same routes scored with transformers' fused attention before the
+aligned attention, :mod:`groundsense.scorer.attention`). The report compares, per sentence and per answer: each route
 with ``detect`` at the same thread count (goal: equal scores), ``detect`` at 1 thread with 2, and
 the stream's verdicts in flight with ``detect``. Goals: across routes and thread counts, flags
 agree on at least 99.9% of sentences and of answers and no score differs by more than 0.02; the
@@ -188,6 +190,9 @@ def main() -> None:
     parser.add_argument("--routes", default=",".join(ROUTES),
                         help=f"routes to run now (of {', '.join(ROUTES)}); empty: report on what the cache holds")
     parser.add_argument("--cache", type=Path, default=Path("results/routes"))
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another run's cache (made with other code, e.g. another attention): the report adds "
+                             "this run's detect at 2 and at 1 threads against that run's")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     chosen = [route for route in args.routes.split(",") if route]
@@ -239,6 +244,12 @@ def main() -> None:
                 c["score difference"]["max"] <= GOAL_DIFFERENCE for c in comparisons if c not in routes),
         },
     }
+    if args.baseline:
+        for route in ("detect-2", "detect-1"):
+            records[f"baseline {route}"] = {i: r for i, r in cached(args.baseline / f"{route}.jsonl").items()
+                                            if i in picked}
+        report["against the baseline"] = {"cache": str(args.baseline), "comparisons": [
+            c for route in ("detect-2", "detect-1") if (c := compare(records, route, f"baseline {route}")) is not None]}
     emit_json(report, args.out)
 
 

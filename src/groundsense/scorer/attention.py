@@ -16,8 +16,8 @@ padding's weights are zero), so it always takes the blocked path; a batch's rows
 time, each over its own keys from its first unpadded one, as it runs alone; and
 :meth:`~groundsense.scorer.passes.ModelPasses.forward` never runs a pass of one token. With
 these, on an AMD EPYC with AVX-512 BF16, a position's logits are the same bits whichever pass
-computed them, at one thread or two (``benchmarks/routes.py``), and the scorer runs no slower
-than with ``sdpa`` (``benchmarks/attention.py``). Models whose attention does more than that
+computed them, at one thread or two (``benchmarks/routes.py``), and ``detect`` takes about as
+long as with ``sdpa`` (``benchmarks/attention.py``). Models whose attention does more than that
 (a softcap, attention sinks) keep their own: :data:`ALIGNED_MODEL_TYPES`.
 """
 

@@ -32,7 +32,7 @@ PACK_ATTENTION = 2**19  # query-key pairs one packed forward call may hold
 
 def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A float attention mask from a boolean one (True = may attend): 0 where visible, the
-    dtype's lowest value elsewhere. Float masks work with sdpa and eager attention alike."""
+    dtype's lowest value elsewhere. Float masks work with sdpa, eager and the aligned attention alike."""
     return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, torch.finfo(dtype).min)
 
 
